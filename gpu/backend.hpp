@@ -1,0 +1,136 @@
+// gpu/backend.hpp
+//
+// The narrow interface every part of cudactor uses to drive a device: streams with
+// priorities, regular and timing events, record / stream-wait / query / elapsed time, async
+// copies, fills and prefetches, stream-ordered allocation, enqueued work, host callbacks and
+// per-stream timelines. Two implementations: host_backend (CPU threads with CUDA's
+// semantics, for machines without a GPU and for tests) and cuda_backend (the CUDA runtime).
+// open_backend() picks one.
+//
+// Every call is thread-safe and non-blocking except synchronize() and reset(), which are for
+// code that is not an actor. Expected failures come back as a status naming the stream,
+// event or allocation; nothing throws.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "cudactor/gpu/buffer.hpp"
+#include "cudactor/gpu/event.hpp"
+#include "cudactor/gpu/launch_context.hpp"
+#include "cudactor/gpu/status.hpp"
+#include "cudactor/gpu/stream.hpp"
+#include "cudactor/gpu/timeline.hpp"
+#include "cudactor/gpu/types.hpp"
+
+namespace cudactor::gpu {
+
+class backend {
+ public:
+  backend();
+  backend(const backend&) = delete;
+  backend& operator=(const backend&) = delete;
+  virtual ~backend() = default;
+
+  [[nodiscard]] virtual backend_kind kind() const noexcept = 0;
+  [[nodiscard]] virtual const device_info& device() const noexcept = 0;
+  // Distinguishes this backend's handles from any other's.
+  [[nodiscard]] std::uint32_t instance() const noexcept { return instance_; }
+
+  // --- streams ---------------------------------------------------------------------------
+  [[nodiscard]] virtual result<stream> create_stream(const stream_options& options) = 0;
+  // Work already enqueued still runs; the ref is stale from now on.
+  [[nodiscard]] virtual status destroy_stream(stream_ref s) = 0;
+  [[nodiscard]] virtual result<std::string> stream_name(stream_ref s) const = 0;
+  [[nodiscard]] virtual result<stream_priority> priority(stream_ref s) const = 0;
+
+  // --- events ----------------------------------------------------------------------------
+  [[nodiscard]] virtual result<event> create_event(event_kind kind) = 0;
+  [[nodiscard]] virtual status destroy_event(event_ref e) = 0;
+  // Captures the work enqueued on s so far; replaces any earlier record of e.
+  [[nodiscard]] virtual status record(event_ref e, stream_ref s) = 0;
+  // Work enqueued on s later does not start before e's most recent record completes. A wait
+  // on a never-recorded event does not wait. If e's work failed, s's next completion point
+  // reports dependency_failed.
+  [[nodiscard]] virtual status wait(stream_ref s, event_ref e) = 0;
+  [[nodiscard]] virtual query_result query(event_ref e) = 0;
+  // end - start; both timing events, recorded and complete.
+  [[nodiscard]] virtual result<std::chrono::nanoseconds> elapsed(event_ref start,
+                                                                event_ref end) = 0;
+
+  // --- memory ----------------------------------------------------------------------------
+  // Stream-ordered: usable by work enqueued on s after this call.
+  [[nodiscard]] virtual result<buffer> allocate(stream_ref s, std::size_t bytes) = 0;
+  [[nodiscard]] virtual result<buffer> allocate_managed(std::size_t bytes) = 0;
+  [[nodiscard]] virtual result<buffer> allocate_pinned(std::size_t bytes) = 0;
+  // Frees device memory once s reaches this point (work enqueued before may still use it).
+  // On success `memory` is left empty; on failure it is untouched.
+  [[nodiscard]] virtual status free_async(stream_ref s, buffer& memory) = 0;
+
+  [[nodiscard]] virtual status copy(stream_ref s, void* dst, const void* src, std::size_t bytes,
+                                    copy_kind direction) = 0;
+  [[nodiscard]] virtual status fill(stream_ref s, void* dst, std::uint8_t value,
+                                    std::size_t bytes) = 0;
+  // Moves managed memory towards the device or the host ahead of use.
+  [[nodiscard]] virtual status prefetch(stream_ref s, const void* data, std::size_t bytes,
+                                        prefetch_target target) = 0;
+
+  // --- work --------------------------------------------------------------------------------
+  [[nodiscard]] virtual status enqueue(stream_ref s, work_fn work) = 0;
+  [[nodiscard]] virtual status add_callback(stream_ref s, host_callback callback) = 0;
+
+  // --- timelines ---------------------------------------------------------------------------
+  // Marks the next timeline value at the current end of s and returns it.
+  [[nodiscard]] virtual result<timeline_point> signal(stream_ref s) = 0;
+  // The stream's timeline; it stays usable after the stream is destroyed.
+  [[nodiscard]] virtual result<std::shared_ptr<timeline>> timeline_of(stream_ref s) = 0;
+
+  // --- blocking calls, for code that is not an actor ---------------------------------------
+  [[nodiscard]] virtual status synchronize(stream_ref s) = 0;
+  [[nodiscard]] virtual status synchronize() = 0;
+
+  // --- health ----------------------------------------------------------------------------
+  // ok, or the device_lost status that poisons the backend.
+  [[nodiscard]] virtual status health() const = 0;
+  // Recovers from device_lost: waits for outstanding work to end, then invalidates every
+  // stream, event and allocation of this backend (as cudaDeviceReset does) and clears the
+  // error. Owning handles that outlive it release nothing and count nothing.
+  [[nodiscard]] virtual status reset() = 0;
+
+  // --- interop -------------------------------------------------------------------------------
+  // cudaStream_t / cudaEvent_t as void*; not_supported on the host backend.
+  [[nodiscard]] virtual result<void*> native_handle(stream_ref s) const = 0;
+  [[nodiscard]] virtual result<void*> native_handle(event_ref e) const = 0;
+
+  // Destroys and frees that failed inside destructors of owning handles (they never throw).
+  [[nodiscard]] std::uint64_t failed_releases() const noexcept {
+    return failed_releases_.load(std::memory_order_relaxed);
+  }
+
+ protected:
+  // Releases a buffer's memory; device memory in the order of `s`. Called by buffer.
+  [[nodiscard]] virtual status release_memory(void* data, memory_kind kind, stream_ref s) = 0;
+
+  [[nodiscard]] handle_id make_id(std::uint32_t slot, std::uint32_t generation) const noexcept {
+    return handle_id{instance_, slot, generation};
+  }
+  // invalid_argument for an empty reference, foreign_handle for another backend's; `what`
+  // is "stream" or "event".
+  [[nodiscard]] status check_handle(const handle_id& id, const char* what) const;
+
+ private:
+  friend class stream;
+  friend class event;
+  friend class buffer;
+  // An owning handle's destructor could not release; invalid_handle (already gone, e.g. after
+  // reset()) is not a failure.
+  void count_failed_release(const status& why) noexcept;
+
+  std::uint32_t instance_;
+  std::atomic<std::uint64_t> failed_releases_{0};
+};
+
+}  // namespace cudactor::gpu

@@ -1,0 +1,651 @@
+#include "cudactor/gpu/cuda_backend.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <shared_mutex>
+
+#include "cudactor/gpu/detail/allocation_table.hpp"
+#include "cudactor/gpu/detail/cuda_status.hpp"
+#include "cudactor/gpu/detail/cuda_timeline.hpp"
+#include "cudactor/gpu/detail/handle_table.hpp"
+
+namespace cudactor::gpu {
+namespace {
+
+using detail::from_cuda;
+
+struct cuda_stream_entry {
+  cudaStream_t handle = nullptr;
+  std::string name;
+  std::string label;  // "stream 'name' (#3.1)"
+  stream_priority priority = stream_priority::normal;
+  std::shared_ptr<detail::cuda_timeline> timeline;
+};
+
+struct cuda_event_entry {
+  cudaEvent_t handle = nullptr;
+  event_kind kind = event_kind::regular;
+  bool recorded = false;
+};
+
+// The runtime's current device is per thread; actors reach a backend from many threads.
+thread_local int current_device = -1;
+
+}  // namespace
+
+result<int> cuda_device_count() {
+  int count = 0;
+  const cudaError_t answer = cudaGetDeviceCount(&count);
+  if (answer != cudaSuccess) {
+    (void)cudaGetLastError();  // the failed probe must not surface as a later launch error
+    status why = from_cuda(answer, "counting CUDA devices");
+    if (answer == cudaErrorNoDevice || answer == cudaErrorInsufficientDriver) {
+      return status{errc::no_device, why.message()};
+    }
+    return why;
+  }
+  return count;
+}
+
+struct cuda_backend::impl {
+  int ordinal = 0;
+  device_info info;
+  int least_priority = 0;
+  int greatest_priority = 0;
+
+  mutable std::shared_mutex mutex;  // tables: shared for use, exclusive for create/destroy
+  detail::handle_table<cuda_stream_entry> streams;
+  detail::handle_table<cuda_event_entry> events;
+  detail::allocation_table allocations{false};
+
+  mutable std::mutex lost_mutex;
+  std::atomic<bool> lost{false};
+  status lost_status;
+
+  cuda_backend* owner = nullptr;
+
+  [[nodiscard]] status activate() const {
+    if (current_device == ordinal) return {};
+    const cudaError_t answer = cudaSetDevice(ordinal);
+    if (answer != cudaSuccess) {
+      return from_cuda(answer, "selecting CUDA device " + std::to_string(ordinal));
+    }
+    current_device = ordinal;
+    return {};
+  }
+
+  // Every CUDA answer passes through here: a sticky one loses the device for everyone.
+  status check(cudaError_t answer, std::string_view doing) {
+    if (answer == cudaSuccess) return {};
+    status why = from_cuda(answer, doing);
+    if (why.code() == errc::device_lost) mark_lost(why);
+    if (answer == cudaErrorNotReady) detail::clear_not_ready();
+    return why;
+  }
+
+  void mark_lost(const status& why) {
+    std::lock_guard<std::mutex> lock{lost_mutex};
+    if (lost.load(std::memory_order_acquire)) return;
+    lost_status = status{errc::device_lost, why.message()};
+    lost.store(true, std::memory_order_release);
+  }
+
+  [[nodiscard]] status loss() const {
+    if (!lost.load(std::memory_order_acquire)) return {};
+    std::lock_guard<std::mutex> lock{lost_mutex};
+    return lost_status;
+  }
+
+  // Ready to use the device: selected and not lost.
+  [[nodiscard]] status usable() const {
+    if (auto why = loss(); !why.ok()) return why;
+    return activate();
+  }
+
+  [[nodiscard]] int native_priority(stream_priority p) const {
+    switch (p) {
+      case stream_priority::high: return greatest_priority;
+      case stream_priority::low: return least_priority;
+      case stream_priority::normal: break;
+    }
+    // Numerically lower is higher priority; the middle, rounded towards "least".
+    return (least_priority + greatest_priority) / 2;
+  }
+
+  // Mutex held (shared or exclusive).
+  result<cuda_stream_entry*> find_stream(stream_ref s) {
+    if (auto bad = owner->check_handle(s.id(), "stream"); !bad.ok()) return bad;
+    cuda_stream_entry* found = streams.find(s.id().slot, s.id().generation);
+    if (found == nullptr) {
+      return status{errc::invalid_handle, "stream " + to_string(s.id()) + " was destroyed"};
+    }
+    return found;
+  }
+
+  result<cuda_event_entry*> find_event(event_ref e) {
+    if (auto bad = owner->check_handle(e.id(), "event"); !bad.ok()) return bad;
+    cuda_event_entry* found = events.find(e.id().slot, e.id().generation);
+    if (found == nullptr) {
+      return status{errc::invalid_handle, "event " + to_string(e.id()) + " was destroyed"};
+    }
+    return found;
+  }
+};
+
+cuda_backend::cuda_backend(int device_ordinal) : impl_(std::make_unique<impl>()) {
+  impl_->ordinal = device_ordinal;
+  impl_->owner = this;
+}
+
+result<std::unique_ptr<cuda_backend>> cuda_backend::open(int device_ordinal) {
+  auto count = cuda_device_count();
+  if (!count) return count.error();
+  if (count.value() == 0) return status{errc::no_device, "no CUDA device"};
+  if (device_ordinal < 0 || device_ordinal >= count.value()) {
+    return status{errc::invalid_argument, "CUDA device " + std::to_string(device_ordinal) +
+                                              " does not exist (" +
+                                              std::to_string(count.value()) + " present)"};
+  }
+  std::unique_ptr<cuda_backend> self{new cuda_backend(device_ordinal)};
+  impl& state = *self->impl_;
+  if (auto bad = state.activate(); !bad.ok()) return bad;
+  // Creates the primary context now, so the first real call does not pay for it.
+  if (auto bad = from_cuda(cudaFree(nullptr), "initialising the CUDA context"); !bad.ok()) {
+    return bad;
+  }
+  cudaDeviceProp props{};
+  if (auto bad = from_cuda(cudaGetDeviceProperties(&props, device_ordinal),
+                           "reading device properties");
+      !bad.ok()) {
+    return bad;
+  }
+  if (auto bad = from_cuda(
+          cudaDeviceGetStreamPriorityRange(&state.least_priority, &state.greatest_priority),
+          "reading the stream priority range");
+      !bad.ok()) {
+    return bad;
+  }
+  // Keep freed stream-ordered memory in the pool instead of returning it on every
+  // synchronize: reuse without driver round trips is the point of cudaMallocAsync.
+  cudaMemPool_t pool = nullptr;
+  if (cudaDeviceGetDefaultMemPool(&pool, device_ordinal) == cudaSuccess) {
+    std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
+    (void)cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  }
+  (void)cudaGetLastError();  // a pool without the attribute must not leave an error behind
+  state.info.kind = backend_kind::cuda;
+  state.info.name = props.name;
+  state.info.ordinal = device_ordinal;
+  state.info.total_memory = props.totalGlobalMem;
+  state.info.compute_capability_major = props.major;
+  state.info.compute_capability_minor = props.minor;
+  state.info.greatest_priority = state.greatest_priority;
+  state.info.least_priority = state.least_priority;
+  return self;
+}
+
+cuda_backend::~cuda_backend() {
+  if (impl_->activate().ok()) (void)cudaDeviceSynchronize();
+  std::unique_lock<std::shared_mutex> lock{impl_->mutex};
+  impl_->streams.clear([](cuda_stream_entry& s) { (void)cudaStreamDestroy(s.handle); });
+  impl_->events.clear([](cuda_event_entry& e) { (void)cudaEventDestroy(e.handle); });
+  for (auto& entry : impl_->allocations.take_all()) {
+    void* data = reinterpret_cast<void*>(entry.first);
+    if (entry.second.kind == memory_kind::pinned_host) {
+      (void)cudaFreeHost(data);
+    } else {
+      (void)cudaFree(data);
+    }
+  }
+}
+
+const device_info& cuda_backend::device() const noexcept { return impl_->info; }
+
+// --- streams ----------------------------------------------------------------------------
+
+result<stream> cuda_backend::create_stream(const stream_options& options) {
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  cudaStream_t handle = nullptr;
+  const int native = impl_->native_priority(options.priority);
+  if (auto bad = impl_->check(cudaStreamCreateWithPriority(&handle, cudaStreamNonBlocking, native),
+                              "creating a stream");
+      !bad.ok()) {
+    return bad;
+  }
+  std::unique_lock<std::shared_mutex> lock{impl_->mutex};
+  auto key = impl_->streams.insert(cuda_stream_entry{handle, {}, {}, options.priority, nullptr});
+  cuda_stream_entry& entry = *impl_->streams.find(key.slot, key.generation);
+  const handle_id id = make_id(key.slot, key.generation);
+  entry.name = options.name.empty() ? "stream-" + std::to_string(key.slot) : options.name;
+  entry.label = "stream '" + entry.name + "' (" + to_string(id) + ")";
+  entry.timeline = std::make_shared<detail::cuda_timeline>(handle, entry.name);
+  return stream{*this, stream_ref{id}};
+}
+
+status cuda_backend::destroy_stream(stream_ref s) {
+  std::unique_lock<std::shared_mutex> lock{impl_->mutex};
+  auto found = impl_->find_stream(s);
+  if (!found) return found.error();
+  auto entry = impl_->streams.erase(s.id().slot, s.id().generation);
+  if (auto bad = impl_->activate(); !bad.ok()) return bad;
+  // Returns at once; the driver releases the stream after its work completes. The timeline
+  // keeps its events, so waiters on it still get answers.
+  return impl_->check(cudaStreamDestroy(entry->handle), "destroying " + entry->label);
+}
+
+result<std::string> cuda_backend::stream_name(stream_ref s) const {
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto found = impl_->find_stream(s);
+  if (!found) return found.error();
+  return found.value()->name;
+}
+
+result<stream_priority> cuda_backend::priority(stream_ref s) const {
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto found = impl_->find_stream(s);
+  if (!found) return found.error();
+  return found.value()->priority;
+}
+
+// --- events ----------------------------------------------------------------------------
+
+result<event> cuda_backend::create_event(event_kind kind) {
+  if (kind != event_kind::regular && kind != event_kind::timing) {
+    return status{errc::invalid_argument, "unknown event kind"};
+  }
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  cudaEvent_t handle = nullptr;
+  const unsigned flags = kind == event_kind::timing ? cudaEventDefault : cudaEventDisableTiming;
+  if (auto bad = impl_->check(cudaEventCreateWithFlags(&handle, flags), "creating an event");
+      !bad.ok()) {
+    return bad;
+  }
+  std::unique_lock<std::shared_mutex> lock{impl_->mutex};
+  auto key = impl_->events.insert(cuda_event_entry{handle, kind, false});
+  return event{*this, event_ref{make_id(key.slot, key.generation)}, kind};
+}
+
+status cuda_backend::destroy_event(event_ref e) {
+  std::unique_lock<std::shared_mutex> lock{impl_->mutex};
+  auto found = impl_->find_event(e);
+  if (!found) return found.error();
+  auto entry = impl_->events.erase(e.id().slot, e.id().generation);
+  if (auto bad = impl_->activate(); !bad.ok()) return bad;
+  return impl_->check(cudaEventDestroy(entry->handle), "destroying event " + to_string(e.id()));
+}
+
+status cuda_backend::record(event_ref e, stream_ref s) {
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto target = impl_->find_stream(s);
+  if (!target) return target.error();
+  auto found = impl_->find_event(e);
+  if (!found) return found.error();
+  if (auto bad = impl_->check(cudaEventRecord(found.value()->handle, target.value()->handle),
+                              "recording event " + to_string(e.id()) + " on " +
+                                  target.value()->label);
+      !bad.ok()) {
+    return bad;
+  }
+  found.value()->recorded = true;  // only set under a shared lock to true: a benign race
+  return {};
+}
+
+status cuda_backend::wait(stream_ref s, event_ref e) {
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto target = impl_->find_stream(s);
+  if (!target) return target.error();
+  auto found = impl_->find_event(e);
+  if (!found) return found.error();
+  return impl_->check(cudaStreamWaitEvent(target.value()->handle, found.value()->handle, 0),
+                      target.value()->label + " waiting on event " + to_string(e.id()));
+}
+
+query_result cuda_backend::query(event_ref e) {
+  if (auto bad = impl_->usable(); !bad.ok()) return {event_state::failed, bad};
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto found = impl_->find_event(e);
+  if (!found) return {event_state::failed, found.error()};
+  const cudaError_t answer = cudaEventQuery(found.value()->handle);
+  if (answer == cudaSuccess) return {event_state::ready, {}};
+  if (answer == cudaErrorNotReady) {
+    detail::clear_not_ready();
+    return {event_state::not_ready, {}};
+  }
+  return {event_state::failed, impl_->check(answer, "querying event " + to_string(e.id()))};
+}
+
+result<std::chrono::nanoseconds> cuda_backend::elapsed(event_ref start, event_ref end) {
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto a = impl_->find_event(start);
+  if (!a) return a.error();
+  auto b = impl_->find_event(end);
+  if (!b) return b.error();
+  for (auto [found, ref] : {std::pair{a.value(), start}, std::pair{b.value(), end}}) {
+    if (found->kind != event_kind::timing) {
+      return status{errc::not_timing,
+                    "event " + to_string(ref.id()) + " was created without timing"};
+    }
+    if (!found->recorded) {
+      return status{errc::not_recorded, "event " + to_string(ref.id()) + " was never recorded"};
+    }
+  }
+  float milliseconds = 0.0F;
+  const cudaError_t answer =
+      cudaEventElapsedTime(&milliseconds, a.value()->handle, b.value()->handle);
+  if (answer != cudaSuccess) {
+    return impl_->check(answer, "timing events " + to_string(start.id()) + " and " +
+                                    to_string(end.id()));
+  }
+  return std::chrono::nanoseconds{static_cast<std::int64_t>(double{milliseconds} * 1e6)};
+}
+
+// --- memory ----------------------------------------------------------------------------
+
+result<buffer> cuda_backend::allocate(stream_ref s, std::size_t bytes) {
+  if (bytes == 0) return status{errc::invalid_argument, "allocation of zero bytes"};
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto target = impl_->find_stream(s);
+  if (!target) return target.error();
+  void* data = nullptr;
+  if (auto bad = impl_->check(cudaMallocAsync(&data, bytes, target.value()->handle),
+                              "allocating " + std::to_string(bytes) + " bytes on " +
+                                  target.value()->label);
+      !bad.ok()) {
+    return bad;
+  }
+  (void)impl_->allocations.try_reserve(bytes, std::numeric_limits<std::size_t>::max());
+  impl_->allocations.add(data, detail::allocation{bytes, memory_kind::device, s, false});
+  return buffer{*this, data, bytes, memory_kind::device, s};
+}
+
+result<buffer> cuda_backend::allocate_managed(std::size_t bytes) {
+  if (bytes == 0) return status{errc::invalid_argument, "allocation of zero bytes"};
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  void* data = nullptr;
+  if (auto bad = impl_->check(cudaMallocManaged(&data, bytes, cudaMemAttachGlobal),
+                              "allocating " + std::to_string(bytes) + " bytes of managed memory");
+      !bad.ok()) {
+    return bad;
+  }
+  (void)impl_->allocations.try_reserve(bytes, std::numeric_limits<std::size_t>::max());
+  impl_->allocations.add(data, detail::allocation{bytes, memory_kind::managed, {}, false});
+  return buffer{*this, data, bytes, memory_kind::managed, {}};
+}
+
+result<buffer> cuda_backend::allocate_pinned(std::size_t bytes) {
+  if (bytes == 0) return status{errc::invalid_argument, "allocation of zero bytes"};
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  void* data = nullptr;
+  if (auto bad = impl_->check(cudaMallocHost(&data, bytes),
+                              "allocating " + std::to_string(bytes) + " bytes of pinned memory");
+      !bad.ok()) {
+    return bad;
+  }
+  (void)impl_->allocations.try_reserve(bytes, std::numeric_limits<std::size_t>::max());
+  impl_->allocations.add(data, detail::allocation{bytes, memory_kind::pinned_host, {}, false});
+  return buffer{*this, data, bytes, memory_kind::pinned_host, {}};
+}
+
+status cuda_backend::free_async(stream_ref s, buffer& memory) {
+  if (!memory.valid()) return {errc::invalid_argument, "free of an empty buffer"};
+  if (memory.owner() != this) {
+    return {errc::foreign_handle, "the buffer at " + detail::format_address(memory.data()) +
+                                      " belongs to another backend"};
+  }
+  if (memory.kind() != memory_kind::device) {
+    return {errc::invalid_argument,
+            "stream-ordered free takes device memory; the buffer at " +
+                detail::format_address(memory.data()) + " is " +
+                std::string{to_string(memory.kind())} + " memory (destroy it instead)"};
+  }
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto target = impl_->find_stream(s);
+  if (!target) return target.error();
+  auto marked = impl_->allocations.begin_free(memory.data());
+  if (!marked) return marked.error();
+  void* data = memory.release();
+  impl_->allocations.remove(data);
+  return impl_->check(cudaFreeAsync(data, target.value()->handle),
+                      "freeing " + detail::format_address(data) + " on " + target.value()->label);
+}
+
+status cuda_backend::release_memory(void* data, memory_kind kind, stream_ref s) {
+  auto marked = impl_->allocations.begin_free(data);
+  if (!marked) return marked.error();
+  impl_->allocations.remove(data);
+  if (auto bad = impl_->activate(); !bad.ok()) return bad;
+  const std::string doing = "freeing " + detail::format_address(data);
+  switch (kind) {
+    case memory_kind::pinned_host: return impl_->check(cudaFreeHost(data), doing);
+    case memory_kind::managed: return impl_->check(cudaFree(data), doing);
+    case memory_kind::device: break;
+  }
+  {
+    std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+    if (!s.empty()) {
+      if (auto target = impl_->find_stream(s)) {
+        return impl_->check(cudaFreeAsync(data, target.value()->handle), doing);
+      }
+    }
+  }
+  // Its stream is gone: cudaFree synchronizes the device first.
+  return impl_->check(cudaFree(data), doing);
+}
+
+status cuda_backend::copy(stream_ref s, void* dst, const void* src, std::size_t bytes,
+                          copy_kind direction) {
+  if (auto bad = impl_->allocations.check_copy(dst, src, bytes, direction); !bad.ok()) {
+    return bad;
+  }
+  cudaMemcpyKind native = cudaMemcpyDeviceToDevice;
+  if (direction == copy_kind::host_to_device) native = cudaMemcpyHostToDevice;
+  if (direction == copy_kind::device_to_host) native = cudaMemcpyDeviceToHost;
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto target = impl_->find_stream(s);
+  if (!target) return target.error();
+  return impl_->check(cudaMemcpyAsync(dst, src, bytes, native, target.value()->handle),
+                      std::string{"copying "} + std::to_string(bytes) + " bytes " +
+                          std::string{to_string(direction)} + " on " + target.value()->label);
+}
+
+status cuda_backend::fill(stream_ref s, void* dst, std::uint8_t value, std::size_t bytes) {
+  if (auto bad = impl_->allocations.check(dst, bytes, detail::memory_side::device,
+                                          "destination");
+      !bad.ok()) {
+    return bad;
+  }
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto target = impl_->find_stream(s);
+  if (!target) return target.error();
+  return impl_->check(cudaMemsetAsync(dst, value, bytes, target.value()->handle),
+                      "filling " + std::to_string(bytes) + " bytes on " + target.value()->label);
+}
+
+status cuda_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
+                              prefetch_target where) {
+  if (where != prefetch_target::device && where != prefetch_target::host) {
+    return {errc::invalid_argument, "unknown prefetch target"};
+  }
+  if (auto bad = impl_->allocations.check(data, bytes, detail::memory_side::device, "prefetch");
+      !bad.ok()) {
+    return bad;
+  }
+  if (auto owner = impl_->allocations.containing(data);
+      owner && owner->kind != memory_kind::managed) {
+    return {errc::invalid_argument, "prefetch needs managed memory; " +
+                                        detail::format_address(data) + " is " +
+                                        std::string{to_string(owner->kind)} + " memory"};
+  }
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto target = impl_->find_stream(s);
+  if (!target) return target.error();
+  cudaMemLocation location{};
+  location.type =
+      where == prefetch_target::device ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
+  location.id = where == prefetch_target::device ? impl_->ordinal : 0;
+  return impl_->check(cudaMemPrefetchAsync(data, bytes, location, 0, target.value()->handle),
+                      "prefetching " + std::to_string(bytes) + " bytes on " +
+                          target.value()->label);
+}
+
+// --- work ------------------------------------------------------------------------------
+
+status cuda_backend::enqueue(stream_ref s, work_fn work) {
+  if (!work) return {errc::invalid_argument, "empty work function"};
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  cudaStream_t handle = nullptr;
+  std::string label;
+  {
+    std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+    auto target = impl_->find_stream(s);
+    if (!target) return target.error();
+    handle = target.value()->handle;
+    label = target.value()->label;
+  }
+  // The work runs without the table lock: it is user code and may take its time launching.
+  // A stream destroyed concurrently with its own launches is a race in CUDA too.
+  (void)cudaGetLastError();  // start from a clean slate so the check below is about this work
+  status outcome;
+  try {
+    outcome = work(launch_context{backend_kind::cuda, s, static_cast<void*>(handle)});
+  } catch (const std::exception& e) {
+    outcome = status{errc::op_failed, std::string{"threw: "} + e.what()};
+  } catch (...) {
+    outcome = status{errc::op_failed, "threw a non-standard exception"};
+  }
+  const cudaError_t launch = cudaGetLastError();
+  if (launch != cudaSuccess) {
+    status why = impl_->check(launch, "launching work on " + label);
+    if (why.code() == errc::device_lost) return why;
+    return {errc::op_failed, why.message()};
+  }
+  if (!outcome.ok()) {
+    if (outcome.code() == errc::device_lost) return outcome;
+    return {errc::op_failed, "work on " + label + " failed: " + outcome.to_string()};
+  }
+  return {};
+}
+
+namespace {
+
+void CUDART_CB run_host_callback(cudaStream_t, cudaError_t answer, void* data) {
+  std::unique_ptr<host_callback> callback{static_cast<host_callback*>(data)};
+  // No CUDA call is allowed here, not even to name the error.
+  const status outcome = detail::from_cuda_code(answer, "before a host callback");
+  try {
+    (*callback)(outcome);
+  } catch (...) {
+    // Nowhere to report from a driver thread; the callback's owner must not throw.
+  }
+}
+
+}  // namespace
+
+status cuda_backend::add_callback(stream_ref s, host_callback callback) {
+  if (!callback) return {errc::invalid_argument, "empty host callback"};
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto target = impl_->find_stream(s);
+  if (!target) return target.error();
+  auto owned = std::make_unique<host_callback>(std::move(callback));
+  // cudaStreamAddCallback, not cudaLaunchHostFunc: it runs exactly once even after a device
+  // error, and says which, so every callback ends.
+  if (auto bad = impl_->check(cudaStreamAddCallback(target.value()->handle, &run_host_callback,
+                                                    owned.get(), 0),
+                              "adding a host callback on " + target.value()->label);
+      !bad.ok()) {
+    return bad;
+  }
+  (void)owned.release();  // the trampoline owns it now
+  return {};
+}
+
+// --- timelines -------------------------------------------------------------------------
+
+result<timeline_point> cuda_backend::signal(stream_ref s) {
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto target = impl_->find_stream(s);
+  if (!target) return target.error();
+  auto value = target.value()->timeline->signal();
+  if (!value && value.code() == errc::device_lost) impl_->mark_lost(value.error());
+  return value;
+}
+
+result<std::shared_ptr<timeline>> cuda_backend::timeline_of(stream_ref s) {
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto target = impl_->find_stream(s);
+  if (!target) return target.error();
+  return std::shared_ptr<timeline>{target.value()->timeline};
+}
+
+// --- blocking calls --------------------------------------------------------------------
+
+status cuda_backend::synchronize(stream_ref s) {
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  cudaStream_t handle = nullptr;
+  std::string label;
+  {
+    std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+    auto target = impl_->find_stream(s);
+    if (!target) return target.error();
+    handle = target.value()->handle;
+    label = target.value()->label;
+  }
+  return impl_->check(cudaStreamSynchronize(handle), "synchronizing " + label);
+}
+
+status cuda_backend::synchronize() {
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  return impl_->check(cudaDeviceSynchronize(), "synchronizing the device");
+}
+
+status cuda_backend::health() const { return impl_->loss(); }
+
+status cuda_backend::reset() {
+  if (auto bad = impl_->activate(); !bad.ok()) return bad;
+  (void)cudaDeviceSynchronize();  // answers the sticky error when lost; reset clears it
+  std::unique_lock<std::shared_mutex> lock{impl_->mutex};
+  const status gone{errc::invalid_handle, "the CUDA backend was reset"};
+  impl_->streams.clear([&](cuda_stream_entry& s) { s.timeline->abandon(gone); });
+  impl_->events.clear([](cuda_event_entry&) {});
+  (void)impl_->allocations.take_all();  // cudaDeviceReset frees them
+  if (auto bad = from_cuda(cudaDeviceReset(), "resetting the device"); !bad.ok()) return bad;
+  (void)cudaGetLastError();
+  {
+    std::lock_guard<std::mutex> lost_lock{impl_->lost_mutex};
+    impl_->lost_status = {};
+    impl_->lost.store(false, std::memory_order_release);
+  }
+  return from_cuda(cudaFree(nullptr), "re-initialising the CUDA context");
+}
+
+// --- interop ---------------------------------------------------------------------------
+
+result<void*> cuda_backend::native_handle(stream_ref s) const {
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto target = impl_->find_stream(s);
+  if (!target) return target.error();
+  return static_cast<void*>(target.value()->handle);
+}
+
+result<void*> cuda_backend::native_handle(event_ref e) const {
+  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
+  auto found = impl_->find_event(e);
+  if (!found) return found.error();
+  return static_cast<void*>(found.value()->handle);
+}
+
+}  // namespace cudactor::gpu

@@ -1,0 +1,161 @@
+#include "cudactor/gpu/detail/allocation_table.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace cudactor::gpu::detail {
+
+std::string format_address(const void* data) {
+  char text[2 + 2 * sizeof(void*) + 1];
+  std::snprintf(text, sizeof text, "%p", data);
+  return text;
+}
+
+void allocation_table::add(const void* data, allocation record) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  live_[reinterpret_cast<std::uintptr_t>(data)] = record;
+}
+
+status allocation_table::check(const void* data, std::size_t bytes, memory_side side,
+                               std::string_view role) const {
+  std::string what{role};
+  if (data == nullptr) return {errc::invalid_argument, what + " pointer is null"};
+  if (bytes == 0) return {errc::invalid_argument, "size is zero"};
+  const auto address = reinterpret_cast<std::uintptr_t>(data);
+  if (address + bytes < address) {
+    return {errc::out_of_range, what + " range of " + std::to_string(bytes) +
+                                    " bytes wraps around the address space"};
+  }
+  std::lock_guard<std::mutex> lock{mutex_};
+  auto it = live_.upper_bound(address);
+  const allocation* owner = nullptr;
+  std::uintptr_t start = 0;
+  if (it != live_.begin()) {
+    --it;
+    if (address < it->first + it->second.size) {
+      owner = &it->second;
+      start = it->first;
+    }
+  }
+  if (owner == nullptr) {
+    if (side == memory_side::device && strict_) {
+      return {errc::invalid_argument,
+              what + " " + format_address(data) + " is not device memory of this backend"};
+    }
+    return {};
+  }
+  const std::string where = "the " + std::to_string(owner->size) + "-byte " +
+                            std::string{to_string(owner->kind)} + " allocation at " +
+                            format_address(reinterpret_cast<const void*>(start));
+  if (owner->freeing) {
+    return {errc::invalid_argument, what + " " + format_address(data) + " lies in " + where +
+                                        ", which is already being freed"};
+  }
+  const std::uintptr_t end = start + owner->size;
+  if (address + bytes > end) {
+    return {errc::out_of_range, what + " range of " + std::to_string(bytes) + " bytes at " +
+                                    format_address(data) + " overruns " + where + " by " +
+                                    std::to_string(address + bytes - end) + " bytes"};
+  }
+  if (side == memory_side::device && owner->kind == memory_kind::pinned_host) {
+    return {errc::invalid_argument,
+            what + " " + format_address(data) + " is pinned host memory, not device memory"};
+  }
+  if (side == memory_side::host && owner->kind == memory_kind::device) {
+    return {errc::invalid_argument,
+            what + " " + format_address(data) + " is device memory, not host memory"};
+  }
+  return {};
+}
+
+status allocation_table::check_copy(void* dst, const void* src, std::size_t bytes,
+                                    copy_kind direction) const {
+  memory_side dst_side = memory_side::device;
+  memory_side src_side = memory_side::device;
+  switch (direction) {
+    case copy_kind::host_to_device: src_side = memory_side::host; break;
+    case copy_kind::device_to_host: dst_side = memory_side::host; break;
+    case copy_kind::device_to_device: break;
+    default: return {errc::invalid_argument, "unknown copy direction"};
+  }
+  if (auto bad = check(dst, bytes, dst_side, "destination"); !bad.ok()) return bad;
+  if (auto bad = check(src, bytes, src_side, "source"); !bad.ok()) return bad;
+  const auto to = reinterpret_cast<std::uintptr_t>(dst);
+  const auto from = reinterpret_cast<std::uintptr_t>(src);
+  if (to < from + bytes && from < to + bytes) {
+    return {errc::invalid_argument,
+            "source and destination of a " + std::to_string(bytes) + "-byte copy overlap"};
+  }
+  return {};
+}
+
+result<allocation> allocation_table::begin_free(const void* data) {
+  if (data == nullptr) return status{errc::invalid_argument, "free of a null pointer"};
+  std::lock_guard<std::mutex> lock{mutex_};
+  auto it = live_.find(reinterpret_cast<std::uintptr_t>(data));
+  if (it == live_.end()) {
+    return status{errc::invalid_handle,
+                  format_address(data) + " is not the start of a live allocation of this backend"};
+  }
+  if (it->second.freeing) {
+    return status{errc::invalid_handle,
+                  "the allocation at " + format_address(data) + " is already being freed"};
+  }
+  it->second.freeing = true;
+  return it->second;
+}
+
+void allocation_table::remove(const void* data) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  auto it = live_.find(reinterpret_cast<std::uintptr_t>(data));
+  if (it == live_.end()) return;
+  reserved_ -= std::min(reserved_, it->second.size);
+  live_.erase(it);
+}
+
+std::optional<allocation> allocation_table::find(const void* data) const {
+  std::lock_guard<std::mutex> lock{mutex_};
+  auto it = live_.find(reinterpret_cast<std::uintptr_t>(data));
+  if (it == live_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<allocation> allocation_table::containing(const void* data) const {
+  const auto address = reinterpret_cast<std::uintptr_t>(data);
+  std::lock_guard<std::mutex> lock{mutex_};
+  auto it = live_.upper_bound(address);
+  if (it == live_.begin()) return std::nullopt;
+  --it;
+  if (address >= it->first + it->second.size) return std::nullopt;
+  return it->second;
+}
+
+bool allocation_table::try_reserve(std::size_t bytes, std::size_t limit) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  if (bytes > limit || reserved_ > limit - bytes) return false;
+  reserved_ += bytes;
+  return true;
+}
+
+void allocation_table::unreserve(std::size_t bytes) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  reserved_ -= std::min(reserved_, bytes);
+}
+
+std::size_t allocation_table::bytes_in_use() const {
+  std::lock_guard<std::mutex> lock{mutex_};
+  return reserved_;
+}
+
+std::size_t allocation_table::count() const {
+  std::lock_guard<std::mutex> lock{mutex_};
+  return live_.size();
+}
+
+std::map<std::uintptr_t, allocation> allocation_table::take_all() {
+  std::lock_guard<std::mutex> lock{mutex_};
+  reserved_ = 0;
+  return std::exchange(live_, {});
+}
+
+}  // namespace cudactor::gpu::detail

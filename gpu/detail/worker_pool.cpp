@@ -1,0 +1,102 @@
+#include "cudactor/gpu/detail/worker_pool.hpp"
+
+#include <algorithm>
+
+namespace cudactor::gpu::detail {
+
+worker_pool::worker_pool(unsigned threads) {
+  threads = std::max(1u, threads);
+  threads_.reserve(threads);
+  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+}
+
+worker_pool::~worker_pool() { stop(); }
+
+void worker_pool::post(int lane, std::function<void()> task) {
+  lane = std::clamp(lane, 0, lanes - 1);
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    lanes_[lane].push_back(std::move(task));
+  }
+  wake_.notify_one();
+}
+
+void worker_pool::post_at(clock::time_point when, std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    timers_.push(timer{when, timer_order_++, std::move(task)});
+  }
+  // Every worker may be sleeping until a later deadline: wake them all to re-arm.
+  wake_.notify_all();
+}
+
+void worker_pool::stop() {
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& thread : threads_)
+    if (thread.joinable()) thread.join();
+  threads_.clear();
+}
+
+void worker_pool::run() {
+  std::unique_lock<std::mutex> lock{mutex_};
+  for (;;) {
+    std::function<void()> task;
+    // Due timers first: a parked stream's deadline has passed.
+    if (!timers_.empty() && timers_.top().when <= clock::now()) {
+      task = std::move(const_cast<timer&>(timers_.top()).task);
+      timers_.pop();
+    } else {
+      for (auto& lane : lanes_) {
+        if (!lane.empty()) {
+          task = std::move(lane.front());
+          lane.pop_front();
+          break;
+        }
+      }
+    }
+    if (task) {
+      ++busy_;
+      lock.unlock();
+      task();
+      task = nullptr;  // destroy captures outside the lock
+      lock.lock();
+      --busy_;
+      if (stopping_) wake_.notify_all();  // others may be waiting for busy_ == 0
+      continue;
+    }
+    if (stopping_) {
+      // Nothing queued; a busy worker may still post more, so stay until all are idle.
+      if (busy_ == 0) {
+        if (!timers_.empty()) {
+          // Fire pending timers early rather than drop them: what they resume must still run
+          // (and fail) so that every operation ends exactly once.
+          task = std::move(const_cast<timer&>(timers_.top()).task);
+          timers_.pop();
+          ++busy_;
+          lock.unlock();
+          task();
+          task = nullptr;
+          lock.lock();
+          --busy_;
+          continue;
+        }
+        wake_.notify_all();
+        return;
+      }
+      wake_.wait(lock);
+      continue;
+    }
+    if (timers_.empty()) {
+      wake_.wait(lock);
+    } else {
+      wake_.wait_until(lock, timers_.top().when);
+    }
+  }
+}
+
+}  // namespace cudactor::gpu::detail

@@ -1,0 +1,99 @@
+#include "cudactor/gpu/host_timeline.hpp"
+
+namespace cudactor::gpu {
+namespace {
+
+// fetch_max for C++17 atomics; returns the value before.
+timeline_point raise(std::atomic<timeline_point>& target, timeline_point value) noexcept {
+  // seq_cst: the raise must be ordered before notify_waiters() reads waiters_.
+  timeline_point current = target.load(std::memory_order_seq_cst);
+  while (current < value && !target.compare_exchange_weak(current, value)) {
+  }
+  return current;
+}
+
+}  // namespace
+
+host_timeline::host_timeline(std::string name, timeline_point initial)
+    : name_(std::move(name)), submitted_(initial), completed_(initial) {}
+
+query_result host_timeline::query(timeline_point value) {
+  if (completed_.load(std::memory_order_acquire) >= value) {
+    std::lock_guard<std::mutex> lock{mutex_};
+    for (auto it = failures_.rbegin(); it != failures_.rend(); ++it) {
+      if (it->first == value) return {event_state::failed, it->second};
+      if (it->first < value) break;  // failures_ is ordered by value
+    }
+    return {event_state::ready, {}};
+  }
+  if (poisoned_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock{mutex_};
+    return {event_state::failed, poison_};
+  }
+  return {event_state::not_ready, {}};
+}
+
+status host_timeline::wait(timeline_point value, std::chrono::milliseconds timeout) {
+  auto settled = [&] {
+    return completed_.load(std::memory_order_acquire) >= value ||
+           poisoned_.load(std::memory_order_acquire);
+  };
+  if (!settled()) {
+    std::unique_lock<std::mutex> lock{mutex_};
+    waiters_.fetch_add(1, std::memory_order_seq_cst);
+    if (timeout.count() <= 0) {
+      changed_.wait(lock, settled);
+    } else if (!changed_.wait_for(lock, timeout, settled)) {
+      waiters_.fetch_sub(1, std::memory_order_seq_cst);
+      return {errc::timeout, "timeline '" + name_ + "' did not reach " + std::to_string(value) +
+                                 " within " + std::to_string(timeout.count()) + " ms (at " +
+                                 std::to_string(completed_.load()) + ")"};
+    }
+    waiters_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  auto answer = query(value);
+  if (answer.failed()) return answer.error;
+  return {};
+}
+
+void host_timeline::set(timeline_point value) {
+  raise(submitted_, value);
+  if (raise(completed_, value) < value) notify_waiters();
+}
+
+void host_timeline::fail(timeline_point value, status why) {
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    // Keep failures_ ordered; values normally arrive in order, so this is an append.
+    auto it = failures_.end();
+    while (it != failures_.begin() && std::prev(it)->first > value) --it;
+    failures_.emplace(it, value, std::move(why));
+    if (failures_.size() > failure_history) failures_.pop_front();
+  }
+  set(value);
+}
+
+void host_timeline::poison(status why) {
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    poison_ = std::move(why);
+    poisoned_.store(true, std::memory_order_release);
+  }
+  changed_.notify_all();
+}
+
+void host_timeline::clear_poison() {
+  std::lock_guard<std::mutex> lock{mutex_};
+  poisoned_.store(false, std::memory_order_release);
+  poison_ = {};
+}
+
+void host_timeline::notify_waiters() {
+  // The waiter registers under the mutex before checking; taking the mutex here orders this
+  // notification after that check, so no wake-up is lost.
+  if (waiters_.load(std::memory_order_seq_cst) == 0) return;
+  { std::lock_guard<std::mutex> lock{mutex_}; }
+  changed_.notify_all();
+}
+
+}  // namespace cudactor::gpu

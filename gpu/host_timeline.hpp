@@ -1,0 +1,67 @@
+// gpu/host_timeline.hpp
+//
+// The CPU timeline: an atomic counter that only grows (concurrent setters never move it
+// back), a condition variable for waiters, a bounded record of the points that failed, and a
+// terminal error for a lost device. The host backend advances one per stream; anything that
+// needs a monotonic "how far has this got" counter between threads can use one directly.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "cudactor/gpu/timeline.hpp"
+
+namespace cudactor::gpu {
+
+class host_timeline final : public timeline {
+ public:
+  // Failures remembered for query(); older ones are forgotten (and reported as ready).
+  static constexpr std::size_t failure_history = 256;
+
+  explicit host_timeline(std::string name, timeline_point initial = 0);
+
+  [[nodiscard]] timeline_point submitted() const noexcept override {
+    return submitted_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] timeline_point completed() override {
+    return completed_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] query_result query(timeline_point value) override;
+  [[nodiscard]] status wait(timeline_point value, std::chrono::milliseconds timeout) override;
+
+  // Takes the next value for a signal and returns it.
+  [[nodiscard]] timeline_point reserve() noexcept {
+    return submitted_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  }
+
+  // Raises the completed value to at least `value`; a smaller value changes nothing. Also
+  // raises submitted, so a timeline used without reserve() stays consistent.
+  void set(timeline_point value);
+  // Like set(), and remembers that the work before `value` failed.
+  void fail(timeline_point value, status why);
+  // Every value not yet reached fails with `why` from now on (device lost).
+  void poison(status why);
+  // Forgets the terminal error (after a backend reset).
+  void clear_poison();
+
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+ private:
+  void notify_waiters();
+
+  std::string name_;
+  std::atomic<timeline_point> submitted_;
+  std::atomic<timeline_point> completed_;
+  std::atomic<bool> poisoned_{false};
+  std::atomic<int> waiters_{0};
+  mutable std::mutex mutex_;  // guards failures_, poison_ and the condition variable
+  std::condition_variable changed_;
+  std::deque<std::pair<timeline_point, status>> failures_;
+  status poison_;
+};
+
+}  // namespace cudactor::gpu

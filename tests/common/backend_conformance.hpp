@@ -1,0 +1,474 @@
+// tests/common/backend_conformance.hpp
+//
+// The semantics every backend must share, written once and run against each: the host
+// backend's tests run them on CPU threads, the CUDA backend's on a GPU. A target supplies
+// the backend plus two ways to occupy a stream: hold() until released (deterministic
+// ordering checks) and busy() for a duration (timing checks).
+#pragma once
+
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cudactor/gpu/backend.hpp"
+#include "printing.hpp"
+
+namespace cudactor::test {
+
+using namespace std::chrono_literals;
+
+class conformance_target {
+ public:
+  // Holds a stream until release() or destruction.
+  class hold_handle {
+   public:
+    virtual ~hold_handle() = default;
+    virtual void release() = 0;
+  };
+
+  virtual ~conformance_target() = default;
+  virtual gpu::backend& backend() = 0;
+  // A second backend of the same kind, for foreign-handle checks.
+  virtual std::unique_ptr<gpu::backend> make_another() = 0;
+  virtual std::unique_ptr<hold_handle> hold(gpu::stream_ref s) = 0;
+  virtual gpu::status busy(gpu::stream_ref s, std::chrono::milliseconds duration) = 0;
+};
+
+namespace conformance {
+
+inline gpu::stream make_stream(gpu::backend& b, std::string name = {},
+                               gpu::stream_priority p = gpu::stream_priority::normal) {
+  auto made = b.create_stream({std::move(name), p});
+  BOOST_REQUIRE_MESSAGE(made.ok(), made.error().to_string());
+  return std::move(made).value();
+}
+
+inline gpu::event make_event(gpu::backend& b, gpu::event_kind kind = gpu::event_kind::regular) {
+  auto made = b.create_event(kind);
+  BOOST_REQUIRE_MESSAGE(made.ok(), made.error().to_string());
+  return std::move(made).value();
+}
+
+#define CUDACTOR_REQUIRE_OK(expr)                                  \
+  do {                                                             \
+    const ::cudactor::gpu::status cudactor_status_ = (expr);       \
+    BOOST_REQUIRE_MESSAGE(cudactor_status_.ok(), #expr " -> " << cudactor_status_.to_string()); \
+  } while (false)
+
+#define CUDACTOR_CHECK_ERRC(expr, expected_errc)                                          \
+  do {                                                                                    \
+    const ::cudactor::gpu::status cudactor_status_ = (expr);                              \
+    BOOST_CHECK_MESSAGE(cudactor_status_.code() == (expected_errc),                       \
+                        #expr " -> " << cudactor_status_.to_string() << ", expected "     \
+                                     << ::cudactor::gpu::to_string(expected_errc));       \
+  } while (false)
+
+inline void streams_carry_their_names_and_priorities(conformance_target& t) {
+  auto& b = t.backend();
+  auto high = make_stream(b, "compute-high", gpu::stream_priority::high);
+  auto unnamed = make_stream(b, {}, gpu::stream_priority::low);
+  BOOST_TEST(b.stream_name(high).value() == "compute-high");
+  BOOST_TEST(b.priority(high).value() == gpu::stream_priority::high);
+  BOOST_TEST(!b.stream_name(unnamed).value().empty());
+  BOOST_TEST(b.priority(unnamed).value() == gpu::stream_priority::low);
+  BOOST_TEST(b.health().ok());
+}
+
+inline void a_destroyed_stream_is_an_invalid_handle(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "doomed");
+  const gpu::stream_ref stale = s.ref();
+  auto e = make_event(b);
+  CUDACTOR_REQUIRE_OK(s.reset());
+  BOOST_TEST(!s.valid());
+  CUDACTOR_CHECK_ERRC(b.record(e, stale), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.wait(stale, e), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.signal(stale).error(), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.allocate(stale, 64).error(), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.stream_name(stale).error(), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.destroy_stream(stale), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.add_callback(stale, [](const gpu::status&) {}),
+                      gpu::errc::invalid_handle);
+  // The message names the stream.
+  const auto why = b.record(e, stale);
+  BOOST_TEST(why.message().find(gpu::to_string(stale.id())) != std::string::npos);
+  // A slot reused by a new stream does not answer for the old reference.
+  auto successor = make_stream(b, "successor");
+  CUDACTOR_CHECK_ERRC(b.stream_name(stale).error(), gpu::errc::invalid_handle);
+  BOOST_TEST(b.failed_releases() == 0u);
+}
+
+inline void handles_of_another_backend_are_foreign(conformance_target& t) {
+  auto& b = t.backend();
+  auto other = t.make_another();
+  auto theirs = make_stream(*other, "theirs");
+  auto their_event = make_event(*other);
+  auto mine = make_stream(b, "mine");
+  auto my_event = make_event(b);
+  CUDACTOR_CHECK_ERRC(b.record(my_event, theirs), gpu::errc::foreign_handle);
+  CUDACTOR_CHECK_ERRC(b.record(their_event, mine), gpu::errc::foreign_handle);
+  CUDACTOR_CHECK_ERRC(b.wait(mine, their_event), gpu::errc::foreign_handle);
+  CUDACTOR_CHECK_ERRC(b.query(their_event).error, gpu::errc::foreign_handle);
+  BOOST_TEST(b.query(their_event).failed());
+  auto their_buffer = other->allocate(theirs, 64);
+  BOOST_REQUIRE(their_buffer.ok());
+  CUDACTOR_CHECK_ERRC(b.free_async(mine, their_buffer.value()), gpu::errc::foreign_handle);
+  BOOST_TEST(their_buffer.value().valid());
+}
+
+inline void empty_references_are_invalid_arguments(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b);
+  auto e = make_event(b);
+  CUDACTOR_CHECK_ERRC(b.record(e, gpu::stream_ref{}), gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.record(gpu::event_ref{}, s), gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.enqueue(s, gpu::work_fn{}), gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.add_callback(s, gpu::host_callback{}), gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.create_event(static_cast<gpu::event_kind>(7)).error(),
+                      gpu::errc::invalid_argument);
+}
+
+inline void a_never_recorded_event_is_complete_and_waiting_on_it_does_not_wait(
+    conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b);
+  auto never = make_event(b);
+  BOOST_TEST(b.query(never).ready());
+  CUDACTOR_REQUIRE_OK(b.wait(s, never));
+  auto after = make_event(b);
+  CUDACTOR_REQUIRE_OK(b.record(after, s));
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  BOOST_TEST(b.query(after).ready());
+}
+
+inline void an_event_completes_after_the_work_before_it(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b);
+  auto e = make_event(b);
+  auto held = t.hold(s);
+  CUDACTOR_REQUIRE_OK(b.record(e, s));
+  BOOST_TEST(b.query(e).state == gpu::event_state::not_ready);
+  held->release();
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  BOOST_TEST(b.query(e).ready());
+}
+
+inline void a_wait_orders_work_across_streams(conformance_target& t) {
+  auto& b = t.backend();
+  auto producer = make_stream(b, "producer");
+  auto consumer = make_stream(b, "consumer");
+  auto produced = make_event(b);
+  auto consumed = make_event(b);
+  auto held = t.hold(producer);
+  CUDACTOR_REQUIRE_OK(b.record(produced, producer));
+  CUDACTOR_REQUIRE_OK(b.wait(consumer, produced));
+  CUDACTOR_REQUIRE_OK(b.record(consumed, consumer));
+  std::this_thread::sleep_for(20ms);  // give the consumer every chance to run ahead wrongly
+  BOOST_TEST(b.query(consumed).state == gpu::event_state::not_ready);
+  held->release();
+  CUDACTOR_REQUIRE_OK(b.synchronize(consumer));
+  BOOST_TEST(b.query(produced).ready());
+  BOOST_TEST(b.query(consumed).ready());
+}
+
+inline void a_wait_binds_to_the_record_current_at_the_call(conformance_target& t) {
+  auto& b = t.backend();
+  auto slow = make_stream(b, "slow");
+  auto fast = make_stream(b, "fast");
+  auto waiter = make_stream(b, "waiter");
+  auto e = make_event(b);
+  auto after = make_event(b);
+  auto held = t.hold(slow);
+  CUDACTOR_REQUIRE_OK(b.record(e, slow));
+  CUDACTOR_REQUIRE_OK(b.wait(waiter, e));  // binds to the record on `slow`
+  CUDACTOR_REQUIRE_OK(b.record(e, fast));  // re-recording is allowed and moves e on
+  CUDACTOR_REQUIRE_OK(b.record(after, waiter));
+  CUDACTOR_REQUIRE_OK(b.synchronize(fast));
+  BOOST_TEST(b.query(e).ready());  // e now stands for the record on the idle stream
+  std::this_thread::sleep_for(20ms);
+  BOOST_TEST(b.query(after).state == gpu::event_state::not_ready);  // still bound to `slow`
+  held->release();
+  CUDACTOR_REQUIRE_OK(b.synchronize(waiter));
+  BOOST_TEST(b.query(after).ready());
+}
+
+inline void elapsed_time_is_plausible(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b);
+  auto start = make_event(b, gpu::event_kind::timing);
+  auto end = make_event(b, gpu::event_kind::timing);
+  CUDACTOR_REQUIRE_OK(b.record(start, s));
+  CUDACTOR_REQUIRE_OK(t.busy(s, 25ms));
+  CUDACTOR_REQUIRE_OK(b.record(end, s));
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  auto took = b.elapsed(start, end);
+  BOOST_REQUIRE_MESSAGE(took.ok(), took.error().to_string());
+  BOOST_TEST(took.value() >= 24ms);
+  BOOST_TEST(took.value() < 5s);
+}
+
+inline void elapsed_needs_recorded_complete_timing_events(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b);
+  auto regular = make_event(b, gpu::event_kind::regular);
+  auto start = make_event(b, gpu::event_kind::timing);
+  auto end = make_event(b, gpu::event_kind::timing);
+  CUDACTOR_CHECK_ERRC(b.elapsed(start, end).error(), gpu::errc::not_recorded);
+  CUDACTOR_REQUIRE_OK(b.record(regular, s));
+  CUDACTOR_REQUIRE_OK(b.record(start, s));
+  CUDACTOR_CHECK_ERRC(b.elapsed(regular, start).error(), gpu::errc::not_timing);
+  auto held = t.hold(s);
+  CUDACTOR_REQUIRE_OK(b.record(end, s));
+  CUDACTOR_CHECK_ERRC(b.elapsed(start, end).error(), gpu::errc::not_ready);
+  held->release();
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  BOOST_TEST(b.elapsed(start, end).ok());
+}
+
+inline void copies_and_fills_round_trip(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "copies");
+  constexpr std::size_t n = 1 << 16;
+  auto pinned = b.allocate_pinned(n);
+  BOOST_REQUIRE_MESSAGE(pinned.ok(), pinned.error().to_string());
+  auto first = b.allocate(s, n);
+  auto second = b.allocate(s, n);
+  BOOST_REQUIRE(first.ok() && second.ok());
+  BOOST_TEST(first.value().kind() == gpu::memory_kind::device);
+  BOOST_TEST(first.value().size() == n);
+  auto* source = pinned.value().as<std::uint8_t>();
+  for (std::size_t i = 0; i < n; ++i) source[i] = static_cast<std::uint8_t>(i * 7 + 3);
+  std::vector<std::uint8_t> back(n, 0);
+  CUDACTOR_REQUIRE_OK(b.copy(s, first.value().data(), source, n, gpu::copy_kind::host_to_device));
+  CUDACTOR_REQUIRE_OK(b.copy(s, second.value().data(), first.value().data(), n,
+                             gpu::copy_kind::device_to_device));
+  CUDACTOR_REQUIRE_OK(b.fill(s, second.value().as<std::uint8_t>() + 100, 0xAB, 50));
+  CUDACTOR_REQUIRE_OK(b.copy(s, back.data(), second.value().data(), n,
+                             gpu::copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  bool same = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint8_t want =
+        (i >= 100 && i < 150) ? std::uint8_t{0xAB} : static_cast<std::uint8_t>(i * 7 + 3);
+    same = same && back[i] == want;
+  }
+  BOOST_TEST(same);
+}
+
+inline void copies_are_checked_against_their_allocations(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b);
+  auto device = b.allocate(s, 256);
+  BOOST_REQUIRE(device.ok());
+  std::vector<std::uint8_t> host(1024);
+  void* d = device.value().data();
+  using gpu::copy_kind;
+  using gpu::errc;
+  CUDACTOR_CHECK_ERRC(b.copy(s, d, host.data(), 0, copy_kind::host_to_device),
+                      errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.copy(s, nullptr, host.data(), 16, copy_kind::host_to_device),
+                      errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.copy(s, d, nullptr, 16, copy_kind::host_to_device),
+                      errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.copy(s, d, host.data(), 257, copy_kind::host_to_device),
+                      errc::out_of_range);
+  CUDACTOR_CHECK_ERRC(b.copy(s, static_cast<std::uint8_t*>(d) + 200, host.data(), 100,
+                             copy_kind::host_to_device),
+                      errc::out_of_range);
+  CUDACTOR_CHECK_ERRC(b.copy(s, host.data(), d, 512, copy_kind::device_to_host),
+                      errc::out_of_range);
+  CUDACTOR_CHECK_ERRC(b.copy(s, host.data(), d, 16, copy_kind::host_to_device),
+                      errc::invalid_argument);  // device memory given as the host source
+  CUDACTOR_CHECK_ERRC(b.copy(s, d, static_cast<std::uint8_t*>(d) + 8, 16,
+                             copy_kind::device_to_device),
+                      errc::invalid_argument);  // overlap
+  CUDACTOR_CHECK_ERRC(b.fill(s, d, 0, 0), errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.fill(s, d, 0, 1000), errc::out_of_range);
+  CUDACTOR_CHECK_ERRC(b.fill(s, nullptr, 0, 8), errc::invalid_argument);
+  const auto why = b.copy(s, d, host.data(), 257, copy_kind::host_to_device);
+  BOOST_TEST(why.message().find("overruns") != std::string::npos);
+  // Nothing bad was enqueued: the stream still works.
+  CUDACTOR_REQUIRE_OK(b.copy(s, d, host.data(), 256, copy_kind::host_to_device));
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+}
+
+inline void allocation_sizes_are_checked(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b);
+  CUDACTOR_CHECK_ERRC(b.allocate(s, 0).error(), gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.allocate_managed(0).error(), gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.allocate_pinned(0).error(), gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.allocate(s, std::size_t{1} << 60).error(), gpu::errc::out_of_memory);
+  // The backend is still usable after refusing.
+  auto fine = b.allocate(s, 4096);
+  BOOST_TEST(fine.ok());
+  BOOST_TEST(b.health().ok());
+}
+
+inline void stream_ordered_free_releases_in_stream_order(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "alloc");
+  auto other = make_stream(b, "other");
+  auto memory = b.allocate(s, 1024);
+  BOOST_REQUIRE(memory.ok());
+  CUDACTOR_REQUIRE_OK(b.fill(s, memory.value().data(), 1, 1024));
+  CUDACTOR_REQUIRE_OK(b.free_async(s, memory.value()));
+  BOOST_TEST(!memory.value().valid());
+  CUDACTOR_CHECK_ERRC(b.free_async(s, memory.value()), gpu::errc::invalid_argument);  // empty
+  // Freeing on a destroyed stream leaves the caller its buffer.
+  auto kept = b.allocate(other, 64);
+  BOOST_REQUIRE(kept.ok());
+  auto doomed = make_stream(b, "doomed");
+  const gpu::stream_ref stale = doomed.ref();
+  CUDACTOR_REQUIRE_OK(doomed.reset());
+  CUDACTOR_CHECK_ERRC(b.free_async(stale, kept.value()), gpu::errc::invalid_handle);
+  BOOST_TEST(kept.value().valid());
+  // Managed memory is not freed in stream order.
+  auto managed = b.allocate_managed(64);
+  BOOST_REQUIRE(managed.ok());
+  CUDACTOR_CHECK_ERRC(b.free_async(s, managed.value()), gpu::errc::invalid_argument);
+  BOOST_TEST(managed.value().valid());
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  BOOST_TEST(b.failed_releases() == 0u);
+}
+
+inline void prefetch_takes_managed_memory(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b);
+  auto managed = b.allocate_managed(4096);
+  auto device = b.allocate(s, 4096);
+  BOOST_REQUIRE(managed.ok() && device.ok());
+  CUDACTOR_REQUIRE_OK(b.prefetch(s, managed.value().data(), 4096, gpu::prefetch_target::device));
+  CUDACTOR_REQUIRE_OK(b.prefetch(s, managed.value().data(), 4096, gpu::prefetch_target::host));
+  CUDACTOR_CHECK_ERRC(b.prefetch(s, device.value().data(), 4096, gpu::prefetch_target::device),
+                      gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(
+      b.prefetch(s, managed.value().data(), 8192, gpu::prefetch_target::device),
+      gpu::errc::out_of_range);
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+}
+
+inline void host_callbacks_run_once_in_stream_order(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b);
+  std::mutex mutex;
+  std::vector<int> order;
+  std::atomic<int> failures{0};
+  auto held = t.hold(s);
+  for (int i = 1; i <= 3; ++i) {
+    CUDACTOR_REQUIRE_OK(b.add_callback(s, [&, i](const gpu::status& outcome) {
+      if (!outcome.ok()) ++failures;
+      std::lock_guard<std::mutex> lock{mutex};
+      order.push_back(i);
+    }));
+  }
+  std::this_thread::sleep_for(10ms);
+  {
+    std::lock_guard<std::mutex> lock{mutex};
+    BOOST_TEST(order.empty());
+  }
+  held->release();
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  std::lock_guard<std::mutex> lock{mutex};
+  BOOST_TEST(order == (std::vector<int>{1, 2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(failures.load() == 0);
+}
+
+inline void timeline_values_are_reached_in_order(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "timed");
+  auto line = b.timeline_of(s);
+  BOOST_REQUIRE(line.ok());
+  auto& tl = *line.value();
+  BOOST_TEST(tl.submitted() == 0u);
+  BOOST_TEST(tl.completed() == 0u);
+  auto held = t.hold(s);
+  for (gpu::timeline_point want = 1; want <= 3; ++want) {
+    auto value = b.signal(s);
+    BOOST_REQUIRE(value.ok());
+    BOOST_TEST(value.value() == want);
+  }
+  BOOST_TEST(tl.submitted() == 3u);
+  BOOST_TEST(tl.completed() == 0u);
+  BOOST_TEST(!tl.is_reached(1));
+  BOOST_TEST(tl.query(1).state == gpu::event_state::not_ready);
+  CUDACTOR_CHECK_ERRC(tl.wait(1, 20ms), gpu::errc::timeout);
+  held->release();
+  CUDACTOR_REQUIRE_OK(tl.wait(3, 0ms));
+  BOOST_TEST(tl.completed() == 3u);
+  BOOST_TEST(tl.query(2).ready());
+  CUDACTOR_REQUIRE_OK(tl.wait(2, 10ms));  // reached values answer at once
+}
+
+inline void a_timeline_outlives_its_stream(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b);
+  auto line = b.timeline_of(s);
+  BOOST_REQUIRE(line.ok());
+  auto held = t.hold(s);
+  auto value = b.signal(s);
+  BOOST_REQUIRE(value.ok());
+  CUDACTOR_REQUIRE_OK(s.reset());  // enqueued work still runs
+  held->release();
+  CUDACTOR_REQUIRE_OK(line.value()->wait(value.value(), 0ms));
+}
+
+inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance_target& t) {
+  auto& b = t.backend();
+  auto a = make_stream(b, "a");
+  auto c = make_stream(b, "c");
+  const gpu::stream_ref old = a.ref();
+  a = std::move(c);
+  CUDACTOR_CHECK_ERRC(b.stream_name(old).error(), gpu::errc::invalid_handle);
+  BOOST_TEST(b.stream_name(a).value() == "c");
+  BOOST_TEST(!c.valid());
+  auto e = make_event(b);
+  auto f = make_event(b);
+  const gpu::event_ref old_event = e.ref();
+  e = std::move(f);
+  CUDACTOR_CHECK_ERRC(b.query(old_event).error, gpu::errc::invalid_handle);
+  auto memory = b.allocate(a, 64);
+  auto more = b.allocate(a, 64);
+  BOOST_REQUIRE(memory.ok() && more.ok());
+  memory.value() = std::move(more.value());
+  BOOST_TEST(memory.value().valid());
+  CUDACTOR_REQUIRE_OK(b.synchronize(a));
+  BOOST_TEST(b.failed_releases() == 0u);
+}
+
+}  // namespace conformance
+
+// Instantiates every conformance check as a test case of the current suite.
+#define CUDACTOR_CONFORMANCE_CASE(fixture, name) \
+  BOOST_FIXTURE_TEST_CASE(name, fixture) { ::cudactor::test::conformance::name(*this); }
+
+#define CUDACTOR_CONFORMANCE_CASES(fixture)                                                  \
+  CUDACTOR_CONFORMANCE_CASE(fixture, streams_carry_their_names_and_priorities)               \
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_destroyed_stream_is_an_invalid_handle)                \
+  CUDACTOR_CONFORMANCE_CASE(fixture, handles_of_another_backend_are_foreign)                 \
+  CUDACTOR_CONFORMANCE_CASE(fixture, empty_references_are_invalid_arguments)                 \
+  CUDACTOR_CONFORMANCE_CASE(fixture,                                                         \
+                            a_never_recorded_event_is_complete_and_waiting_on_it_does_not_wait) \
+  CUDACTOR_CONFORMANCE_CASE(fixture, an_event_completes_after_the_work_before_it)            \
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_wait_orders_work_across_streams)                      \
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_wait_binds_to_the_record_current_at_the_call)         \
+  CUDACTOR_CONFORMANCE_CASE(fixture, elapsed_time_is_plausible)                              \
+  CUDACTOR_CONFORMANCE_CASE(fixture, elapsed_needs_recorded_complete_timing_events)          \
+  CUDACTOR_CONFORMANCE_CASE(fixture, copies_and_fills_round_trip)                            \
+  CUDACTOR_CONFORMANCE_CASE(fixture, copies_are_checked_against_their_allocations)           \
+  CUDACTOR_CONFORMANCE_CASE(fixture, allocation_sizes_are_checked)                           \
+  CUDACTOR_CONFORMANCE_CASE(fixture, stream_ordered_free_releases_in_stream_order)           \
+  CUDACTOR_CONFORMANCE_CASE(fixture, prefetch_takes_managed_memory)                          \
+  CUDACTOR_CONFORMANCE_CASE(fixture, host_callbacks_run_once_in_stream_order)                \
+  CUDACTOR_CONFORMANCE_CASE(fixture, timeline_values_are_reached_in_order)                   \
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_timeline_outlives_its_stream)                         \
+  CUDACTOR_CONFORMANCE_CASE(fixture, moving_an_owning_handle_over_a_live_one_destroys_the_old)
+
+}  // namespace cudactor::test

@@ -1,0 +1,283 @@
+// The host backend: the shared conformance checks, then what only CPU threads can show
+// directly (timestamps taken inside the work, worker counts, priorities).
+#define BOOST_TEST_MODULE host_backend
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/host_target.hpp"
+
+using namespace cudactor;
+using namespace cudactor::test;
+using namespace std::chrono_literals;
+using conformance::make_event;
+using conformance::make_stream;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// Spins until `flag` is set or `limit` passes; answers whether it was set.
+bool spin_until(const std::atomic<bool>& flag, std::chrono::milliseconds limit = 5s) {
+  const auto deadline = clock_type::now() + limit;
+  while (!flag.load()) {
+    if (clock_type::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(conformance_on_host)
+CUDACTOR_CONFORMANCE_CASES(two_worker_host)
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(host_semantics, two_worker_host)
+
+BOOST_AUTO_TEST_CASE(it_describes_itself_as_a_host_device) {
+  BOOST_TEST(backend().kind() == gpu::backend_kind::host);
+  BOOST_TEST(host().workers() == 2u);
+  BOOST_TEST(backend().device().total_memory == std::size_t{1} << 30);
+  BOOST_TEST(backend().device().name.find("2 workers") != std::string::npos);
+  auto s = make_stream(backend());
+  CUDACTOR_CHECK_ERRC(backend().native_handle(s).error(), gpu::errc::not_supported);
+}
+
+BOOST_AUTO_TEST_CASE(work_on_one_stream_runs_in_submission_order) {
+  auto s = make_stream(backend(), "ordered");
+  constexpr int n = 2000;
+  std::vector<int> order;
+  std::vector<clock_type::time_point> stamps;
+  std::atomic<int> wrong_context{0};
+  order.reserve(n);
+  stamps.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    CUDACTOR_REQUIRE_OK(backend().enqueue(s, [&, i](const gpu::launch_context& context) {
+      // No Boost.Test assertions here: it is not thread-safe, and this runs on a worker.
+      if (context.kind() != gpu::backend_kind::host || context.native_stream() != nullptr) {
+        ++wrong_context;
+      }
+      order.push_back(i);  // only this stream's worker touches it: in order, one at a time
+      stamps.push_back(clock_type::now());
+      return gpu::status{};
+    }));
+  }
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  BOOST_TEST(wrong_context.load() == 0);
+  BOOST_REQUIRE(order.size() == std::size_t{n});
+  BOOST_TEST(std::is_sorted(order.begin(), order.end()));
+  BOOST_TEST(std::is_sorted(stamps.begin(), stamps.end()));
+}
+
+BOOST_AUTO_TEST_CASE(work_on_different_streams_runs_concurrently) {
+  auto a = make_stream(backend(), "a");
+  auto b = make_stream(backend(), "b");
+  std::atomic<bool> a_running{false};
+  std::atomic<bool> b_running{false};
+  std::atomic<bool> a_saw_b{false};
+  std::atomic<bool> b_saw_a{false};
+  // Each waits, inside its work, for the other to be running: only true concurrency passes.
+  CUDACTOR_REQUIRE_OK(backend().enqueue(a, [&](const gpu::launch_context&) {
+    a_running = true;
+    a_saw_b = spin_until(b_running);
+    return gpu::status{};
+  }));
+  CUDACTOR_REQUIRE_OK(backend().enqueue(b, [&](const gpu::launch_context&) {
+    b_running = true;
+    b_saw_a = spin_until(a_running);
+    return gpu::status{};
+  }));
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+  BOOST_TEST(a_saw_b.load());
+  BOOST_TEST(b_saw_a.load());
+}
+
+BOOST_AUTO_TEST_CASE(work_after_a_cross_stream_wait_starts_after_the_awaited_work_ends) {
+  constexpr int rounds = 50;
+  auto producer = make_stream(backend(), "producer");
+  auto consumer = make_stream(backend(), "consumer");
+  std::vector<clock_type::time_point> produced(rounds);
+  std::vector<clock_type::time_point> consumed(rounds);
+  std::vector<gpu::event> events;
+  for (int r = 0; r < rounds; ++r) {
+    events.push_back(make_event(backend()));
+    CUDACTOR_REQUIRE_OK(backend().enqueue(producer, [&, r](const gpu::launch_context&) {
+      std::this_thread::sleep_for(200us);  // a "kernel" that takes a while
+      produced[r] = clock_type::now();
+      return gpu::status{};
+    }));
+    CUDACTOR_REQUIRE_OK(backend().record(events.back(), producer));
+    CUDACTOR_REQUIRE_OK(backend().wait(consumer, events.back()));
+    CUDACTOR_REQUIRE_OK(backend().enqueue(consumer, [&, r](const gpu::launch_context&) {
+      consumed[r] = clock_type::now();
+      return gpu::status{};
+    }));
+  }
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+  int violations = 0;
+  for (int r = 0; r < rounds; ++r)
+    if (consumed[r] < produced[r]) ++violations;
+  BOOST_TEST(violations == 0);
+}
+
+BOOST_AUTO_TEST_CASE(thirty_two_streams_waiting_on_each_other_finish_on_two_workers) {
+  constexpr int streams = 32;
+  constexpr int rounds = 20;
+  std::vector<gpu::stream> s;
+  std::vector<gpu::event> e;
+  for (int i = 0; i < streams; ++i) {
+    s.push_back(make_stream(backend(), "ring-" + std::to_string(i)));
+    e.push_back(make_event(backend()));
+  }
+  std::vector<std::atomic<int>> progress(streams);
+  auto held = hold(s.back());  // the last stream starts late: everyone else must park
+  for (int r = 0; r < rounds; ++r) {
+    for (int i = 0; i < streams; ++i) {
+      CUDACTOR_REQUIRE_OK(backend().enqueue(s[i], [&, i](const gpu::launch_context&) {
+        progress[i].fetch_add(1);
+        return gpu::status{};
+      }));
+      CUDACTOR_REQUIRE_OK(backend().record(e[i], s[i]));
+    }
+    // Each stream waits on its neighbour's newest point and on the last stream's.
+    for (int i = 0; i < streams; ++i) {
+      CUDACTOR_REQUIRE_OK(backend().wait(s[i], e[(i + 1) % streams]));
+      CUDACTOR_REQUIRE_OK(backend().wait(s[i], e[streams - 1]));
+    }
+  }
+  std::this_thread::sleep_for(20ms);
+  // Round 0 work of every stream but the held one may run; nothing past the first wait.
+  for (int i = 0; i < streams - 1; ++i) BOOST_TEST(progress[i].load() <= 1);
+  held->release();
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+  for (int i = 0; i < streams; ++i) BOOST_TEST(progress[i].load() == rounds);
+}
+
+BOOST_AUTO_TEST_CASE(higher_priority_streams_are_served_first) {
+  host_target single{gpu::host_backend_options{1, std::size_t{1} << 20, "single"}};
+  auto& b = single.backend();
+  auto blocker = make_stream(b, "blocker");
+  auto low = make_stream(b, "low", gpu::stream_priority::low);
+  auto high = make_stream(b, "high", gpu::stream_priority::high);
+  std::atomic<bool> blocker_running{false};
+  std::atomic<bool> go{false};
+  std::mutex mutex;
+  std::vector<std::string> order;
+  // Occupy the only worker so that both streams become ready while it is busy.
+  CUDACTOR_REQUIRE_OK(b.enqueue(blocker, [&](const gpu::launch_context&) {
+    blocker_running = true;
+    return spin_until(go) ? gpu::status{} : gpu::status{gpu::errc::timeout, "never released"};
+  }));
+  BOOST_REQUIRE(spin_until(blocker_running));
+  auto note = [&](std::string who) {
+    return [&, who](const gpu::launch_context&) {
+      std::lock_guard<std::mutex> lock{mutex};
+      order.push_back(who);
+      return gpu::status{};
+    };
+  };
+  CUDACTOR_REQUIRE_OK(b.enqueue(low, note("low")));
+  CUDACTOR_REQUIRE_OK(b.enqueue(high, note("high")));
+  go = true;
+  CUDACTOR_REQUIRE_OK(b.synchronize());
+  BOOST_TEST(order == (std::vector<std::string>{"high", "low"}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_held_or_slow_stream_does_not_hold_a_worker) {
+  host_target single{gpu::host_backend_options{1, std::size_t{1} << 20, "single"}};
+  auto& b = single.backend();
+  auto stuck = make_stream(b, "stuck");
+  auto slow = make_stream(b, "slow");
+  auto free_stream = make_stream(b, "free");
+  auto held = single.hold(stuck);
+  CUDACTOR_REQUIRE_OK(single.busy(slow, 10s));
+  auto done = make_event(b);
+  auto slow_done = make_event(b);
+  CUDACTOR_REQUIRE_OK(b.record(slow_done, slow));
+  CUDACTOR_REQUIRE_OK(b.enqueue(free_stream, [](const gpu::launch_context&) { return gpu::status{}; }));
+  CUDACTOR_REQUIRE_OK(b.record(done, free_stream));
+  // The only worker is free although one stream is held and one sleeps for ten seconds.
+  CUDACTOR_REQUIRE_OK(b.synchronize(free_stream));
+  BOOST_TEST(b.query(done).ready());
+  BOOST_TEST(b.query(slow_done).state == gpu::event_state::not_ready);
+  held->release();
+  // Losing the device cuts the slow operation short instead of waiting ten seconds.
+  single.host().lose_device("test over");
+  BOOST_TEST(b.query(slow_done).failed());
+}
+
+BOOST_AUTO_TEST_CASE(many_threads_enqueueing_on_one_stream_keep_each_threads_order) {
+  auto s = make_stream(backend(), "shared");
+  constexpr int threads = 4;
+  constexpr int per_thread = 500;
+  std::vector<std::vector<int>> seen(threads);
+  std::vector<std::thread> producers;
+  std::atomic<int> refused{0};
+  for (int t = 0; t < threads; ++t) {
+    producers.emplace_back([&, t] {
+      for (int i = 0; i < per_thread; ++i) {
+        auto ok = backend().enqueue(s, [&seen, t, i](const gpu::launch_context&) {
+          seen[t].push_back(i);
+          return gpu::status{};
+        });
+        if (!ok.ok()) ++refused;
+      }
+    });
+  }
+  for (auto& p : producers) p.join();
+  BOOST_TEST(refused.load() == 0);
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  for (int t = 0; t < threads; ++t) {
+    BOOST_TEST(seen[t].size() == std::size_t{per_thread});
+    BOOST_TEST(std::is_sorted(seen[t].begin(), seen[t].end()));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_destroyed_stream_still_runs_what_was_enqueued) {
+  auto s = make_stream(backend(), "short-lived");
+  auto held = hold(s);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 10; ++i) {
+    CUDACTOR_REQUIRE_OK(backend().enqueue(s, [&](const gpu::launch_context&) {
+      ++ran;
+      return gpu::status{};
+    }));
+  }
+  CUDACTOR_REQUIRE_OK(s.reset());
+  held->release();
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+  BOOST_TEST(ran.load() == 10);
+}
+
+BOOST_AUTO_TEST_CASE(the_memory_budget_is_enforced_and_freed_memory_returns_to_it) {
+  host_target small{gpu::host_backend_options{2, 1 << 20, "small"}};
+  auto& b = small.backend();
+  auto s = make_stream(b);
+  auto first = b.allocate(s, 600 << 10);
+  BOOST_REQUIRE(first.ok());
+  BOOST_TEST(small.host().memory_in_use() == std::size_t{600 << 10});
+  auto second = b.allocate(s, 600 << 10);
+  CUDACTOR_CHECK_ERRC(second.error(), gpu::errc::out_of_memory);
+  BOOST_TEST(second.error().message().find("'small'") != std::string::npos);
+  CUDACTOR_REQUIRE_OK(b.free_async(s, first.value()));
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));  // the free happens when the stream gets there
+  BOOST_TEST(small.host().memory_in_use() == 0u);
+  BOOST_TEST(b.allocate(s, 600 << 10).ok());
+}
+
+BOOST_AUTO_TEST_CASE(device_memory_must_be_the_backends_own) {
+  auto s = make_stream(backend());
+  std::vector<std::uint8_t> not_device(64);
+  std::vector<std::uint8_t> host(64);
+  CUDACTOR_CHECK_ERRC(
+      backend().copy(s, not_device.data(), host.data(), 64, gpu::copy_kind::host_to_device),
+      gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(backend().fill(s, not_device.data(), 0, 64), gpu::errc::invalid_argument);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
