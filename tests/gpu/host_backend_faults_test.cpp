@@ -1,0 +1,204 @@
+// The host backend's fault model, which mirrors CUDA's two classes: an operation that fails
+// alone (the stream goes on) and a lost device (everything pending fails, nothing new is
+// accepted until reset). Every operation must still end exactly once.
+#define BOOST_TEST_MODULE host_backend_faults
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "common/host_target.hpp"
+
+using namespace cudactor;
+using namespace cudactor::test;
+using namespace std::chrono_literals;
+using conformance::make_event;
+using conformance::make_stream;
+
+BOOST_FIXTURE_TEST_SUITE(host_faults, two_worker_host)
+
+BOOST_AUTO_TEST_CASE(a_failing_operation_fails_the_next_point_only) {
+  auto s = make_stream(backend(), "flaky");
+  auto before = make_event(backend());
+  auto failed = make_event(backend());
+  auto after = make_event(backend());
+  CUDACTOR_REQUIRE_OK(backend().record(before, s));
+  CUDACTOR_REQUIRE_OK(host().inject_failure(s, "launch rejected"));
+  CUDACTOR_REQUIRE_OK(backend().record(failed, s));
+  std::atomic<bool> later_work_ran{false};
+  CUDACTOR_REQUIRE_OK(backend().enqueue(s, [&](const gpu::launch_context&) {
+    later_work_ran = true;
+    return gpu::status{};
+  }));
+  CUDACTOR_REQUIRE_OK(backend().record(after, s));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  BOOST_TEST(backend().query(before).ready());
+  const auto answer = backend().query(failed);
+  BOOST_TEST(answer.failed());
+  BOOST_TEST(answer.error.code() == gpu::errc::op_failed);
+  BOOST_TEST(answer.error.message().find("launch rejected") != std::string::npos);
+  BOOST_TEST(answer.error.message().find("'flaky'") != std::string::npos);
+  BOOST_TEST(later_work_ran.load());  // the stream went on
+  BOOST_TEST(backend().query(after).ready());
+  BOOST_TEST(backend().health().ok());  // one failed op does not lose the device
+}
+
+BOOST_AUTO_TEST_CASE(work_that_returns_an_error_or_throws_fails_alone) {
+  auto s = make_stream(backend(), "work");
+  auto line = backend().timeline_of(s).value();
+  CUDACTOR_REQUIRE_OK(backend().enqueue(s, [](const gpu::launch_context&) {
+    return gpu::status{gpu::errc::invalid_argument, "bad shape 3x0"};
+  }));
+  auto first = backend().signal(s).value();
+  CUDACTOR_REQUIRE_OK(backend().enqueue(s, [](const gpu::launch_context&) -> gpu::status {
+    throw std::runtime_error("kernel threw");
+  }));
+  auto second = backend().signal(s).value();
+  auto third = backend().signal(s).value();
+  const auto one = line->wait(first, 0ms);
+  BOOST_TEST(one.code() == gpu::errc::op_failed);
+  BOOST_TEST(one.message().find("bad shape 3x0") != std::string::npos);
+  const auto two = line->wait(second, 0ms);
+  BOOST_TEST(two.code() == gpu::errc::op_failed);
+  BOOST_TEST(two.message().find("kernel threw") != std::string::npos);
+  CUDACTOR_REQUIRE_OK(line->wait(third, 0ms));
+  BOOST_TEST(line->query(third).ready());
+}
+
+BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_event_reports_the_dependency) {
+  auto producer = make_stream(backend(), "producer");
+  auto consumer = make_stream(backend(), "consumer");
+  auto produced = make_event(backend());
+  auto consumed = make_event(backend());
+  CUDACTOR_REQUIRE_OK(host().inject_failure(producer, "bad input"));
+  CUDACTOR_REQUIRE_OK(backend().record(produced, producer));
+  CUDACTOR_REQUIRE_OK(backend().wait(consumer, produced));
+  CUDACTOR_REQUIRE_OK(backend().record(consumed, consumer));
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+  const auto answer = backend().query(consumed);
+  BOOST_TEST(answer.failed());
+  BOOST_TEST(answer.error.code() == gpu::errc::dependency_failed);
+  BOOST_TEST(answer.error.message().find("'consumer'") != std::string::npos);
+  BOOST_TEST(answer.error.message().find("bad input") != std::string::npos);
+  // Elapsed time over a failed point reports the failure rather than a number.
+  auto start = make_event(backend(), gpu::event_kind::timing);
+  auto end = make_event(backend(), gpu::event_kind::timing);
+  CUDACTOR_REQUIRE_OK(backend().record(start, producer));
+  CUDACTOR_REQUIRE_OK(host().inject_failure(producer, "again"));
+  CUDACTOR_REQUIRE_OK(backend().record(end, producer));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(producer));
+  BOOST_TEST(backend().elapsed(start, end).code() == gpu::errc::op_failed);
+}
+
+BOOST_AUTO_TEST_CASE(a_device_fault_fails_everything_pending_on_every_stream) {
+  auto faulty = make_stream(backend(), "faulty");
+  auto bystander = make_stream(backend(), "bystander");
+  auto held = hold(bystander);  // its work is pending when the device goes
+  auto pending_event = make_event(backend());
+  auto faulty_event = make_event(backend());
+  std::atomic<int> callbacks{0};
+  std::atomic<int> callbacks_told_lost{0};
+  auto count = [&](const gpu::status& outcome) {
+    ++callbacks;
+    if (outcome.code() == gpu::errc::device_lost) ++callbacks_told_lost;
+  };
+  std::atomic<bool> bystander_work_ran{false};
+  CUDACTOR_REQUIRE_OK(backend().enqueue(bystander, [&](const gpu::launch_context&) {
+    bystander_work_ran = true;
+    return gpu::status{};
+  }));
+  CUDACTOR_REQUIRE_OK(backend().record(pending_event, bystander));
+  CUDACTOR_REQUIRE_OK(backend().add_callback(bystander, count));
+  auto bystander_line = backend().timeline_of(bystander).value();
+  auto pending_value = backend().signal(bystander).value();
+
+  CUDACTOR_REQUIRE_OK(host().inject_device_fault(faulty, "illegal address"));
+  CUDACTOR_REQUIRE_OK(backend().record(faulty_event, faulty));
+  CUDACTOR_REQUIRE_OK(backend().add_callback(faulty, count));
+
+  // The timeline waiter is answered without anyone releasing the held stream.
+  const auto waited = bystander_line->wait(pending_value, 5000ms);
+  BOOST_TEST(waited.code() == gpu::errc::device_lost);
+  BOOST_TEST(waited.message().find("illegal address") != std::string::npos);
+  BOOST_TEST(backend().health().code() == gpu::errc::device_lost);
+  BOOST_TEST(backend().synchronize().code() == gpu::errc::device_lost);
+  BOOST_TEST(callbacks.load() == 2);  // every callback ran, exactly once, told why
+  BOOST_TEST(callbacks_told_lost.load() == 2);
+  BOOST_TEST(!bystander_work_ran.load());
+  BOOST_TEST(backend().query(pending_event).error.code() == gpu::errc::device_lost);
+  BOOST_TEST(backend().query(faulty_event).error.code() == gpu::errc::device_lost);
+
+  // Nothing new is accepted while the device is lost.
+  CUDACTOR_CHECK_ERRC(backend().enqueue(faulty, [](const gpu::launch_context&) {
+    return gpu::status{};
+  }), gpu::errc::device_lost);
+  CUDACTOR_CHECK_ERRC(backend().create_stream({}).error(), gpu::errc::device_lost);
+  CUDACTOR_CHECK_ERRC(backend().signal(faulty).error(), gpu::errc::device_lost);
+  CUDACTOR_CHECK_ERRC(backend().allocate_managed(64).error(), gpu::errc::device_lost);
+  held->release();
+}
+
+BOOST_AUTO_TEST_CASE(reset_recovers_a_lost_device_and_invalidates_old_handles) {
+  auto old_stream = make_stream(backend(), "old");
+  auto old_event = make_event(backend());
+  auto memory = backend().allocate(old_stream, 128);
+  BOOST_REQUIRE(memory.ok());
+  host().lose_device("test");
+  BOOST_TEST(backend().health().code() == gpu::errc::device_lost);
+  CUDACTOR_REQUIRE_OK(backend().reset());
+  BOOST_TEST(backend().health().ok());
+  CUDACTOR_CHECK_ERRC(backend().stream_name(old_stream).error(), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(backend().query(old_event).error, gpu::errc::invalid_handle);
+  BOOST_TEST(host().memory_in_use() == 0u);
+  // Owning handles from before the reset release nothing and count nothing.
+  old_stream = gpu::stream{};
+  old_event = gpu::event{};
+  memory.value() = gpu::buffer{};
+  BOOST_TEST(backend().failed_releases() == 0u);
+  // New work runs.
+  auto fresh = make_stream(backend(), "fresh");
+  std::atomic<bool> ran{false};
+  CUDACTOR_REQUIRE_OK(backend().enqueue(fresh, [&](const gpu::launch_context&) {
+    ran = true;
+    return gpu::status{};
+  }));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(fresh));
+  BOOST_TEST(ran.load());
+}
+
+BOOST_AUTO_TEST_CASE(destroying_the_backend_ends_every_pending_operation) {
+  std::atomic<int> callbacks{0};
+  std::atomic<int> told_lost{0};
+  gpu::hang_release never_released;
+  {
+    host_target doomed{gpu::host_backend_options{2, std::size_t{1} << 20, "doomed"}};
+    auto s = make_stream(doomed.backend(), "held");
+    auto slow = make_stream(doomed.backend(), "slow");
+    never_released = doomed.host().inject_hang(s).value();
+    CUDACTOR_REQUIRE_OK(doomed.busy(slow, 60s));
+    for (auto* target : {&s, &slow}) {
+      CUDACTOR_REQUIRE_OK(doomed.backend().add_callback(*target, [&](const gpu::status& why) {
+        ++callbacks;
+        if (why.code() == gpu::errc::device_lost) ++told_lost;
+      }));
+    }
+    // Streams and events die with the scope, then the backend: neither hangs.
+  }
+  BOOST_TEST(callbacks.load() == 2);
+  BOOST_TEST(told_lost.load() == 2);
+  never_released.release();  // after the backend is gone: harmless
+  BOOST_TEST(never_released.released());
+}
+
+BOOST_AUTO_TEST_CASE(injections_are_checked_like_any_other_call) {
+  auto s = make_stream(backend());
+  CUDACTOR_CHECK_ERRC(host().inject_delay(s, -1ms), gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(host().inject_failure(gpu::stream_ref{}, "x"), gpu::errc::invalid_argument);
+  const gpu::stream_ref stale = s.ref();
+  CUDACTOR_REQUIRE_OK(s.reset());
+  CUDACTOR_CHECK_ERRC(host().inject_hang(stale).error(), gpu::errc::invalid_handle);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
