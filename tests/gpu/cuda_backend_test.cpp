@@ -1,0 +1,192 @@
+// The CUDA backend on a real device: the shared conformance checks, then what is specific to
+// CUDA (priorities, non-blocking streams, real kernels, cleared not-ready errors, rejected
+// launches, the timeline's event ring). Skipped, and reported as such, without a device.
+#define BOOST_TEST_MODULE cuda_backend
+#define BOOST_TEST_NO_MAIN
+#include <boost/test/unit_test.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "common/gpu_test_main.hpp"
+#include "cuda_target.hpp"
+
+using namespace cudactor;
+using namespace cudactor::test;
+using namespace std::chrono_literals;
+using conformance::make_event;
+using conformance::make_stream;
+
+BOOST_AUTO_TEST_SUITE(conformance_on_cuda)
+CUDACTOR_CONFORMANCE_CASES(cuda_target)
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(cuda_semantics, cuda_target)
+
+BOOST_AUTO_TEST_CASE(it_describes_the_device) {
+  const auto& info = backend().device();
+  BOOST_TEST(backend().kind() == gpu::backend_kind::cuda);
+  BOOST_TEST(!info.name.empty());
+  BOOST_TEST(info.total_memory > 0u);
+  BOOST_TEST(info.compute_capability_major >= 7);
+  BOOST_TEST(info.greatest_priority <= info.least_priority);  // lower number: higher priority
+  BOOST_TEST_MESSAGE("device: " << info.name << ", cc " << info.compute_capability_major << "."
+                                << info.compute_capability_minor << ", priorities "
+                                << info.greatest_priority << ".." << info.least_priority);
+}
+
+BOOST_AUTO_TEST_CASE(streams_are_non_blocking_with_priorities_from_the_device_range) {
+  const auto& info = backend().device();
+  for (auto p : {gpu::stream_priority::low, gpu::stream_priority::normal,
+                 gpu::stream_priority::high}) {
+    auto s = make_stream(backend(), "p", p);
+    auto native = static_cast<cudaStream_t>(backend().native_handle(s).value());
+    unsigned flags = 0;
+    int priority = 0;
+    BOOST_REQUIRE(cudaStreamGetFlags(native, &flags) == cudaSuccess);
+    BOOST_REQUIRE(cudaStreamGetPriority(native, &priority) == cudaSuccess);
+    BOOST_TEST((flags & cudaStreamNonBlocking) != 0u);
+    if (p == gpu::stream_priority::high) BOOST_TEST(priority == info.greatest_priority);
+    if (p == gpu::stream_priority::low) BOOST_TEST(priority == info.least_priority);
+    BOOST_TEST(priority >= info.greatest_priority);
+    BOOST_TEST(priority <= info.least_priority);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_legacy_default_stream_does_not_wait_for_our_streams) {
+  auto s = make_stream(backend(), "held");
+  auto held = hold(s);
+  BOOST_REQUIRE(kernels::busy(nullptr /* legacy default stream */, 1000) == 0);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  cudaError_t answer = cudaErrorNotReady;
+  while (answer == cudaErrorNotReady && std::chrono::steady_clock::now() < deadline) {
+    answer = cudaStreamQuery(nullptr);
+    std::this_thread::sleep_for(1ms);
+  }
+  (void)cudaGetLastError();
+  BOOST_TEST(answer == cudaSuccess);  // it finished although our stream is still held
+  held->release();
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+}
+
+BOOST_AUTO_TEST_CASE(kernels_run_in_stream_order_and_compute_the_right_result) {
+  auto s = make_stream(backend(), "compute");
+  constexpr int n = 1 << 20;
+  auto data = backend().allocate(s, n * sizeof(int));
+  BOOST_REQUIRE(data.ok());
+  int* d = data.value().as<int>();
+  CUDACTOR_REQUIRE_OK(backend().enqueue(s, [d](const gpu::launch_context& c) {
+    return launched(kernels::iota(c.native_stream(), d, n, 5), "iota");
+  }));
+  for (int round = 0; round < 10; ++round) {
+    CUDACTOR_REQUIRE_OK(backend().enqueue(s, [d](const gpu::launch_context& c) {
+      return launched(kernels::add(c.native_stream(), d, n, 3), "add");
+    }));
+  }
+  std::vector<int> back(n);
+  CUDACTOR_REQUIRE_OK(backend().copy(s, back.data(), d, n * sizeof(int),
+                                     gpu::copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  int wrong = 0;
+  for (int i = 0; i < n; ++i)
+    if (back[i] != i + 5 + 30) ++wrong;
+  BOOST_TEST(wrong == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_consumer_waiting_on_an_event_sees_the_producers_data) {
+  auto producer = make_stream(backend(), "producer");
+  auto consumer = make_stream(backend(), "consumer");
+  constexpr int n = 4096;
+  auto data = backend().allocate(producer, n * sizeof(int));
+  BOOST_REQUIRE(data.ok());
+  int* d = data.value().as<int>();
+  auto ready = make_event(backend());
+  CUDACTOR_REQUIRE_OK(busy(producer, 30ms));  // the consumer would otherwise copy too early
+  CUDACTOR_REQUIRE_OK(backend().enqueue(producer, [d](const gpu::launch_context& c) {
+    return launched(kernels::iota(c.native_stream(), d, n, 100), "iota");
+  }));
+  CUDACTOR_REQUIRE_OK(backend().record(ready, producer));
+  CUDACTOR_REQUIRE_OK(backend().wait(consumer, ready));
+  std::vector<int> back(n, -1);
+  CUDACTOR_REQUIRE_OK(backend().copy(consumer, back.data(), d, n * sizeof(int),
+                                     gpu::copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(consumer));
+  int wrong = 0;
+  for (int i = 0; i < n; ++i)
+    if (back[i] != i + 100) ++wrong;
+  BOOST_TEST(wrong == 0);
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+}
+
+BOOST_AUTO_TEST_CASE(a_not_ready_query_leaves_no_error_behind) {
+  auto s = make_stream(backend(), "held");
+  auto e = make_event(backend());
+  auto held = hold(s);
+  CUDACTOR_REQUIRE_OK(backend().record(e, s));
+  BOOST_TEST(backend().query(e).state == gpu::event_state::not_ready);
+  auto line = backend().timeline_of(s).value();
+  auto value = backend().signal(s);
+  BOOST_REQUIRE(value.ok());
+  BOOST_TEST(line->query(value.value()).state == gpu::event_state::not_ready);
+  BOOST_TEST(cudaPeekAtLastError() == cudaSuccess);
+  // A launch right after must not be blamed for the not-ready answer.
+  auto other = make_stream(backend(), "other");
+  CUDACTOR_REQUIRE_OK(busy(other, 1ms));
+  held->release();
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+}
+
+BOOST_AUTO_TEST_CASE(a_rejected_launch_fails_that_enqueue_alone) {
+  auto s = make_stream(backend(), "rejecting");
+  const auto rejected = backend().enqueue(s, [](const gpu::launch_context& c) {
+    return launched(kernels::rejected(c.native_stream()), "rejected");
+  });
+  BOOST_TEST(rejected.code() == gpu::errc::op_failed);
+  BOOST_TEST(rejected.message().find("cudaErrorInvalidConfiguration") != std::string::npos);
+  BOOST_TEST(rejected.message().find("'rejecting'") != std::string::npos);
+  BOOST_TEST(backend().health().ok());
+  CUDACTOR_REQUIRE_OK(busy(s, 1ms));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  const auto thrown = backend().enqueue(s, [](const gpu::launch_context&) -> gpu::status {
+    throw std::runtime_error("no kernel today");
+  });
+  BOOST_TEST(thrown.code() == gpu::errc::op_failed);
+  BOOST_TEST(thrown.message().find("no kernel today") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_timeline_recycles_its_events_over_many_values) {
+  auto s = make_stream(backend(), "many");
+  auto line = backend().timeline_of(s).value();
+  constexpr gpu::timeline_point total = 20000;
+  for (gpu::timeline_point v = 1; v <= total; ++v) {
+    auto value = backend().signal(s);
+    BOOST_REQUIRE_MESSAGE(value.ok(), value.error().to_string());
+    if (v % 1000 == 0) CUDACTOR_REQUIRE_OK(line->wait(v, 5000ms));
+  }
+  CUDACTOR_REQUIRE_OK(line->wait(total, 0ms));
+  BOOST_TEST(line->completed() == total);
+  BOOST_TEST(line->submitted() == total);
+}
+
+BOOST_AUTO_TEST_CASE(the_timeline_bounds_what_is_in_flight) {
+  auto s = make_stream(backend(), "bounded");
+  auto line = backend().timeline_of(s).value();
+  auto held = hold(s);
+  gpu::result<gpu::timeline_point> last = gpu::timeline_point{0};
+  int accepted = 0;
+  while (accepted < 100000) {
+    last = backend().signal(s);
+    if (!last.ok()) break;
+    ++accepted;
+  }
+  BOOST_TEST(last.code() == gpu::errc::resource_exhausted);
+  BOOST_TEST(accepted > 0);
+  held->release();
+  CUDACTOR_REQUIRE_OK(line->wait(static_cast<gpu::timeline_point>(accepted), 10000ms));
+  BOOST_TEST(backend().signal(s).ok());  // room again once values retire
+}
+
+BOOST_AUTO_TEST_SUITE_END()

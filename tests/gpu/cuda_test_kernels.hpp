@@ -1,0 +1,22 @@
+// tests/gpu/cuda_test_kernels.hpp
+//
+// Kernels for the CUDA backend's tests, callable from plain C++: each takes the
+// launch_context's native stream and returns the launch's cudaError_t as an int.
+#pragma once
+
+namespace cudactor::test::kernels {
+
+// Spins until *flag != 0 (pinned, mapped host memory) or `timeout_ns` pass.
+int hold(void* stream, volatile int* flag, long long timeout_ns);
+// Spins for `ns` nanoseconds of GPU time.
+int busy(void* stream, long long ns);
+// data[i] = i + offset, for i < n.
+int iota(void* stream, int* data, int n, int offset);
+// data[i] += value.
+int add(void* stream, int* data, int n, int value);
+// Writes through a null pointer: a sticky illegal-address fault.
+int fault(void* stream);
+// A launch the runtime rejects (too many threads per block).
+int rejected(void* stream);
+
+}  // namespace cudactor::test::kernels
