@@ -1,0 +1,97 @@
+#include "cudactor/messaging/errc.hpp"
+
+#include <caf/message.hpp>
+
+namespace cudactor {
+
+std::string_view to_string(errc code) noexcept {
+  switch (code) {
+    case errc::none: return "none";
+    case errc::invalid_argument: return "invalid_argument";
+    case errc::unknown_stream: return "unknown_stream";
+    case errc::foreign_handle: return "foreign_handle";
+    case errc::out_of_range: return "out_of_range";
+    case errc::out_of_memory: return "out_of_memory";
+    case errc::not_ready: return "not_ready";
+    case errc::not_timing: return "not_timing";
+    case errc::op_failed: return "op_failed";
+    case errc::dependency_failed: return "dependency_failed";
+    case errc::device_lost: return "device_lost";
+    case errc::timeout: return "timeout";
+    case errc::no_device: return "no_device";
+    case errc::not_supported: return "not_supported";
+    case errc::resource_exhausted: return "resource_exhausted";
+    case errc::backend_error: return "backend_error";
+    case errc::shutting_down: return "shutting_down";
+  }
+  return "unknown";
+}
+
+caf::error make_error(errc code) {
+  return caf::error{static_cast<std::uint8_t>(code), error_category};
+}
+
+caf::error make_error(errc code, std::string context) {
+  return caf::error{static_cast<std::uint8_t>(code), error_category,
+                    caf::make_message(std::move(context))};
+}
+
+errc to_errc(gpu::errc code) noexcept {
+  switch (code) {
+    case gpu::errc::ok: return errc::none;
+    case gpu::errc::invalid_argument: return errc::invalid_argument;
+    case gpu::errc::invalid_handle: return errc::unknown_stream;
+    case gpu::errc::foreign_handle: return errc::foreign_handle;
+    case gpu::errc::out_of_range: return errc::out_of_range;
+    case gpu::errc::out_of_memory: return errc::out_of_memory;
+    case gpu::errc::not_ready: return errc::not_ready;
+    case gpu::errc::not_recorded: return errc::not_ready;
+    case gpu::errc::not_timing: return errc::not_timing;
+    case gpu::errc::op_failed: return errc::op_failed;
+    case gpu::errc::dependency_failed: return errc::dependency_failed;
+    case gpu::errc::device_lost: return errc::device_lost;
+    case gpu::errc::timeout: return errc::timeout;
+    case gpu::errc::no_device: return errc::no_device;
+    case gpu::errc::not_supported: return errc::not_supported;
+    case gpu::errc::resource_exhausted: return errc::resource_exhausted;
+    case gpu::errc::backend_error: return errc::backend_error;
+  }
+  return errc::backend_error;
+}
+
+caf::error to_error(const gpu::status& failure) {
+  if (failure.ok()) return caf::error{};
+  // Keep the device layer's own code name when it is finer than ours (not_recorded).
+  std::string context = failure.message();
+  if (to_string(to_errc(failure.code())) != gpu::to_string(failure.code())) {
+    context = std::string{gpu::to_string(failure.code())} + ": " + context;
+  }
+  return make_error(to_errc(failure.code()), std::move(context));
+}
+
+std::string error_context(const caf::error& err) {
+  if (err.category() != error_category) return {};
+  const caf::message& context = err.context();
+  if (context.size() == 1 && context.match_element<std::string>(0)) {
+    return context.get_as<std::string>(0);
+  }
+  return {};
+}
+
+void add_error_category(caf::actor_system_config& config) {
+  config.add_error_category(
+      error_category, [](std::uint8_t code, caf::atom_value, const caf::message& context) {
+        std::string out = "cudactor::";
+        out += to_string(static_cast<errc>(code));
+        if (context.size() == 1 && context.match_element<std::string>(0)) {
+          out += ": ";
+          out += context.get_as<std::string>(0);
+        } else if (!context.empty()) {
+          out += ": ";
+          out += caf::to_string(context);
+        }
+        return out;
+      });
+}
+
+}  // namespace cudactor

@@ -1,0 +1,60 @@
+// messaging/errc.hpp
+//
+// The errors actors answer with: cudactor::errc, registered with CAF as the error category
+// "cudactor" so that system().render(err) reads "cudactor::device_lost: <what failed>". The
+// device layer's gpu::status becomes a caf::error here and nowhere else, keeping its message
+// (which names the stream, event or allocation) as the error's context.
+#pragma once
+
+#include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "cudactor/gpu/status.hpp"
+
+namespace cudactor {
+
+enum class errc : std::uint8_t {
+  none = 0,            // CAF reserves 0 for "no error"
+  invalid_argument,    // malformed request: null, zero or out-of-range sizes, bad options
+  unknown_stream,      // a stream the runtime never had or already destroyed
+  foreign_handle,      // a handle issued by another backend or runtime
+  out_of_range,        // a range beyond the allocation it refers to
+  out_of_memory,       // the device has no room
+  not_ready,           // asked for a result of work that has not finished
+  not_timing,          // timing asked of an event without timing
+  op_failed,           // one operation failed; its stream goes on
+  dependency_failed,   // cancelled or failed because something it waited for failed
+  device_lost,         // sticky device error: nothing runs until the backend is reset
+  timeout,             // a bounded wait ran out
+  no_device,           // no GPU where one was required
+  not_supported,       // this backend or build cannot do it
+  resource_exhausted,  // a bounded resource is full; retry later
+  backend_error,       // any other failure reported by the device runtime
+  shutting_down,       // the runtime stopped before this could be served
+};
+
+// CAF's category for cudactor::errc.
+inline constexpr caf::atom_value error_category = caf::atom("cudactor");
+
+[[nodiscard]] std::string_view to_string(errc code) noexcept;
+
+// Found by ADL: lets handlers return an errc and callers compare `err == errc::x`.
+[[nodiscard]] caf::error make_error(errc code);
+[[nodiscard]] caf::error make_error(errc code, std::string context);
+
+// The actor-boundary form of a device-layer failure. An ok status gives an empty error.
+[[nodiscard]] errc to_errc(gpu::errc code) noexcept;
+[[nodiscard]] caf::error to_error(const gpu::status& failure);
+
+// The context message of a cudactor error (what failed), or "" for other errors.
+[[nodiscard]] std::string error_context(const caf::error& err);
+
+// Registers the "cudactor" category's renderer. Call once per actor_system_config.
+void add_error_category(caf::actor_system_config& config);
+
+}  // namespace cudactor

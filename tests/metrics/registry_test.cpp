@@ -1,0 +1,95 @@
+// The metrics registry and its exposer, scraped over real HTTP on loopback.
+#define BOOST_TEST_MODULE registry
+#include <boost/test/unit_test.hpp>
+
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+
+#include <boost/asio.hpp>
+
+#include <string>
+
+#include "cudactor/metrics/registry.hpp"
+
+using namespace cudactor::metrics;
+namespace asio = boost::asio;
+
+namespace {
+
+exposer_options ephemeral() {
+  exposer_options options;
+  options.port = 0;
+  return options;
+}
+
+// A plain HTTP/1.0 GET: the server closes the connection after the body.
+std::string http_get(std::uint16_t port, const std::string& path) {
+  asio::io_context io;
+  asio::ip::tcp::socket socket{io};
+  socket.connect({asio::ip::make_address("127.0.0.1"), port});
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  asio::write(socket, asio::buffer(request));
+  std::string response;
+  boost::system::error_code ec;
+  asio::read(socket, asio::dynamic_buffer(response), ec);
+  return response;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(port_zero_serves_the_registry_on_a_free_loopback_port) {
+  registry metrics{ephemeral()};
+  BOOST_REQUIRE(metrics.port().has_value());
+  BOOST_TEST(*metrics.port() > 0);
+  BOOST_TEST(metrics.exposer_error().empty());
+  BOOST_TEST(metrics.endpoint() ==
+             "http://127.0.0.1:" + std::to_string(*metrics.port()) + "/metrics");
+  auto& family = prometheus::BuildCounter()
+                     .Name("cudactor_test_events_total")
+                     .Help("events seen by the test")
+                     .Register(metrics.prometheus());
+  family.Add({{"gpu", "0"}}).Increment(3);
+  const std::string body = http_get(*metrics.port(), "/metrics");
+  BOOST_TEST(body.find("200 OK") != std::string::npos);
+  BOOST_TEST(body.find("cudactor_test_events_total{gpu=\"0\"} 3") != std::string::npos);
+  BOOST_TEST(metrics.serialize().find("cudactor_test_events_total{gpu=\"0\"} 3") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_taken_port_is_refused_with_a_clear_error) {
+  registry first{ephemeral()};
+  BOOST_REQUIRE(first.port().has_value());
+  exposer_options same;
+  same.port = *first.port();
+  try {
+    registry second{same};
+    BOOST_FAIL("binding a taken port must fail");
+  } catch (const bind_error& e) {
+    BOOST_TEST(std::string{e.what()}.find("127.0.0.1:" + std::to_string(same.port)) !=
+               std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_taken_port_can_be_run_without_when_configured) {
+  registry first{ephemeral()};
+  exposer_options same;
+  same.port = *first.port();
+  same.failure = on_bind_failure::run_without;
+  registry second{same};
+  BOOST_TEST(!second.port().has_value());
+  BOOST_TEST(second.endpoint().empty());
+  BOOST_TEST(second.exposer_error().find("cannot serve metrics") != std::string::npos);
+  // Metrics are still collected, only not served.
+  prometheus::BuildCounter().Name("cudactor_kept_total").Help("x").Register(second.prometheus())
+      .Add({})
+      .Increment();
+  BOOST_TEST(second.serialize().find("cudactor_kept_total 1") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(disabled_means_no_exposer_and_no_error) {
+  exposer_options off;
+  off.enabled = false;
+  registry metrics{off};
+  BOOST_TEST(!metrics.port().has_value());
+  BOOST_TEST(metrics.exposer_error().empty());
+}
