@@ -26,10 +26,22 @@ struct cuda_stream_entry {
   std::shared_ptr<detail::cuda_timeline> timeline;
 };
 
+// Set by record() under the table's shared lock, read concurrently by elapsed(): atomic.
+// Movable so that the entry fits the handle table.
+struct recorded_flag {
+  std::atomic<bool> value{false};
+  recorded_flag() = default;
+  recorded_flag(recorded_flag&& other) noexcept : value(other.value.load()) {}
+  recorded_flag& operator=(recorded_flag&& other) noexcept {
+    value.store(other.value.load());
+    return *this;
+  }
+};
+
 struct cuda_event_entry {
   cudaEvent_t handle = nullptr;
   event_kind kind = event_kind::regular;
-  bool recorded = false;
+  recorded_flag recorded;
 };
 
 // The runtime's current device is per thread; actors reach a backend from many threads.
@@ -124,6 +136,24 @@ struct cuda_backend::impl {
       return status{errc::invalid_handle, "stream " + to_string(s.id()) + " was destroyed"};
     }
     return found;
+  }
+
+  // Runs f(entry) with the stream found and the table locked for use; refuses first when the
+  // device is lost or cannot be selected. f returns a status or a result<T>.
+  template <class F>
+  auto with_stream(stream_ref s, F&& f) -> decltype(f(std::declval<cuda_stream_entry&>())) {
+    if (auto bad = usable(); !bad.ok()) return bad;
+    std::shared_lock<std::shared_mutex> lock{mutex};
+    auto target = find_stream(s);
+    if (!target) return target.error();
+    return f(*target.value());
+  }
+
+  // The handle and label of a stream, for calls made without holding the table lock.
+  result<std::pair<cudaStream_t, std::string>> snapshot(stream_ref s) {
+    return with_stream(s, [](cuda_stream_entry& entry) {
+      return result<std::pair<cudaStream_t, std::string>>{std::pair{entry.handle, entry.label}};
+    });
   }
 
   result<cuda_event_entry*> find_event(event_ref e) {
@@ -265,7 +295,10 @@ result<event> cuda_backend::create_event(event_kind kind) {
     return bad;
   }
   std::unique_lock<std::shared_mutex> lock{impl_->mutex};
-  auto key = impl_->events.insert(cuda_event_entry{handle, kind, false});
+  cuda_event_entry entry;
+  entry.handle = handle;
+  entry.kind = kind;
+  auto key = impl_->events.insert(std::move(entry));
   return event{*this, event_ref{make_id(key.slot, key.generation)}, kind};
 }
 
@@ -279,31 +312,27 @@ status cuda_backend::destroy_event(event_ref e) {
 }
 
 status cuda_backend::record(event_ref e, stream_ref s) {
-  if (auto bad = impl_->usable(); !bad.ok()) return bad;
-  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
-  auto target = impl_->find_stream(s);
-  if (!target) return target.error();
-  auto found = impl_->find_event(e);
-  if (!found) return found.error();
-  if (auto bad = impl_->check(cudaEventRecord(found.value()->handle, target.value()->handle),
-                              "recording event " + to_string(e.id()) + " on " +
-                                  target.value()->label);
-      !bad.ok()) {
-    return bad;
-  }
-  found.value()->recorded = true;  // only set under a shared lock to true: a benign race
-  return {};
+  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
+    auto found = impl_->find_event(e);
+    if (!found) return found.error();
+    if (auto bad = impl_->check(cudaEventRecord(found.value()->handle, target.handle),
+                                "recording event " + to_string(e.id()) + " on " +
+                                    target.label);
+        !bad.ok()) {
+      return bad;
+    }
+    found.value()->recorded.value.store(true, std::memory_order_release);
+    return {};
+  });
 }
 
 status cuda_backend::wait(stream_ref s, event_ref e) {
-  if (auto bad = impl_->usable(); !bad.ok()) return bad;
-  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
-  auto target = impl_->find_stream(s);
-  if (!target) return target.error();
-  auto found = impl_->find_event(e);
-  if (!found) return found.error();
-  return impl_->check(cudaStreamWaitEvent(target.value()->handle, found.value()->handle, 0),
-                      target.value()->label + " waiting on event " + to_string(e.id()));
+  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
+    auto found = impl_->find_event(e);
+    if (!found) return found.error();
+    return impl_->check(cudaStreamWaitEvent(target.handle, found.value()->handle, 0),
+                        target.label + " waiting on event " + to_string(e.id()));
+  });
 }
 
 query_result cuda_backend::query(event_ref e) {
@@ -332,7 +361,7 @@ result<std::chrono::nanoseconds> cuda_backend::elapsed(event_ref start, event_re
       return status{errc::not_timing,
                     "event " + to_string(ref.id()) + " was created without timing"};
     }
-    if (!found->recorded) {
+    if (!found->recorded.value.load(std::memory_order_acquire)) {
       return status{errc::not_recorded, "event " + to_string(ref.id()) + " was never recorded"};
     }
   }
@@ -350,20 +379,18 @@ result<std::chrono::nanoseconds> cuda_backend::elapsed(event_ref start, event_re
 
 result<buffer> cuda_backend::allocate(stream_ref s, std::size_t bytes) {
   if (bytes == 0) return status{errc::invalid_argument, "allocation of zero bytes"};
-  if (auto bad = impl_->usable(); !bad.ok()) return bad;
-  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
-  auto target = impl_->find_stream(s);
-  if (!target) return target.error();
-  void* data = nullptr;
-  if (auto bad = impl_->check(cudaMallocAsync(&data, bytes, target.value()->handle),
-                              "allocating " + std::to_string(bytes) + " bytes on " +
-                                  target.value()->label);
-      !bad.ok()) {
-    return bad;
-  }
-  (void)impl_->allocations.try_reserve(bytes, std::numeric_limits<std::size_t>::max());
-  impl_->allocations.add(data, detail::allocation{bytes, memory_kind::device, s, false});
-  return buffer{*this, data, bytes, memory_kind::device, s};
+  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> result<buffer> {
+    void* data = nullptr;
+    if (auto bad = impl_->check(cudaMallocAsync(&data, bytes, target.handle),
+                                "allocating " + std::to_string(bytes) + " bytes on " +
+                                    target.label);
+        !bad.ok()) {
+      return bad;
+    }
+    (void)impl_->allocations.try_reserve(bytes, std::numeric_limits<std::size_t>::max());
+    impl_->allocations.add(data, detail::allocation{bytes, memory_kind::device, s, false});
+    return buffer{*this, data, bytes, memory_kind::device, s};
+  });
 }
 
 result<buffer> cuda_backend::allocate_managed(std::size_t bytes) {
@@ -406,16 +433,14 @@ status cuda_backend::free_async(stream_ref s, buffer& memory) {
                 detail::format_address(memory.data()) + " is " +
                 std::string{to_string(memory.kind())} + " memory (destroy it instead)"};
   }
-  if (auto bad = impl_->usable(); !bad.ok()) return bad;
-  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
-  auto target = impl_->find_stream(s);
-  if (!target) return target.error();
-  auto marked = impl_->allocations.begin_free(memory.data());
-  if (!marked) return marked.error();
-  void* data = memory.release();
-  impl_->allocations.remove(data);
-  return impl_->check(cudaFreeAsync(data, target.value()->handle),
-                      "freeing " + detail::format_address(data) + " on " + target.value()->label);
+  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
+    auto marked = impl_->allocations.begin_free(memory.data());
+    if (!marked) return marked.error();
+    void* data = memory.release();
+    impl_->allocations.remove(data);
+    return impl_->check(cudaFreeAsync(data, target.handle),
+                        "freeing " + detail::format_address(data) + " on " + target.label);
+  });
 }
 
 status cuda_backend::release_memory(void* data, memory_kind kind, stream_ref s) {
@@ -449,13 +474,11 @@ status cuda_backend::copy(stream_ref s, void* dst, const void* src, std::size_t 
   cudaMemcpyKind native = cudaMemcpyDeviceToDevice;
   if (direction == copy_kind::host_to_device) native = cudaMemcpyHostToDevice;
   if (direction == copy_kind::device_to_host) native = cudaMemcpyDeviceToHost;
-  if (auto bad = impl_->usable(); !bad.ok()) return bad;
-  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
-  auto target = impl_->find_stream(s);
-  if (!target) return target.error();
-  return impl_->check(cudaMemcpyAsync(dst, src, bytes, native, target.value()->handle),
-                      std::string{"copying "} + std::to_string(bytes) + " bytes " +
-                          std::string{to_string(direction)} + " on " + target.value()->label);
+  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
+    return impl_->check(cudaMemcpyAsync(dst, src, bytes, native, target.handle),
+                        std::string{"copying "} + std::to_string(bytes) + " bytes " +
+                            std::string{to_string(direction)} + " on " + target.label);
+  });
 }
 
 status cuda_backend::fill(stream_ref s, void* dst, std::uint8_t value, std::size_t bytes) {
@@ -464,12 +487,10 @@ status cuda_backend::fill(stream_ref s, void* dst, std::uint8_t value, std::size
       !bad.ok()) {
     return bad;
   }
-  if (auto bad = impl_->usable(); !bad.ok()) return bad;
-  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
-  auto target = impl_->find_stream(s);
-  if (!target) return target.error();
-  return impl_->check(cudaMemsetAsync(dst, value, bytes, target.value()->handle),
-                      "filling " + std::to_string(bytes) + " bytes on " + target.value()->label);
+  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
+    return impl_->check(cudaMemsetAsync(dst, value, bytes, target.handle),
+                        "filling " + std::to_string(bytes) + " bytes on " + target.label);
+  });
 }
 
 status cuda_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
@@ -487,33 +508,24 @@ status cuda_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
                                         detail::format_address(data) + " is " +
                                         std::string{to_string(owner->kind)} + " memory"};
   }
-  if (auto bad = impl_->usable(); !bad.ok()) return bad;
-  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
-  auto target = impl_->find_stream(s);
-  if (!target) return target.error();
-  cudaMemLocation location{};
-  location.type =
-      where == prefetch_target::device ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
-  location.id = where == prefetch_target::device ? impl_->ordinal : 0;
-  return impl_->check(cudaMemPrefetchAsync(data, bytes, location, 0, target.value()->handle),
-                      "prefetching " + std::to_string(bytes) + " bytes on " +
-                          target.value()->label);
+  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
+    cudaMemLocation location{};
+    location.type =
+        where == prefetch_target::device ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
+    location.id = where == prefetch_target::device ? impl_->ordinal : 0;
+    return impl_->check(cudaMemPrefetchAsync(data, bytes, location, 0, target.handle),
+                        "prefetching " + std::to_string(bytes) + " bytes on " +
+                            target.label);
+  });
 }
 
 // --- work ------------------------------------------------------------------------------
 
 status cuda_backend::enqueue(stream_ref s, work_fn work) {
   if (!work) return {errc::invalid_argument, "empty work function"};
-  if (auto bad = impl_->usable(); !bad.ok()) return bad;
-  cudaStream_t handle = nullptr;
-  std::string label;
-  {
-    std::shared_lock<std::shared_mutex> lock{impl_->mutex};
-    auto target = impl_->find_stream(s);
-    if (!target) return target.error();
-    handle = target.value()->handle;
-    label = target.value()->label;
-  }
+  auto target = impl_->snapshot(s);
+  if (!target) return target.error();
+  auto [handle, label] = std::move(target.value());
   // The work runs without the table lock: it is user code and may take its time launching.
   // A stream destroyed concurrently with its own launches is a race in CUDA too.
   (void)cudaGetLastError();  // start from a clean slate so the check below is about this work
@@ -555,33 +567,29 @@ void CUDART_CB run_host_callback(cudaStream_t, cudaError_t answer, void* data) {
 
 status cuda_backend::add_callback(stream_ref s, host_callback callback) {
   if (!callback) return {errc::invalid_argument, "empty host callback"};
-  if (auto bad = impl_->usable(); !bad.ok()) return bad;
-  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
-  auto target = impl_->find_stream(s);
-  if (!target) return target.error();
-  auto owned = std::make_unique<host_callback>(std::move(callback));
-  // cudaStreamAddCallback, not cudaLaunchHostFunc: it runs exactly once even after a device
-  // error, and says which, so every callback ends.
-  if (auto bad = impl_->check(cudaStreamAddCallback(target.value()->handle, &run_host_callback,
-                                                    owned.get(), 0),
-                              "adding a host callback on " + target.value()->label);
-      !bad.ok()) {
-    return bad;
-  }
-  (void)owned.release();  // the trampoline owns it now
-  return {};
+  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
+    auto owned = std::make_unique<host_callback>(std::move(callback));
+    // cudaStreamAddCallback, not cudaLaunchHostFunc: it runs exactly once even after a device
+    // error, and says which, so every callback ends.
+    if (auto bad = impl_->check(cudaStreamAddCallback(target.handle, &run_host_callback,
+                                                      owned.get(), 0),
+                                "adding a host callback on " + target.label);
+        !bad.ok()) {
+      return bad;
+    }
+    (void)owned.release();  // the trampoline owns it now
+    return {};
+  });
 }
 
 // --- timelines -------------------------------------------------------------------------
 
 result<timeline_point> cuda_backend::signal(stream_ref s) {
-  if (auto bad = impl_->usable(); !bad.ok()) return bad;
-  std::shared_lock<std::shared_mutex> lock{impl_->mutex};
-  auto target = impl_->find_stream(s);
-  if (!target) return target.error();
-  auto value = target.value()->timeline->signal();
-  if (!value && value.code() == errc::device_lost) impl_->mark_lost(value.error());
-  return value;
+  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> result<timeline_point> {
+    auto value = target.timeline->signal();
+    if (!value && value.code() == errc::device_lost) impl_->mark_lost(value.error());
+    return value;
+  });
 }
 
 result<std::shared_ptr<timeline>> cuda_backend::timeline_of(stream_ref s) {
@@ -594,16 +602,9 @@ result<std::shared_ptr<timeline>> cuda_backend::timeline_of(stream_ref s) {
 // --- blocking calls --------------------------------------------------------------------
 
 status cuda_backend::synchronize(stream_ref s) {
-  if (auto bad = impl_->usable(); !bad.ok()) return bad;
-  cudaStream_t handle = nullptr;
-  std::string label;
-  {
-    std::shared_lock<std::shared_mutex> lock{impl_->mutex};
-    auto target = impl_->find_stream(s);
-    if (!target) return target.error();
-    handle = target.value()->handle;
-    label = target.value()->label;
-  }
+  auto target = impl_->snapshot(s);
+  if (!target) return target.error();
+  auto [handle, label] = std::move(target.value());
   return impl_->check(cudaStreamSynchronize(handle), "synchronizing " + label);
 }
 

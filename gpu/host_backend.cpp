@@ -178,6 +178,14 @@ struct host_backend::impl : std::enable_shared_from_this<host_backend::impl> {
     push_with(s, [&] { return std::move(o); });
   }
 
+  // Queues `o` on `s` if the stream exists and the device is not lost.
+  status submit(stream_ref s, op o) {
+    auto target = usable_stream(s);
+    if (!target) return target.error();
+    push(target.value(), std::move(o));
+    return {};
+  }
+
   void schedule(const stream_ptr& s) {
     pool.post(lane_of(s->priority), [this, s] { drain(s); });
   }
@@ -631,6 +639,7 @@ status host_backend::free_async(stream_ref s, buffer& memory) {
                 detail::format_address(memory.data()) + " is " +
                 std::string{to_string(memory.kind())} + " memory (destroy it instead)"};
   }
+  // The stream first: if it is gone the caller must keep its buffer.
   auto target = impl_->usable_stream(s);
   if (!target) return target.error();
   auto marked = impl_->allocations.begin_free(memory.data());
@@ -668,20 +677,15 @@ status host_backend::copy(stream_ref s, void* dst, const void* src, std::size_t 
   if (auto bad = impl_->allocations.check_copy(dst, src, bytes, direction); !bad.ok()) {
     return bad;
   }
-  auto target = impl_->usable_stream(s);
-  if (!target) return target.error();
   op o;
   o.body = [dst, src, bytes] {
     std::memcpy(dst, src, bytes);
     return status{};
   };
-  impl_->push(target.value(), std::move(o));
-  return {};
+  return impl_->submit(s, std::move(o));
 }
 
 status host_backend::fill(stream_ref s, void* dst, std::uint8_t value, std::size_t bytes) {
-  auto target = impl_->usable_stream(s);
-  if (!target) return target.error();
   if (auto bad = impl_->allocations.check(dst, bytes, detail::memory_side::device,
                                           "destination");
       !bad.ok()) {
@@ -692,8 +696,7 @@ status host_backend::fill(stream_ref s, void* dst, std::uint8_t value, std::size
     std::memset(dst, value, bytes);
     return status{};
   };
-  impl_->push(target.value(), std::move(o));
-  return {};
+  return impl_->submit(s, std::move(o));
 }
 
 status host_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
@@ -701,8 +704,6 @@ status host_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
   if (target_side != prefetch_target::device && target_side != prefetch_target::host) {
     return {errc::invalid_argument, "unknown prefetch target"};
   }
-  auto target = impl_->usable_stream(s);
-  if (!target) return target.error();
   if (auto bad = impl_->allocations.check(data, bytes, detail::memory_side::device, "prefetch");
       !bad.ok()) {
     return bad;
@@ -716,31 +717,24 @@ status host_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
   // Host memory is already where it is used: the prefetch only takes its place in order.
   op o;
   o.body = [] { return status{}; };
-  impl_->push(target.value(), std::move(o));
-  return {};
+  return impl_->submit(s, std::move(o));
 }
 
 status host_backend::enqueue(stream_ref s, work_fn work) {
   if (!work) return {errc::invalid_argument, "empty work function"};
-  auto target = impl_->usable_stream(s);
-  if (!target) return target.error();
   op o;
   o.body = [work = std::move(work), context = launch_context{backend_kind::host, s, nullptr}] {
     return work(context);
   };
-  impl_->push(target.value(), std::move(o));
-  return {};
+  return impl_->submit(s, std::move(o));
 }
 
 status host_backend::add_callback(stream_ref s, host_callback callback) {
   if (!callback) return {errc::invalid_argument, "empty host callback"};
-  auto target = impl_->usable_stream(s);
-  if (!target) return target.error();
   op o;
   o.type = op_type::callback;
   o.callback = std::move(callback);
-  impl_->push(target.value(), std::move(o));
-  return {};
+  return impl_->submit(s, std::move(o));
 }
 
 result<timeline_point> host_backend::signal(stream_ref s) {
@@ -811,13 +805,10 @@ result<void*> host_backend::native_handle(event_ref) const {
 }
 
 status host_backend::inject_failure(stream_ref s, std::string why) {
-  auto target = impl_->usable_stream(s);
-  if (!target) return target.error();
   op o;
   o.type = op_type::fail;
   o.what = std::move(why);
-  impl_->push(target.value(), std::move(o));
-  return {};
+  return impl_->submit(s, std::move(o));
 }
 
 result<hang_release> host_backend::inject_hang(stream_ref s) {
@@ -833,23 +824,17 @@ result<hang_release> host_backend::inject_hang(stream_ref s) {
 
 status host_backend::inject_delay(stream_ref s, std::chrono::nanoseconds duration) {
   if (duration.count() < 0) return {errc::invalid_argument, "negative delay"};
-  auto target = impl_->usable_stream(s);
-  if (!target) return target.error();
   op o;
   o.type = op_type::delay;
   o.duration = duration;
-  impl_->push(target.value(), std::move(o));
-  return {};
+  return impl_->submit(s, std::move(o));
 }
 
 status host_backend::inject_device_fault(stream_ref s, std::string why) {
-  auto target = impl_->usable_stream(s);
-  if (!target) return target.error();
   op o;
   o.type = op_type::device_fault;
   o.what = std::move(why);
-  impl_->push(target.value(), std::move(o));
-  return {};
+  return impl_->submit(s, std::move(o));
 }
 
 void host_backend::lose_device(std::string why) { impl_->lose_device(std::move(why)); }

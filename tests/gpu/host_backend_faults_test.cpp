@@ -114,9 +114,14 @@ BOOST_AUTO_TEST_CASE(a_device_fault_fails_everything_pending_on_every_stream) {
   auto bystander_line = backend().timeline_of(bystander).value();
   auto pending_value = backend().signal(bystander).value();
 
-  CUDACTOR_REQUIRE_OK(host().inject_device_fault(faulty, "illegal address"));
-  CUDACTOR_REQUIRE_OK(backend().record(faulty_event, faulty));
-  CUDACTOR_REQUIRE_OK(backend().add_callback(faulty, count));
+  {
+    // Hold the faulty stream until everything is queued: the fault happens asynchronously,
+    // and once it has, new work is (rightly) refused.
+    auto until_queued = hold(faulty);
+    CUDACTOR_REQUIRE_OK(host().inject_device_fault(faulty, "illegal address"));
+    CUDACTOR_REQUIRE_OK(backend().record(faulty_event, faulty));
+    CUDACTOR_REQUIRE_OK(backend().add_callback(faulty, count));
+  }
 
   // The timeline waiter is answered without anyone releasing the held stream.
   const auto waited = bystander_line->wait(pending_value, 5000ms);

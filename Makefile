@@ -1,0 +1,45 @@
+# cudactor: one command from a bare Debian bookworm machine to green tests.
+#
+#   make test        install missing packages, configure, build, run every test
+#   make build       the same without running the tests
+#   make asan        address + undefined-behaviour sanitizers, all tests (build-asan/)
+#   make tsan        thread sanitizer, device-layer tests only (build-tsan/; CAF is not
+#                    instrumented, so TSan would report races inside it)
+#   make format      clang-format every source file
+#
+# Variables: BUILD_DIR (build), JOBS (number of cores), CMAKE_ARGS (extra -D options, e.g.
+# CMAKE_ARGS=-DCUDACTOR_CUDA=OFF).
+
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+CTEST_ARGS ?=
+
+SOURCES = $(shell git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null)
+
+.PHONY: deps configure build test asan tsan format clean
+
+deps:
+	@scripts/install-deps
+
+configure: deps
+	cmake -S . -B $(BUILD_DIR) -DCUDACTOR_WERROR=ON $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+asan:
+	$(MAKE) --no-print-directory test BUILD_DIR=build-asan CMAKE_ARGS="-DCUDACTOR_SANITIZE=address $(CMAKE_ARGS)"
+
+tsan:
+	$(MAKE) --no-print-directory test BUILD_DIR=build-tsan CMAKE_ARGS="-DCUDACTOR_SANITIZE=thread $(CMAKE_ARGS)" \
+	  CTEST_ARGS="-E '^(errc_test|registry_test|install_test)$$' $(CTEST_ARGS)"
+
+format:
+	clang-format -i $(SOURCES)
+
+clean:
+	rm -rf $(BUILD_DIR) build-asan build-tsan

@@ -1,0 +1,52 @@
+// Uses each installed library once: the device layer (a copy round trip on the backend
+// open_backend picks), messaging (a rendered cudactor error from a real actor system) and
+// metrics (a registry without an exposer). Prints "consumer ok" and exits 0 on success.
+#include <caf/all.hpp>
+#include <cudactor/gpu/open_backend.hpp>
+#include <cudactor/messaging/errc.hpp>
+#include <cudactor/metrics/registry.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+int main() {
+  using namespace cudactor;
+  auto opened = gpu::open_backend("host");
+  if (!opened) {
+    std::fprintf(stderr, "open_backend: %s\n", opened.error().to_string().c_str());
+    return 1;
+  }
+  gpu::backend& device = *opened.value().chosen;
+  auto stream = device.create_stream({"consumer", gpu::stream_priority::normal});
+  if (!stream) return 2;
+  auto memory = device.allocate(stream.value(), 16);
+  if (!memory) return 3;
+  const char text[16] = "installed fine";
+  char back[16] = {};
+  if (!device.copy(stream.value(), memory.value().data(), text, 16,
+                   gpu::copy_kind::host_to_device) ||
+      !device.copy(stream.value(), back, memory.value().data(), 16,
+                   gpu::copy_kind::device_to_host) ||
+      !device.synchronize(stream.value()) || std::strcmp(back, text) != 0) {
+    return 4;
+  }
+
+  caf::actor_system_config config;
+  add_error_category(config);
+  caf::actor_system system{config};
+  const std::string rendered =
+      system.render(to_error(gpu::status{gpu::errc::device_lost, "consumer check"}));
+  if (rendered != "cudactor::device_lost: consumer check") {
+    std::fprintf(stderr, "rendered: %s\n", rendered.c_str());
+    return 5;
+  }
+
+  metrics::exposer_options off;
+  off.enabled = false;
+  metrics::registry registry{off};
+  if (registry.port()) return 6;
+
+  std::printf("consumer ok (%s)\n", opened.value().reason.c_str());
+  return 0;
+}
