@@ -59,7 +59,7 @@ class backend {
   [[nodiscard]] virtual query_result query(event_ref e) = 0;
   // end - start; both timing events, recorded and complete.
   [[nodiscard]] virtual result<std::chrono::nanoseconds> elapsed(event_ref start,
-                                                                event_ref end) = 0;
+                                                                 event_ref end) = 0;
 
   // --- memory ----------------------------------------------------------------------------
   // Stream-ordered: usable by work enqueued on s after this call.

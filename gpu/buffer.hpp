@@ -18,8 +18,7 @@ class backend;
 class buffer {
  public:
   buffer() noexcept = default;
-  buffer(backend& owner, void* data, std::size_t size, memory_kind kind,
-         stream_ref stream) noexcept
+  buffer(backend& owner, void* data, std::size_t size, memory_kind kind, stream_ref stream) noexcept
       : owner_(&owner), data_(data), size_(size), kind_(kind), stream_(stream) {}
   buffer(buffer&& other) noexcept;
   buffer& operator=(buffer&& other) noexcept;  // releases what this held first

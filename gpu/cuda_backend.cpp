@@ -177,8 +177,8 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::open(int device_ordinal) {
   if (count.value() == 0) return status{errc::no_device, "no CUDA device"};
   if (device_ordinal < 0 || device_ordinal >= count.value()) {
     return status{errc::invalid_argument, "CUDA device " + std::to_string(device_ordinal) +
-                                              " does not exist (" +
-                                              std::to_string(count.value()) + " present)"};
+                                              " does not exist (" + std::to_string(count.value()) +
+                                              " present)"};
   }
   std::unique_ptr<cuda_backend> self{new cuda_backend(device_ordinal)};
   impl& state = *self->impl_;
@@ -188,8 +188,8 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::open(int device_ordinal) {
     return bad;
   }
   cudaDeviceProp props{};
-  if (auto bad = from_cuda(cudaGetDeviceProperties(&props, device_ordinal),
-                           "reading device properties");
+  if (auto bad =
+          from_cuda(cudaGetDeviceProperties(&props, device_ordinal), "reading device properties");
       !bad.ok()) {
     return bad;
   }
@@ -316,8 +316,7 @@ status cuda_backend::record(event_ref e, stream_ref s) {
     auto found = impl_->find_event(e);
     if (!found) return found.error();
     if (auto bad = impl_->check(cudaEventRecord(found.value()->handle, target.handle),
-                                "recording event " + to_string(e.id()) + " on " +
-                                    target.label);
+                                "recording event " + to_string(e.id()) + " on " + target.label);
         !bad.ok()) {
       return bad;
     }
@@ -369,8 +368,8 @@ result<std::chrono::nanoseconds> cuda_backend::elapsed(event_ref start, event_re
   const cudaError_t answer =
       cudaEventElapsedTime(&milliseconds, a.value()->handle, b.value()->handle);
   if (answer != cudaSuccess) {
-    return impl_->check(answer, "timing events " + to_string(start.id()) + " and " +
-                                    to_string(end.id()));
+    return impl_->check(answer,
+                        "timing events " + to_string(start.id()) + " and " + to_string(end.id()));
   }
   return std::chrono::nanoseconds{static_cast<std::int64_t>(double{milliseconds} * 1e6)};
 }
@@ -381,9 +380,9 @@ result<buffer> cuda_backend::allocate(stream_ref s, std::size_t bytes) {
   if (bytes == 0) return status{errc::invalid_argument, "allocation of zero bytes"};
   return impl_->with_stream(s, [&](cuda_stream_entry& target) -> result<buffer> {
     void* data = nullptr;
-    if (auto bad = impl_->check(cudaMallocAsync(&data, bytes, target.handle),
-                                "allocating " + std::to_string(bytes) + " bytes on " +
-                                    target.label);
+    if (auto bad =
+            impl_->check(cudaMallocAsync(&data, bytes, target.handle),
+                         "allocating " + std::to_string(bytes) + " bytes on " + target.label);
         !bad.ok()) {
       return bad;
     }
@@ -428,10 +427,10 @@ status cuda_backend::free_async(stream_ref s, buffer& memory) {
                                       " belongs to another backend"};
   }
   if (memory.kind() != memory_kind::device) {
-    return {errc::invalid_argument,
-            "stream-ordered free takes device memory; the buffer at " +
-                detail::format_address(memory.data()) + " is " +
-                std::string{to_string(memory.kind())} + " memory (destroy it instead)"};
+    return {errc::invalid_argument, "stream-ordered free takes device memory; the buffer at " +
+                                        detail::format_address(memory.data()) + " is " +
+                                        std::string{to_string(memory.kind())} +
+                                        " memory (destroy it instead)"};
   }
   return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
     auto marked = impl_->allocations.begin_free(memory.data());
@@ -482,8 +481,7 @@ status cuda_backend::copy(stream_ref s, void* dst, const void* src, std::size_t 
 }
 
 status cuda_backend::fill(stream_ref s, void* dst, std::uint8_t value, std::size_t bytes) {
-  if (auto bad = impl_->allocations.check(dst, bytes, detail::memory_side::device,
-                                          "destination");
+  if (auto bad = impl_->allocations.check(dst, bytes, detail::memory_side::device, "destination");
       !bad.ok()) {
     return bad;
   }
@@ -514,8 +512,7 @@ status cuda_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
         where == prefetch_target::device ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
     location.id = where == prefetch_target::device ? impl_->ordinal : 0;
     return impl_->check(cudaMemPrefetchAsync(data, bytes, location, 0, target.handle),
-                        "prefetching " + std::to_string(bytes) + " bytes on " +
-                            target.label);
+                        "prefetching " + std::to_string(bytes) + " bytes on " + target.label);
   });
 }
 
@@ -571,9 +568,9 @@ status cuda_backend::add_callback(stream_ref s, host_callback callback) {
     auto owned = std::make_unique<host_callback>(std::move(callback));
     // cudaStreamAddCallback, not cudaLaunchHostFunc: it runs exactly once even after a device
     // error, and says which, so every callback ends.
-    if (auto bad = impl_->check(cudaStreamAddCallback(target.handle, &run_host_callback,
-                                                      owned.get(), 0),
-                                "adding a host callback on " + target.label);
+    if (auto bad =
+            impl_->check(cudaStreamAddCallback(target.handle, &run_host_callback, owned.get(), 0),
+                         "adding a host callback on " + target.label);
         !bad.ok()) {
       return bad;
     }

@@ -41,8 +41,7 @@ class cuda_backend final : public backend {
   [[nodiscard]] status record(event_ref e, stream_ref s) override;
   [[nodiscard]] status wait(stream_ref s, event_ref e) override;
   [[nodiscard]] query_result query(event_ref e) override;
-  [[nodiscard]] result<std::chrono::nanoseconds> elapsed(event_ref start,
-                                                        event_ref end) override;
+  [[nodiscard]] result<std::chrono::nanoseconds> elapsed(event_ref start, event_ref end) override;
 
   [[nodiscard]] result<buffer> allocate(stream_ref s, std::size_t bytes) override;
   [[nodiscard]] result<buffer> allocate_managed(std::size_t bytes) override;

@@ -17,10 +17,8 @@ bool is_sticky(cudaError_t error) noexcept {
     case cudaErrorInvalidPc:
     case cudaErrorECCUncorrectable:
     case cudaErrorContained:
-    case cudaErrorTensorMemoryLeak:
-      return true;
-    default:
-      return false;
+    case cudaErrorTensorMemoryLeak: return true;
+    default: return false;
   }
 }
 
@@ -33,25 +31,21 @@ errc classify(cudaError_t error) noexcept {
     case cudaErrorInvalidValue:
     case cudaErrorInvalidDevicePointer:
     case cudaErrorInvalidMemcpyDirection:
-    case cudaErrorInvalidDevice:
-      return errc::invalid_argument;
+    case cudaErrorInvalidDevice: return errc::invalid_argument;
     case cudaErrorInvalidResourceHandle:
-    case cudaErrorContextIsDestroyed:
-      return errc::invalid_handle;
+    case cudaErrorContextIsDestroyed: return errc::invalid_handle;
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
     case cudaErrorSystemDriverMismatch:
     case cudaErrorCompatNotSupportedOnDevice:
-    case cudaErrorDevicesUnavailable:
-      return errc::no_device;
+    case cudaErrorDevicesUnavailable: return errc::no_device;
     case cudaErrorInvalidConfiguration:
     case cudaErrorLaunchOutOfResources:
     case cudaErrorInvalidDeviceFunction:
     case cudaErrorNoKernelImageForDevice:
     case cudaErrorMissingConfiguration:
     case cudaErrorInvalidPtx:
-    case cudaErrorUnsupportedPtxVersion:
-      return errc::op_failed;
+    case cudaErrorUnsupportedPtxVersion: return errc::op_failed;
     case cudaErrorNotSupported: return errc::not_supported;
     default: return errc::backend_error;
   }

@@ -17,7 +17,9 @@ cuda_timeline::slot::~slot() {
 }
 
 cuda_timeline::cuda_timeline(cudaStream_t stream, std::string name, std::size_t max_in_flight)
-    : stream_(stream), name_(std::move(name)), max_in_flight_(std::max<std::size_t>(1, max_in_flight)) {}
+    : stream_(stream),
+      name_(std::move(name)),
+      max_in_flight_(std::max<std::size_t>(1, max_in_flight)) {}
 
 cuda_timeline::~cuda_timeline() {
   std::lock_guard<std::mutex> lock{mutex_};
@@ -35,8 +37,8 @@ void cuda_timeline::retire_locked() {
       return;
     }
     if (answer != cudaSuccess) {
-      status why = from_cuda(answer, "timeline '" + name_ + "' at value " +
-                                         std::to_string(front.value));
+      status why =
+          from_cuda(answer, "timeline '" + name_ + "' at value " + std::to_string(front.value));
       if (is_sticky(answer)) {
         poison_ = std::move(why);
         return;
@@ -119,9 +121,9 @@ result<timeline_point> cuda_timeline::signal() {
   if (!poison_.ok()) return poison_;
   if (in_flight_.size() >= max_in_flight_) retire_locked();
   if (in_flight_.size() >= max_in_flight_) {
-    return status{errc::resource_exhausted,
-                  "timeline '" + name_ + "' has " + std::to_string(in_flight_.size()) +
-                      " values in flight, its limit"};
+    return status{errc::resource_exhausted, "timeline '" + name_ + "' has " +
+                                                std::to_string(in_flight_.size()) +
+                                                " values in flight, its limit"};
   }
   std::shared_ptr<slot> marker;
   if (!spare_.empty()) {

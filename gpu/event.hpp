@@ -22,9 +22,7 @@ class event_ref {
   [[nodiscard]] const handle_id& id() const noexcept { return id_; }
   [[nodiscard]] bool empty() const noexcept { return id_.empty(); }
 
-  friend bool operator==(const event_ref& a, const event_ref& b) noexcept {
-    return a.id_ == b.id_;
-  }
+  friend bool operator==(const event_ref& a, const event_ref& b) noexcept { return a.id_ == b.id_; }
   friend bool operator!=(const event_ref& a, const event_ref& b) noexcept { return !(a == b); }
 
  private:

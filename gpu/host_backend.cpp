@@ -82,9 +82,7 @@ int lane_of(stream_priority priority) {
   return 1;
 }
 
-unsigned default_workers() {
-  return std::clamp(std::thread::hardware_concurrency(), 2u, 4u);
-}
+unsigned default_workers() { return std::clamp(std::thread::hardware_concurrency(), 2u, 4u); }
 
 void free_host_memory(void* data) { ::operator delete(data, memory_alignment); }
 
@@ -301,16 +299,14 @@ struct host_backend::impl : std::enable_shared_from_this<host_backend::impl> {
       case op_type::record:
         o.point->complete(std::exchange(s->pending_error, {}));
         return step::done;
-      case op_type::sync:
-        o.point->complete({});
-        return step::done;
+      case op_type::sync: o.point->complete({}); return step::done;
       case op_type::wait: {
         if (!o.point->done()) return park_on(s, o.point);
         status outcome = o.point->outcome();
         if (!outcome.ok()) {
-          note_failure(*s, status{errc::dependency_failed, s->label + " waited on " + o.what +
-                                                               ", whose work failed: " +
-                                                               outcome.to_string()});
+          note_failure(*s, status{errc::dependency_failed,
+                                  s->label + " waited on " + o.what +
+                                      ", whose work failed: " + outcome.to_string()});
         }
         return step::done;
       }
@@ -326,9 +322,7 @@ struct host_backend::impl : std::enable_shared_from_this<host_backend::impl> {
         if (now < o.deadline) return park_until(s, o.deadline);
         return step::done;
       }
-      case op_type::callback:
-        invoke(o.callback, {});
-        return step::done;
+      case op_type::callback: invoke(o.callback, {}); return step::done;
       case op_type::signal: {
         status failure = std::exchange(s->pending_error, {});
         if (failure.ok()) {
@@ -358,21 +352,14 @@ struct host_backend::impl : std::enable_shared_from_this<host_backend::impl> {
     const status why = current_loss();
     switch (o.type) {
       case op_type::record:
-      case op_type::sync:
-        o.point->complete(why);
-        break;
-      case op_type::signal:
-        s.timeline->fail(o.value, why);
-        break;
-      case op_type::callback:
-        invoke(o.callback, why);
-        break;
+      case op_type::sync: o.point->complete(why); break;
+      case op_type::signal: s.timeline->fail(o.value, why); break;
+      case op_type::callback: invoke(o.callback, why); break;
       case op_type::free_memory:
         allocations.remove(o.memory);
         free_host_memory(o.memory);
         break;
-      default:
-        break;
+      default: break;
     }
     return step::done;
   }
@@ -421,8 +408,8 @@ struct host_backend::impl : std::enable_shared_from_this<host_backend::impl> {
     if (!allocations.try_reserve(bytes, options.memory_limit)) {
       return status{errc::out_of_memory,
                     "cannot allocate " + std::to_string(bytes) + " bytes of " +
-                        std::string{to_string(kind)} + " memory on '" + options.name + "': " +
-                        std::to_string(allocations.bytes_in_use()) + " of " +
+                        std::string{to_string(kind)} + " memory on '" + options.name +
+                        "': " + std::to_string(allocations.bytes_in_use()) + " of " +
                         std::to_string(options.memory_limit) + " bytes in use"};
     }
     void* data = ::operator new(bytes, memory_alignment, std::nothrow);
@@ -634,10 +621,10 @@ status host_backend::free_async(stream_ref s, buffer& memory) {
                                       " belongs to another backend"};
   }
   if (memory.kind() != memory_kind::device) {
-    return {errc::invalid_argument,
-            "stream-ordered free takes device memory; the buffer at " +
-                detail::format_address(memory.data()) + " is " +
-                std::string{to_string(memory.kind())} + " memory (destroy it instead)"};
+    return {errc::invalid_argument, "stream-ordered free takes device memory; the buffer at " +
+                                        detail::format_address(memory.data()) + " is " +
+                                        std::string{to_string(memory.kind())} +
+                                        " memory (destroy it instead)"};
   }
   // The stream first: if it is gone the caller must keep its buffer.
   auto target = impl_->usable_stream(s);
@@ -686,8 +673,7 @@ status host_backend::copy(stream_ref s, void* dst, const void* src, std::size_t 
 }
 
 status host_backend::fill(stream_ref s, void* dst, std::uint8_t value, std::size_t bytes) {
-  if (auto bad = impl_->allocations.check(dst, bytes, detail::memory_side::device,
-                                          "destination");
+  if (auto bad = impl_->allocations.check(dst, bytes, detail::memory_side::device, "destination");
       !bad.ok()) {
     return bad;
   }

@@ -30,7 +30,7 @@ class host_completion;
 }
 
 struct host_backend_options {
-  unsigned workers = 0;                          // 0: between 2 and 4, by hardware threads
+  unsigned workers = 0;                             // 0: between 2 and 4, by hardware threads
   std::size_t memory_limit = std::size_t{4} << 30;  // bytes of "device" memory handed out
   std::string name = "host";
 };
@@ -68,8 +68,7 @@ class host_backend final : public backend {
   [[nodiscard]] status record(event_ref e, stream_ref s) override;
   [[nodiscard]] status wait(stream_ref s, event_ref e) override;
   [[nodiscard]] query_result query(event_ref e) override;
-  [[nodiscard]] result<std::chrono::nanoseconds> elapsed(event_ref start,
-                                                        event_ref end) override;
+  [[nodiscard]] result<std::chrono::nanoseconds> elapsed(event_ref start, event_ref end) override;
 
   [[nodiscard]] result<buffer> allocate(stream_ref s, std::size_t bytes) override;
   [[nodiscard]] result<buffer> allocate_managed(std::size_t bytes) override;

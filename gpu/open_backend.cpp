@@ -44,9 +44,9 @@ result<backend_selection> open_backend(std::string_view which, const backend_opt
   auto opened = cuda_backend::open(options.cuda_device);
   if (!opened) {
     if (which == "cuda") return opened.error();
-    return backend_selection{std::make_unique<host_backend>(options.host),
-                             "host: the CUDA device could not be opened (" +
-                                 opened.error().to_string() + ")"};
+    return backend_selection{
+        std::make_unique<host_backend>(options.host),
+        "host: the CUDA device could not be opened (" + opened.error().to_string() + ")"};
   }
   std::string reason = std::string{which == "cuda" ? "cuda: requested" : "cuda: device found"} +
                        " (" + opened.value()->device().name + ")";

@@ -16,9 +16,9 @@
 namespace cudactor::gpu {
 
 struct cuda_probe {
-  bool built = false;      // the CUDA backend is compiled in
-  int devices = 0;         // devices the runtime reports
-  status error;            // why there are none (no_device or not_supported), ok otherwise
+  bool built = false;  // the CUDA backend is compiled in
+  int devices = 0;     // devices the runtime reports
+  status error;        // why there are none (no_device or not_supported), ok otherwise
   [[nodiscard]] bool available() const noexcept { return built && devices > 0; }
 };
 

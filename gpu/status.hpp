@@ -43,7 +43,7 @@ class [[nodiscard]] status {
 template <class T>
 class [[nodiscard]] result {
  public:
-  result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  result(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit
   result(status error) : state_(std::in_place_index<1>, std::move(error)) {  // NOLINT
     assert(!std::get<1>(state_).ok() && "a result's error must not be ok");
   }
@@ -70,12 +70,8 @@ class [[nodiscard]] result {
   const T& operator*() const& { return value(); }
 
   // The error; an ok status when there is a value.
-  [[nodiscard]] status error() const {
-    return ok() ? status{} : std::get<1>(state_);
-  }
-  [[nodiscard]] errc code() const noexcept {
-    return ok() ? errc::ok : std::get<1>(state_).code();
-  }
+  [[nodiscard]] status error() const { return ok() ? status{} : std::get<1>(state_); }
+  [[nodiscard]] errc code() const noexcept { return ok() ? errc::ok : std::get<1>(state_).code(); }
 
  private:
   std::variant<T, status> state_;

@@ -58,13 +58,13 @@ struct stream_options {
 
 struct device_info {
   backend_kind kind = backend_kind::host;
-  std::string name;                 // "host (4 workers)" or the CUDA device name
-  int ordinal = 0;                  // CUDA device ordinal, 0 on the host backend
-  std::size_t total_memory = 0;     // bytes the backend may hand out
-  int compute_capability_major = 0; // 0 on the host backend
+  std::string name;                  // "host (4 workers)" or the CUDA device name
+  int ordinal = 0;                   // CUDA device ordinal, 0 on the host backend
+  std::size_t total_memory = 0;      // bytes the backend may hand out
+  int compute_capability_major = 0;  // 0 on the host backend
   int compute_capability_minor = 0;
-  int greatest_priority = 0;        // native priority of stream_priority::high
-  int least_priority = 0;           // native priority of stream_priority::low
+  int greatest_priority = 0;  // native priority of stream_priority::high
+  int least_priority = 0;     // native priority of stream_priority::low
 };
 
 [[nodiscard]] std::string_view to_string(backend_kind value) noexcept;

@@ -79,19 +79,19 @@ std::string error_context(const caf::error& err) {
 }
 
 void add_error_category(caf::actor_system_config& config) {
-  config.add_error_category(
-      error_category, [](std::uint8_t code, caf::atom_value, const caf::message& context) {
-        std::string out = "cudactor::";
-        out += to_string(static_cast<errc>(code));
-        if (context.size() == 1 && context.match_element<std::string>(0)) {
-          out += ": ";
-          out += context.get_as<std::string>(0);
-        } else if (!context.empty()) {
-          out += ": ";
-          out += caf::to_string(context);
-        }
-        return out;
-      });
+  config.add_error_category(error_category,
+                            [](std::uint8_t code, caf::atom_value, const caf::message& context) {
+                              std::string out = "cudactor::";
+                              out += to_string(static_cast<errc>(code));
+                              if (context.size() == 1 && context.match_element<std::string>(0)) {
+                                out += ": ";
+                                out += context.get_as<std::string>(0);
+                              } else if (!context.empty()) {
+                                out += ": ";
+                                out += caf::to_string(context);
+                              }
+                              return out;
+                            });
 }
 
 }  // namespace cudactor

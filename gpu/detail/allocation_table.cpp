@@ -23,8 +23,8 @@ status allocation_table::check(const void* data, std::size_t bytes, memory_side 
   if (bytes == 0) return {errc::invalid_argument, "size is zero"};
   const auto address = reinterpret_cast<std::uintptr_t>(data);
   if (address + bytes < address) {
-    return {errc::out_of_range, what + " range of " + std::to_string(bytes) +
-                                    " bytes wraps around the address space"};
+    return {errc::out_of_range,
+            what + " range of " + std::to_string(bytes) + " bytes wraps around the address space"};
   }
   std::lock_guard<std::mutex> lock{mutex_};
   auto it = live_.upper_bound(address);

@@ -56,18 +56,18 @@ inline gpu::event make_event(gpu::backend& b, gpu::event_kind kind = gpu::event_
   return std::move(made).value();
 }
 
-#define CUDACTOR_REQUIRE_OK(expr)                                  \
-  do {                                                             \
-    const ::cudactor::gpu::status cudactor_status_ = (expr);       \
+#define CUDACTOR_REQUIRE_OK(expr)                                                               \
+  do {                                                                                          \
+    const ::cudactor::gpu::status cudactor_status_ = (expr);                                    \
     BOOST_REQUIRE_MESSAGE(cudactor_status_.ok(), #expr " -> " << cudactor_status_.to_string()); \
   } while (false)
 
-#define CUDACTOR_CHECK_ERRC(expr, expected_errc)                                          \
-  do {                                                                                    \
-    const ::cudactor::gpu::status cudactor_status_ = (expr);                              \
-    BOOST_CHECK_MESSAGE(cudactor_status_.code() == (expected_errc),                       \
-                        #expr " -> " << cudactor_status_.to_string() << ", expected "     \
-                                     << ::cudactor::gpu::to_string(expected_errc));       \
+#define CUDACTOR_CHECK_ERRC(expr, expected_errc)                                      \
+  do {                                                                                \
+    const ::cudactor::gpu::status cudactor_status_ = (expr);                          \
+    BOOST_CHECK_MESSAGE(cudactor_status_.code() == (expected_errc),                   \
+                        #expr " -> " << cudactor_status_.to_string() << ", expected " \
+                                     << ::cudactor::gpu::to_string(expected_errc));   \
   } while (false)
 
 inline void streams_carry_their_names_and_priorities(conformance_target& t) {
@@ -94,8 +94,7 @@ inline void a_destroyed_stream_is_an_invalid_handle(conformance_target& t) {
   CUDACTOR_CHECK_ERRC(b.allocate(stale, 64).error(), gpu::errc::invalid_handle);
   CUDACTOR_CHECK_ERRC(b.stream_name(stale).error(), gpu::errc::invalid_handle);
   CUDACTOR_CHECK_ERRC(b.destroy_stream(stale), gpu::errc::invalid_handle);
-  CUDACTOR_CHECK_ERRC(b.add_callback(stale, [](const gpu::status&) {}),
-                      gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.add_callback(stale, [](const gpu::status&) {}), gpu::errc::invalid_handle);
   // The message names the stream.
   const auto why = b.record(e, stale);
   BOOST_TEST(why.message().find(gpu::to_string(stale.id())) != std::string::npos);
@@ -247,11 +246,11 @@ inline void copies_and_fills_round_trip(conformance_target& t) {
   for (std::size_t i = 0; i < n; ++i) source[i] = static_cast<std::uint8_t>(i * 7 + 3);
   std::vector<std::uint8_t> back(n, 0);
   CUDACTOR_REQUIRE_OK(b.copy(s, first.value().data(), source, n, gpu::copy_kind::host_to_device));
-  CUDACTOR_REQUIRE_OK(b.copy(s, second.value().data(), first.value().data(), n,
-                             gpu::copy_kind::device_to_device));
+  CUDACTOR_REQUIRE_OK(
+      b.copy(s, second.value().data(), first.value().data(), n, gpu::copy_kind::device_to_device));
   CUDACTOR_REQUIRE_OK(b.fill(s, second.value().as<std::uint8_t>() + 100, 0xAB, 50));
-  CUDACTOR_REQUIRE_OK(b.copy(s, back.data(), second.value().data(), n,
-                             gpu::copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(
+      b.copy(s, back.data(), second.value().data(), n, gpu::copy_kind::device_to_host));
   CUDACTOR_REQUIRE_OK(b.synchronize(s));
   bool same = true;
   for (std::size_t i = 0; i < n; ++i) {
@@ -275,20 +274,19 @@ inline void copies_are_checked_against_their_allocations(conformance_target& t) 
                       errc::invalid_argument);
   CUDACTOR_CHECK_ERRC(b.copy(s, nullptr, host.data(), 16, copy_kind::host_to_device),
                       errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(b.copy(s, d, nullptr, 16, copy_kind::host_to_device),
-                      errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.copy(s, d, nullptr, 16, copy_kind::host_to_device), errc::invalid_argument);
   CUDACTOR_CHECK_ERRC(b.copy(s, d, host.data(), 257, copy_kind::host_to_device),
                       errc::out_of_range);
-  CUDACTOR_CHECK_ERRC(b.copy(s, static_cast<std::uint8_t*>(d) + 200, host.data(), 100,
-                             copy_kind::host_to_device),
-                      errc::out_of_range);
+  CUDACTOR_CHECK_ERRC(
+      b.copy(s, static_cast<std::uint8_t*>(d) + 200, host.data(), 100, copy_kind::host_to_device),
+      errc::out_of_range);
   CUDACTOR_CHECK_ERRC(b.copy(s, host.data(), d, 512, copy_kind::device_to_host),
                       errc::out_of_range);
   CUDACTOR_CHECK_ERRC(b.copy(s, host.data(), d, 16, copy_kind::host_to_device),
                       errc::invalid_argument);  // device memory given as the host source
-  CUDACTOR_CHECK_ERRC(b.copy(s, d, static_cast<std::uint8_t*>(d) + 8, 16,
-                             copy_kind::device_to_device),
-                      errc::invalid_argument);  // overlap
+  CUDACTOR_CHECK_ERRC(
+      b.copy(s, d, static_cast<std::uint8_t*>(d) + 8, 16, copy_kind::device_to_device),
+      errc::invalid_argument);  // overlap
   CUDACTOR_CHECK_ERRC(b.fill(s, d, 0, 0), errc::invalid_argument);
   CUDACTOR_CHECK_ERRC(b.fill(s, d, 0, 1000), errc::out_of_range);
   CUDACTOR_CHECK_ERRC(b.fill(s, nullptr, 0, 8), errc::invalid_argument);
@@ -349,9 +347,8 @@ inline void prefetch_takes_managed_memory(conformance_target& t) {
   CUDACTOR_REQUIRE_OK(b.prefetch(s, managed.value().data(), 4096, gpu::prefetch_target::host));
   CUDACTOR_CHECK_ERRC(b.prefetch(s, device.value().data(), 4096, gpu::prefetch_target::device),
                       gpu::errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(
-      b.prefetch(s, managed.value().data(), 8192, gpu::prefetch_target::device),
-      gpu::errc::out_of_range);
+  CUDACTOR_CHECK_ERRC(b.prefetch(s, managed.value().data(), 8192, gpu::prefetch_target::device),
+                      gpu::errc::out_of_range);
   CUDACTOR_REQUIRE_OK(b.synchronize(s));
 }
 
@@ -449,26 +446,26 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
 #define CUDACTOR_CONFORMANCE_CASE(fixture, name) \
   BOOST_FIXTURE_TEST_CASE(name, fixture) { ::cudactor::test::conformance::name(*this); }
 
-#define CUDACTOR_CONFORMANCE_CASES(fixture)                                                  \
-  CUDACTOR_CONFORMANCE_CASE(fixture, streams_carry_their_names_and_priorities)               \
-  CUDACTOR_CONFORMANCE_CASE(fixture, a_destroyed_stream_is_an_invalid_handle)                \
-  CUDACTOR_CONFORMANCE_CASE(fixture, handles_of_another_backend_are_foreign)                 \
-  CUDACTOR_CONFORMANCE_CASE(fixture, empty_references_are_invalid_arguments)                 \
-  CUDACTOR_CONFORMANCE_CASE(fixture,                                                         \
+#define CUDACTOR_CONFORMANCE_CASES(fixture)                                                     \
+  CUDACTOR_CONFORMANCE_CASE(fixture, streams_carry_their_names_and_priorities)                  \
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_destroyed_stream_is_an_invalid_handle)                   \
+  CUDACTOR_CONFORMANCE_CASE(fixture, handles_of_another_backend_are_foreign)                    \
+  CUDACTOR_CONFORMANCE_CASE(fixture, empty_references_are_invalid_arguments)                    \
+  CUDACTOR_CONFORMANCE_CASE(fixture,                                                            \
                             a_never_recorded_event_is_complete_and_waiting_on_it_does_not_wait) \
-  CUDACTOR_CONFORMANCE_CASE(fixture, an_event_completes_after_the_work_before_it)            \
-  CUDACTOR_CONFORMANCE_CASE(fixture, a_wait_orders_work_across_streams)                      \
-  CUDACTOR_CONFORMANCE_CASE(fixture, a_wait_binds_to_the_record_current_at_the_call)         \
-  CUDACTOR_CONFORMANCE_CASE(fixture, elapsed_time_is_plausible)                              \
-  CUDACTOR_CONFORMANCE_CASE(fixture, elapsed_needs_recorded_complete_timing_events)          \
-  CUDACTOR_CONFORMANCE_CASE(fixture, copies_and_fills_round_trip)                            \
-  CUDACTOR_CONFORMANCE_CASE(fixture, copies_are_checked_against_their_allocations)           \
-  CUDACTOR_CONFORMANCE_CASE(fixture, allocation_sizes_are_checked)                           \
-  CUDACTOR_CONFORMANCE_CASE(fixture, stream_ordered_free_releases_in_stream_order)           \
-  CUDACTOR_CONFORMANCE_CASE(fixture, prefetch_takes_managed_memory)                          \
-  CUDACTOR_CONFORMANCE_CASE(fixture, host_callbacks_run_once_in_stream_order)                \
-  CUDACTOR_CONFORMANCE_CASE(fixture, timeline_values_are_reached_in_order)                   \
-  CUDACTOR_CONFORMANCE_CASE(fixture, a_timeline_outlives_its_stream)                         \
+  CUDACTOR_CONFORMANCE_CASE(fixture, an_event_completes_after_the_work_before_it)               \
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_wait_orders_work_across_streams)                         \
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_wait_binds_to_the_record_current_at_the_call)            \
+  CUDACTOR_CONFORMANCE_CASE(fixture, elapsed_time_is_plausible)                                 \
+  CUDACTOR_CONFORMANCE_CASE(fixture, elapsed_needs_recorded_complete_timing_events)             \
+  CUDACTOR_CONFORMANCE_CASE(fixture, copies_and_fills_round_trip)                               \
+  CUDACTOR_CONFORMANCE_CASE(fixture, copies_are_checked_against_their_allocations)              \
+  CUDACTOR_CONFORMANCE_CASE(fixture, allocation_sizes_are_checked)                              \
+  CUDACTOR_CONFORMANCE_CASE(fixture, stream_ordered_free_releases_in_stream_order)              \
+  CUDACTOR_CONFORMANCE_CASE(fixture, prefetch_takes_managed_memory)                             \
+  CUDACTOR_CONFORMANCE_CASE(fixture, host_callbacks_run_once_in_stream_order)                   \
+  CUDACTOR_CONFORMANCE_CASE(fixture, timeline_values_are_reached_in_order)                      \
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_timeline_outlives_its_stream)                            \
   CUDACTOR_CONFORMANCE_CASE(fixture, moving_an_owning_handle_over_a_live_one_destroys_the_old)
 
 }  // namespace cudactor::test

@@ -24,9 +24,8 @@ BOOST_FIXTURE_TEST_CASE(a_kernel_fault_loses_the_device_until_reset, cuda_target
   CUDACTOR_REQUIRE_OK(backend().enqueue(faulty, [](const gpu::launch_context& c) {
     return launched(kernels::fault(c.native_stream()), "fault");  // the launch itself is fine
   }));
-  CUDACTOR_REQUIRE_OK(backend().add_callback(faulty, [&](const gpu::status& why) {
-    callback_code = static_cast<int>(why.code());
-  }));
+  CUDACTOR_REQUIRE_OK(backend().add_callback(
+      faulty, [&](const gpu::status& why) { callback_code = static_cast<int>(why.code()); }));
   const auto synced = backend().synchronize(faulty);
   BOOST_TEST(synced.code() == gpu::errc::device_lost);
   BOOST_TEST(synced.message().find("cudaErrorIllegalAddress") != std::string::npos);

@@ -40,8 +40,8 @@ BOOST_AUTO_TEST_CASE(it_describes_the_device) {
 
 BOOST_AUTO_TEST_CASE(streams_are_non_blocking_with_priorities_from_the_device_range) {
   const auto& info = backend().device();
-  for (auto p : {gpu::stream_priority::low, gpu::stream_priority::normal,
-                 gpu::stream_priority::high}) {
+  for (auto p :
+       {gpu::stream_priority::low, gpu::stream_priority::normal, gpu::stream_priority::high}) {
     auto s = make_stream(backend(), "p", p);
     auto native = static_cast<cudaStream_t>(backend().native_handle(s).value());
     unsigned flags = 0;
@@ -87,8 +87,8 @@ BOOST_AUTO_TEST_CASE(kernels_run_in_stream_order_and_compute_the_right_result) {
     }));
   }
   std::vector<int> back(n);
-  CUDACTOR_REQUIRE_OK(backend().copy(s, back.data(), d, n * sizeof(int),
-                                     gpu::copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(
+      backend().copy(s, back.data(), d, n * sizeof(int), gpu::copy_kind::device_to_host));
   CUDACTOR_REQUIRE_OK(backend().synchronize(s));
   int wrong = 0;
   for (int i = 0; i < n; ++i)
@@ -111,8 +111,8 @@ BOOST_AUTO_TEST_CASE(a_consumer_waiting_on_an_event_sees_the_producers_data) {
   CUDACTOR_REQUIRE_OK(backend().record(ready, producer));
   CUDACTOR_REQUIRE_OK(backend().wait(consumer, ready));
   std::vector<int> back(n, -1);
-  CUDACTOR_REQUIRE_OK(backend().copy(consumer, back.data(), d, n * sizeof(int),
-                                     gpu::copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(
+      backend().copy(consumer, back.data(), d, n * sizeof(int), gpu::copy_kind::device_to_host));
   CUDACTOR_REQUIRE_OK(backend().synchronize(consumer));
   int wrong = 0;
   for (int i = 0; i < n; ++i)

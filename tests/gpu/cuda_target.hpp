@@ -19,8 +19,8 @@ namespace cudactor::test {
 
 inline gpu::status launched(int error, const char* what) {
   if (error == 0) return {};
-  return {gpu::errc::op_failed, std::string{what} + ": " +
-                                    cudaGetErrorName(static_cast<cudaError_t>(error))};
+  return {gpu::errc::op_failed,
+          std::string{what} + ": " + cudaGetErrorName(static_cast<cudaError_t>(error))};
 }
 
 class cuda_target : public conformance_target {

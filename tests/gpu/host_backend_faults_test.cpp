@@ -136,9 +136,9 @@ BOOST_AUTO_TEST_CASE(a_device_fault_fails_everything_pending_on_every_stream) {
   BOOST_TEST(backend().query(faulty_event).error.code() == gpu::errc::device_lost);
 
   // Nothing new is accepted while the device is lost.
-  CUDACTOR_CHECK_ERRC(backend().enqueue(faulty, [](const gpu::launch_context&) {
-    return gpu::status{};
-  }), gpu::errc::device_lost);
+  CUDACTOR_CHECK_ERRC(
+      backend().enqueue(faulty, [](const gpu::launch_context&) { return gpu::status{}; }),
+      gpu::errc::device_lost);
   CUDACTOR_CHECK_ERRC(backend().create_stream({}).error(), gpu::errc::device_lost);
   CUDACTOR_CHECK_ERRC(backend().signal(faulty).error(), gpu::errc::device_lost);
   CUDACTOR_CHECK_ERRC(backend().allocate_managed(64).error(), gpu::errc::device_lost);

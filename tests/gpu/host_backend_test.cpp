@@ -199,7 +199,8 @@ BOOST_AUTO_TEST_CASE(a_held_or_slow_stream_does_not_hold_a_worker) {
   auto done = make_event(b);
   auto slow_done = make_event(b);
   CUDACTOR_REQUIRE_OK(b.record(slow_done, slow));
-  CUDACTOR_REQUIRE_OK(b.enqueue(free_stream, [](const gpu::launch_context&) { return gpu::status{}; }));
+  CUDACTOR_REQUIRE_OK(
+      b.enqueue(free_stream, [](const gpu::launch_context&) { return gpu::status{}; }));
   CUDACTOR_REQUIRE_OK(b.record(done, free_stream));
   // The only worker is free although one stream is held and one sleeps for ten seconds.
   CUDACTOR_REQUIRE_OK(b.synchronize(free_stream));

@@ -80,7 +80,10 @@ BOOST_AUTO_TEST_CASE(a_taken_port_can_be_run_without_when_configured) {
   BOOST_TEST(second.endpoint().empty());
   BOOST_TEST(second.exposer_error().find("cannot serve metrics") != std::string::npos);
   // Metrics are still collected, only not served.
-  prometheus::BuildCounter().Name("cudactor_kept_total").Help("x").Register(second.prometheus())
+  prometheus::BuildCounter()
+      .Name("cudactor_kept_total")
+      .Help("x")
+      .Register(second.prometheus())
       .Add({})
       .Increment();
   BOOST_TEST(second.serialize().find("cudactor_kept_total 1") != std::string::npos);

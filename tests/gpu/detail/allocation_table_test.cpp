@@ -49,9 +49,9 @@ BOOST_AUTO_TEST_CASE(overruns_null_zero_and_wrong_sides_are_refused) {
              errc::invalid_argument);
   BOOST_TEST(table.check(pinned_block, 16, memory_side::device, "p").code() ==
              errc::invalid_argument);
-  BOOST_TEST(table.check(reinterpret_cast<void*>(~std::uintptr_t{0} - 4), 16,
-                         memory_side::host, "w")
-                 .code() == errc::out_of_range);
+  BOOST_TEST(
+      table.check(reinterpret_cast<void*>(~std::uintptr_t{0} - 4), 16, memory_side::host, "w")
+          .code() == errc::out_of_range);
 }
 
 BOOST_AUTO_TEST_CASE(strictness_decides_about_unknown_device_pointers) {

@@ -57,9 +57,9 @@ BOOST_AUTO_TEST_CASE(a_timer_runs_no_earlier_than_its_deadline) {
   const auto start = worker_pool::clock::now();
   std::atomic<long long> fired_after_us{-1};
   pool.post_at(start + 30ms, [&] {
-    fired_after_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                         worker_pool::clock::now() - start)
-                         .count();
+    fired_after_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(worker_pool::clock::now() - start)
+            .count();
   });
   // Wait for it rather than for a fixed time: a loaded machine may run it late, never early.
   const auto give_up = worker_pool::clock::now() + 10s;
