@@ -1,123 +1,60 @@
 #include "cudactor/gpu/host_backend.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <deque>
-#include <exception>
 #include <mutex>
 #include <new>
 #include <thread>
-#include <vector>
 
 #include "cudactor/gpu/detail/allocation_table.hpp"
 #include "cudactor/gpu/detail/handle_table.hpp"
 #include "cudactor/gpu/detail/host_completion.hpp"
-#include "cudactor/gpu/detail/worker_pool.hpp"
-#include "cudactor/gpu/host_timeline.hpp"
+#include "cudactor/gpu/detail/host_engine.hpp"
 
 namespace cudactor::gpu {
 namespace {
 
 using detail::host_completion;
-using clock = std::chrono::steady_clock;
-
-constexpr std::align_val_t memory_alignment{256};
-// Operations one drain runs before yielding its worker to other streams.
-constexpr int drain_batch = 64;
-
-enum class op_type : std::uint8_t {
-  work,          // body(): a kernel, copy, fill or prefetch
-  record,        // completes `point` with the stream's pending failure
-  sync,          // completes `point`; reports nothing
-  wait,          // holds the stream until `point` completes
-  gate,          // injected hang: holds the stream until released
-  delay,         // injected slow operation
-  callback,      // host callback
-  signal,        // advances the timeline to `value`
-  fail,          // injected failure
-  device_fault,  // injected device loss
-  free_memory,   // stream-ordered free
-};
-
-struct op {
-  op_type type = op_type::work;
-  std::function<status()> body;
-  std::shared_ptr<host_completion> point;
-  std::string what;
-  host_callback callback;
-  timeline_point value = 0;
-  std::chrono::nanoseconds duration{0};
-  clock::time_point deadline{};
-  bool started = false;
-  void* memory = nullptr;
-};
-
-struct host_stream {
-  handle_id id;
-  std::string name;
-  std::string label;  // "stream 'name' (#3.1)"
-  stream_priority priority = stream_priority::normal;
-  std::shared_ptr<host_timeline> timeline;
-
-  std::mutex mutex;
-  std::deque<op> queue;    // pushed by anyone, popped only by the draining worker
-  bool scheduled = false;  // a drain is queued or running
-  bool parked = false;     // the front operation waits for a completion or a deadline
-  status pending_error;    // touched only by the draining worker
-};
-using stream_ptr = std::shared_ptr<host_stream>;
+using detail::op;
+using detail::op_type;
+using detail::stream_ptr;
 
 struct host_event {
   event_kind kind = event_kind::regular;
   std::shared_ptr<host_completion> latest;  // null until first recorded
 };
 
-int lane_of(stream_priority priority) {
-  switch (priority) {
-    case stream_priority::high: return 0;
-    case stream_priority::normal: return 1;
-    case stream_priority::low: return 2;
-  }
-  return 1;
-}
-
 unsigned default_workers() { return std::clamp(std::thread::hardware_concurrency(), 2u, 4u); }
-
-void free_host_memory(void* data) { ::operator delete(data, memory_alignment); }
-
-enum class step { done, again, parked };
 
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
 
-struct host_backend::impl : std::enable_shared_from_this<host_backend::impl> {
+// The backend's tables and argument checks; running the work is the engine's.
+struct host_backend::impl {
   impl(host_backend& self, host_backend_options opts)
       : owner(self),
         options(std::move(opts)),
-        pool(options.workers == 0 ? default_workers() : options.workers) {
+        engine(std::make_shared<detail::host_engine>(
+            options.workers == 0 ? default_workers() : options.workers, allocations)) {
     info.kind = backend_kind::host;
-    info.name = options.name + " (" + std::to_string(pool.size()) + " workers)";
+    info.name = options.name + " (" + std::to_string(engine->workers()) + " workers)";
     info.total_memory = options.memory_limit;
-    info.greatest_priority = lane_of(stream_priority::high);
-    info.least_priority = lane_of(stream_priority::low);
+    info.greatest_priority = 0;  // the engine's lanes: 0 is served first
+    info.least_priority = 2;
   }
 
   host_backend& owner;
   host_backend_options options;
   device_info info;
-  detail::allocation_table allocations{true};
-  std::atomic<std::uint64_t> callback_exceptions{0};
+  detail::allocation_table allocations{true};  // before engine, which refers to it
 
-  mutable std::mutex mutex;  // guards the tables, every_stream and lost_status
+  mutable std::mutex mutex;  // guards the tables
   detail::handle_table<stream_ptr> streams;
   detail::handle_table<host_event> events;
-  std::vector<std::weak_ptr<host_stream>> every_stream;  // live and destroyed-but-draining
-  std::atomic<bool> lost{false};
-  status lost_status;
 
-  detail::worker_pool pool;  // stopped explicitly by shutdown()
+  // Shared: parked streams' resume callbacks hold it weakly and may outlive the backend.
+  std::shared_ptr<detail::host_engine> engine;
 
   // --- lookups (mutex held) ----------------------------------------------------------------
 
@@ -141,265 +78,22 @@ struct host_backend::impl : std::enable_shared_from_this<host_backend::impl> {
 
   // The stream, if it exists and the device is not lost.
   result<stream_ptr> usable_stream(stream_ref s) const {
+    if (auto loss = engine->loss(); !loss.ok()) return loss;
     std::lock_guard<std::mutex> lock{mutex};
-    if (lost.load(std::memory_order_acquire)) return lost_status;
     return find_stream_locked(s);
-  }
-
-  status current_loss() const {
-    std::lock_guard<std::mutex> lock{mutex};
-    return lost.load(std::memory_order_acquire) ? lost_status : status{};
-  }
-
-  std::vector<stream_ptr> all_streams() {
-    std::lock_guard<std::mutex> lock{mutex};
-    std::vector<stream_ptr> out;
-    for (auto& weak : every_stream)
-      if (auto s = weak.lock()) out.push_back(std::move(s));
-    return out;
-  }
-
-  // --- queueing ----------------------------------------------------------------------------
-
-  template <class MakeOp>
-  void push_with(const stream_ptr& s, MakeOp&& make) {
-    bool post = false;
-    {
-      std::lock_guard<std::mutex> lock{s->mutex};
-      s->queue.push_back(make());
-      if (!s->scheduled && !s->parked) post = s->scheduled = true;
-    }
-    if (post) schedule(s);
-  }
-
-  void push(const stream_ptr& s, op o) {
-    push_with(s, [&] { return std::move(o); });
   }
 
   // Queues `o` on `s` if the stream exists and the device is not lost.
   status submit(stream_ref s, op o) {
     auto target = usable_stream(s);
     if (!target) return target.error();
-    push(target.value(), std::move(o));
+    engine->push(target.value(), std::move(o));
     return {};
-  }
-
-  void schedule(const stream_ptr& s) {
-    pool.post(lane_of(s->priority), [this, s] { drain(s); });
-  }
-
-  void resume(const stream_ptr& s) {
-    bool post = false;
-    {
-      std::lock_guard<std::mutex> lock{s->mutex};
-      if (!s->parked) return;  // spurious: the drain re-checks anyway
-      s->parked = false;
-      if (!s->scheduled) post = s->scheduled = true;
-    }
-    if (post) schedule(s);
-  }
-
-  // Parks `s` until `point` completes. `again` when it already has (or the device was lost,
-  // which must not be waited out), `parked` when the drain must stop.
-  step park_on(const stream_ptr& s, const std::shared_ptr<host_completion>& point) {
-    {
-      std::lock_guard<std::mutex> lock{s->mutex};
-      s->parked = true;
-    }
-    // A completion (an injected hang, say) can outlive the backend: hold it weakly.
-    const bool waiting = point->subscribe([self = weak_from_this(), s] {
-      if (auto alive = self.lock()) alive->resume(s);
-    });
-    return settle_park(s, waiting);
-  }
-
-  step park_until(const stream_ptr& s, clock::time_point deadline) {
-    {
-      std::lock_guard<std::mutex> lock{s->mutex};
-      s->parked = true;
-    }
-    pool.post_at(deadline, [this, s] { resume(s); });
-    return settle_park(s, true);
-  }
-
-  step settle_park(const stream_ptr& s, bool waiting) {
-    std::lock_guard<std::mutex> lock{s->mutex};
-    // lose_device() sets `lost` before it resumes parked streams under their mutex, so either
-    // it sees this stream parked, or this check sees the loss.
-    if (!waiting || !s->parked || lost.load(std::memory_order_acquire)) {
-      s->parked = false;
-      return step::again;
-    }
-    s->scheduled = false;
-    return step::parked;
-  }
-
-  // Runs operations of `s` in order until it empties, parks, or used its batch.
-  void drain(const stream_ptr& s) {
-    for (int budget = drain_batch; budget > 0;) {
-      op* front = nullptr;
-      {
-        std::lock_guard<std::mutex> lock{s->mutex};
-        if (s->queue.empty() || s->parked) {
-          s->scheduled = false;
-          return;
-        }
-        front = &s->queue.front();  // deque references survive push_back
-      }
-      step outcome = lost.load(std::memory_order_acquire) ? fail(*s, *front) : run(s, *front);
-      if (outcome == step::parked) return;
-      if (outcome == step::again) continue;
-      {
-        std::lock_guard<std::mutex> lock{s->mutex};
-        s->queue.pop_front();
-      }
-      --budget;
-    }
-    bool post = false;
-    {
-      std::lock_guard<std::mutex> lock{s->mutex};
-      if (s->queue.empty() || s->parked) {
-        s->scheduled = false;
-      } else {
-        post = true;  // still scheduled: give other streams a turn, then go on
-      }
-    }
-    if (post) schedule(s);
-  }
-
-  void note_failure(host_stream& s, status why) {
-    if (s.pending_error.ok()) s.pending_error = std::move(why);
-  }
-
-  void invoke(const host_callback& callback, const status& outcome) {
-    try {
-      callback(outcome);
-    } catch (...) {
-      callback_exceptions.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-
-  step run(const stream_ptr& s, op& o) {
-    switch (o.type) {
-      case op_type::work: {
-        status outcome;
-        try {
-          outcome = o.body();
-        } catch (const std::exception& e) {
-          outcome = status{errc::op_failed, std::string{"threw: "} + e.what()};
-        } catch (...) {
-          outcome = status{errc::op_failed, "threw a non-standard exception"};
-        }
-        if (!outcome.ok()) {
-          note_failure(*s, status{errc::op_failed,
-                                  "work on " + s->label + " failed: " + outcome.to_string()});
-        }
-        return step::done;
-      }
-      case op_type::record:
-        o.point->complete(std::exchange(s->pending_error, {}));
-        return step::done;
-      case op_type::sync: o.point->complete({}); return step::done;
-      case op_type::wait: {
-        if (!o.point->done()) return park_on(s, o.point);
-        status outcome = o.point->outcome();
-        if (!outcome.ok()) {
-          note_failure(*s, status{errc::dependency_failed,
-                                  s->label + " waited on " + o.what +
-                                      ", whose work failed: " + outcome.to_string()});
-        }
-        return step::done;
-      }
-      case op_type::gate:
-        if (!o.point->done()) return park_on(s, o.point);
-        return step::done;
-      case op_type::delay: {
-        const auto now = clock::now();
-        if (!o.started) {
-          o.started = true;
-          o.deadline = now + o.duration;
-        }
-        if (now < o.deadline) return park_until(s, o.deadline);
-        return step::done;
-      }
-      case op_type::callback: invoke(o.callback, {}); return step::done;
-      case op_type::signal: {
-        status failure = std::exchange(s->pending_error, {});
-        if (failure.ok()) {
-          s->timeline->set(o.value);
-        } else {
-          s->timeline->fail(o.value, std::move(failure));
-        }
-        return step::done;
-      }
-      case op_type::fail:
-        note_failure(*s,
-                     status{errc::op_failed, "injected failure on " + s->label + ": " + o.what});
-        return step::done;
-      case op_type::device_fault:
-        lose_device("fault injected on " + s->label + ": " + o.what);
-        return step::done;
-      case op_type::free_memory:
-        allocations.remove(o.memory);
-        free_host_memory(o.memory);
-        return step::done;
-    }
-    return step::done;
-  }
-
-  // The device is lost: the operation ends without running, reporting the loss.
-  step fail(host_stream& s, op& o) {
-    const status why = current_loss();
-    switch (o.type) {
-      case op_type::record:
-      case op_type::sync: o.point->complete(why); break;
-      case op_type::signal: s.timeline->fail(o.value, why); break;
-      case op_type::callback: invoke(o.callback, why); break;
-      case op_type::free_memory:
-        allocations.remove(o.memory);
-        free_host_memory(o.memory);
-        break;
-      default: break;
-    }
-    return step::done;
-  }
-
-  void lose_device(std::string why) {
-    std::vector<stream_ptr> streams_now;
-    status loss;
-    {
-      std::lock_guard<std::mutex> lock{mutex};
-      if (!lost.load(std::memory_order_acquire)) {
-        lost_status = status{errc::device_lost, std::move(why)};
-        lost.store(true, std::memory_order_seq_cst);
-      }
-      loss = lost_status;
-      for (auto& weak : every_stream)
-        if (auto s = weak.lock()) streams_now.push_back(std::move(s));
-    }
-    for (auto& s : streams_now) {
-      s->timeline->poison(loss);
-      resume(s);  // a parked stream must run to fail what it holds
-    }
-  }
-
-  // Waits until every stream has run everything enqueued so far (or failed it).
-  void quiesce() {
-    std::vector<std::shared_ptr<host_completion>> points;
-    for (auto& s : all_streams()) {
-      auto point = std::make_shared<host_completion>();
-      points.push_back(point);
-      op o;
-      o.type = op_type::sync;
-      o.point = point;
-      push(s, std::move(o));
-    }
-    for (auto& point : points) point->wait();
   }
 
   void free_everything() {
     for (auto& entry : allocations.take_all()) {
-      free_host_memory(reinterpret_cast<void*>(entry.first));
+      detail::free_host_memory(reinterpret_cast<void*>(entry.first));
     }
   }
 
@@ -412,7 +106,7 @@ struct host_backend::impl : std::enable_shared_from_this<host_backend::impl> {
                         "': " + std::to_string(allocations.bytes_in_use()) + " of " +
                         std::to_string(options.memory_limit) + " bytes in use"};
     }
-    void* data = ::operator new(bytes, memory_alignment, std::nothrow);
+    void* data = ::operator new(bytes, detail::host_memory_alignment, std::nothrow);
     if (data == nullptr) {
       allocations.unreserve(bytes);
       return status{errc::out_of_memory,
@@ -432,37 +126,27 @@ void hang_release::release() const {
 bool hang_release::released() const { return gate_ && gate_->done(); }
 
 host_backend::host_backend(host_backend_options options)
-    : impl_(std::make_shared<impl>(*this, std::move(options))) {}
+    : impl_(std::make_unique<impl>(*this, std::move(options))) {}
 
 host_backend::~host_backend() {
-  impl_->lose_device("host backend '" + impl_->options.name + "' was destroyed");
-  impl_->pool.stop();
+  impl_->engine->shutdown("host backend '" + impl_->options.name + "' was destroyed");
   impl_->free_everything();
 }
 
 const device_info& host_backend::device() const noexcept { return impl_->info; }
 
-unsigned host_backend::workers() const noexcept { return impl_->pool.size(); }
+unsigned host_backend::workers() const noexcept { return impl_->engine->workers(); }
 
 result<stream> host_backend::create_stream(const stream_options& options) {
-  auto s = std::make_shared<host_stream>();
-  s->priority = options.priority;
-  {
-    std::lock_guard<std::mutex> lock{impl_->mutex};
-    if (impl_->lost.load(std::memory_order_acquire)) return impl_->lost_status;
-    auto key = impl_->streams.insert(s);
-    s->id = make_id(key.slot, key.generation);
-    s->name = options.name.empty() ? "stream-" + std::to_string(key.slot) : options.name;
-    s->label = "stream '" + s->name + "' (" + to_string(s->id) + ")";
-    s->timeline = std::make_shared<host_timeline>(s->name);
-    auto& all = impl_->every_stream;
-    if (all.size() > 2 * impl_->streams.size() + 16) {
-      all.erase(std::remove_if(all.begin(), all.end(), [](auto& w) { return w.expired(); }),
-                all.end());
-    }
-    all.push_back(s);
-  }
-  return stream{*this, stream_ref{s->id}};
+  if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
+  std::lock_guard<std::mutex> lock{impl_->mutex};
+  // The slot names the stream, so take it first and fill it in.
+  auto key = impl_->streams.insert(nullptr);
+  const handle_id id = make_id(key.slot, key.generation);
+  *impl_->streams.find(key.slot, key.generation) = impl_->engine->open_stream(
+      id, options.name.empty() ? "stream-" + std::to_string(key.slot) : options.name,
+      options.priority);
+  return stream{*this, stream_ref{id}};
 }
 
 status host_backend::destroy_stream(stream_ref s) {
@@ -493,7 +177,7 @@ result<event> host_backend::create_event(event_kind kind) {
     return status{errc::invalid_argument, "unknown event kind"};
   }
   std::lock_guard<std::mutex> lock{impl_->mutex};
-  if (impl_->lost.load(std::memory_order_acquire)) return impl_->lost_status;
+  if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
   auto key = impl_->events.insert(host_event{kind, nullptr});
   return event{*this, event_ref{make_id(key.slot, key.generation)}, kind};
 }
@@ -512,7 +196,7 @@ status host_backend::record(event_ref e, stream_ref s) {
   auto point = std::make_shared<host_completion>();
   {
     std::lock_guard<std::mutex> lock{impl_->mutex};
-    if (impl_->lost.load(std::memory_order_acquire)) return impl_->lost_status;
+    if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
     auto found_stream = impl_->find_stream_locked(s);
     if (!found_stream) return found_stream.error();
     auto found_event = impl_->find_event_locked(e);
@@ -523,7 +207,7 @@ status host_backend::record(event_ref e, stream_ref s) {
   op o;
   o.type = op_type::record;
   o.point = std::move(point);
-  impl_->push(target, std::move(o));
+  impl_->engine->push(target, std::move(o));
   return {};
 }
 
@@ -532,7 +216,7 @@ status host_backend::wait(stream_ref s, event_ref e) {
   std::shared_ptr<host_completion> point;
   {
     std::lock_guard<std::mutex> lock{impl_->mutex};
-    if (impl_->lost.load(std::memory_order_acquire)) return impl_->lost_status;
+    if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
     auto found_stream = impl_->find_stream_locked(s);
     if (!found_stream) return found_stream.error();
     auto found_event = impl_->find_event_locked(e);
@@ -545,7 +229,7 @@ status host_backend::wait(stream_ref s, event_ref e) {
   o.type = op_type::wait;
   o.point = std::move(point);
   o.what = "event " + to_string(e.id());
-  impl_->push(target, std::move(o));
+  impl_->engine->push(target, std::move(o));
   return {};
 }
 
@@ -553,9 +237,7 @@ query_result host_backend::query(event_ref e) {
   std::shared_ptr<host_completion> point;
   {
     std::lock_guard<std::mutex> lock{impl_->mutex};
-    if (impl_->lost.load(std::memory_order_acquire)) {
-      return {event_state::failed, impl_->lost_status};
-    }
+    if (auto loss = impl_->engine->loss(); !loss.ok()) return {event_state::failed, loss};
     auto found = impl_->find_event_locked(e);
     if (!found) return {event_state::failed, found.error()};
     point = found.value()->latest;
@@ -572,7 +254,7 @@ result<std::chrono::nanoseconds> host_backend::elapsed(event_ref start, event_re
   std::shared_ptr<host_completion> last;
   {
     std::lock_guard<std::mutex> lock{impl_->mutex};
-    if (impl_->lost.load(std::memory_order_acquire)) return impl_->lost_status;
+    if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
     auto a = impl_->find_event_locked(start);
     if (!a) return a.error();
     auto b = impl_->find_event_locked(end);
@@ -605,12 +287,12 @@ result<buffer> host_backend::allocate(stream_ref s, std::size_t bytes) {
 }
 
 result<buffer> host_backend::allocate_managed(std::size_t bytes) {
-  if (auto loss = impl_->current_loss(); !loss.ok()) return loss;
+  if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
   return impl_->allocate(bytes, memory_kind::managed, {});
 }
 
 result<buffer> host_backend::allocate_pinned(std::size_t bytes) {
-  if (auto loss = impl_->current_loss(); !loss.ok()) return loss;
+  if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
   return impl_->allocate(bytes, memory_kind::pinned_host, {});
 }
 
@@ -634,7 +316,7 @@ status host_backend::free_async(stream_ref s, buffer& memory) {
   op o;
   o.type = op_type::free_memory;
   o.memory = memory.release();
-  impl_->push(target.value(), std::move(o));
+  impl_->engine->push(target.value(), std::move(o));
   return {};
 }
 
@@ -648,14 +330,14 @@ status host_backend::release_memory(void* data, memory_kind kind, stream_ref s) 
       op o;
       o.type = op_type::free_memory;
       o.memory = data;
-      impl_->push(target.value(), std::move(o));
+      impl_->engine->push(target.value(), std::move(o));
       return {};
     }
   }
   auto marked = impl_->allocations.begin_free(data);
   if (!marked) return marked.error();
   impl_->allocations.remove(data);
-  free_host_memory(data);
+  detail::free_host_memory(data);
   return {};
 }
 
@@ -727,7 +409,7 @@ result<timeline_point> host_backend::signal(stream_ref s) {
   auto target = impl_->usable_stream(s);
   if (!target) return target.error();
   timeline_point value = 0;
-  impl_->push_with(target.value(), [&] {
+  impl_->engine->push_with(target.value(), [&] {
     // Reserved under the stream's mutex so that values follow queue order.
     op o;
     o.type = op_type::signal;
@@ -756,27 +438,25 @@ status host_backend::synchronize(stream_ref s) {
   op o;
   o.type = op_type::sync;
   o.point = point;
-  impl_->push(target, std::move(o));
+  impl_->engine->push(target, std::move(o));
   point->wait();
   return point->outcome();
 }
 
 status host_backend::synchronize() {
-  impl_->quiesce();
-  return impl_->current_loss();
+  impl_->engine->quiesce();
+  return impl_->engine->loss();
 }
 
-status host_backend::health() const { return impl_->current_loss(); }
+status host_backend::health() const { return impl_->engine->loss(); }
 
 status host_backend::reset() {
-  impl_->quiesce();  // outstanding work ends first (fails fast when the device is lost)
+  impl_->engine->quiesce();  // outstanding work ends first (fails fast when the device is lost)
   std::lock_guard<std::mutex> lock{impl_->mutex};
   impl_->streams.clear([](stream_ptr&) {});
   impl_->events.clear([](host_event&) {});
-  impl_->every_stream.clear();
   impl_->free_everything();
-  impl_->lost_status = {};
-  impl_->lost.store(false, std::memory_order_seq_cst);
+  impl_->engine->recover();
   return {};
 }
 
@@ -804,7 +484,7 @@ result<hang_release> host_backend::inject_hang(stream_ref s) {
   op o;
   o.type = op_type::gate;
   o.point = gate;
-  impl_->push(target.value(), std::move(o));
+  impl_->engine->push(target.value(), std::move(o));
   return hang_release{std::move(gate)};
 }
 
@@ -823,7 +503,7 @@ status host_backend::inject_device_fault(stream_ref s, std::string why) {
   return impl_->submit(s, std::move(o));
 }
 
-void host_backend::lose_device(std::string why) { impl_->lose_device(std::move(why)); }
+void host_backend::lose_device(std::string why) { impl_->engine->lose_device(std::move(why)); }
 
 std::size_t host_backend::memory_in_use() const { return impl_->allocations.bytes_in_use(); }
 

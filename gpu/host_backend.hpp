@@ -116,7 +116,7 @@ class host_backend final : public backend {
 
  private:
   struct impl;
-  std::shared_ptr<impl> impl_;  // shared: parked streams' resume callbacks hold it weakly
+  std::unique_ptr<impl> impl_;
 };
 
 }  // namespace cudactor::gpu

@@ -1,0 +1,286 @@
+#include "cudactor/gpu/detail/host_engine.hpp"
+
+#include <algorithm>
+#include <exception>
+
+namespace cudactor::gpu::detail {
+namespace {
+
+// Operations one drain runs before yielding its worker to other streams.
+constexpr int drain_batch = 64;
+
+int lane_of(stream_priority priority) {
+  switch (priority) {
+    case stream_priority::high: return 0;
+    case stream_priority::normal: return 1;
+    case stream_priority::low: return 2;
+  }
+  return 1;
+}
+
+}  // namespace
+
+void free_host_memory(void* data) noexcept { ::operator delete(data, host_memory_alignment); }
+
+host_engine::host_engine(unsigned workers, allocation_table& allocations)
+    : allocations_(allocations), pool_(workers) {}
+
+stream_ptr host_engine::open_stream(handle_id id, std::string name, stream_priority priority) {
+  auto s = std::make_shared<host_stream>();
+  s->id = id;
+  s->priority = priority;
+  s->label = "stream '" + name + "' (" + to_string(id) + ")";
+  s->timeline = std::make_shared<host_timeline>(name);
+  s->name = std::move(name);
+  std::lock_guard<std::mutex> lock{mutex_};
+  // Drop streams that are gone now and then, so the list does not grow with churn.
+  if (every_stream_.size() >= 64 && every_stream_.size() % 64 == 0) {
+    every_stream_.erase(std::remove_if(every_stream_.begin(), every_stream_.end(),
+                                       [](auto& weak) { return weak.expired(); }),
+                        every_stream_.end());
+  }
+  every_stream_.push_back(s);
+  return s;
+}
+
+void host_engine::recover() {
+  std::lock_guard<std::mutex> lock{mutex_};
+  every_stream_.clear();
+  lost_status_ = {};
+  lost_.store(false, std::memory_order_seq_cst);
+}
+
+void host_engine::shutdown(std::string why) {
+  lose_device(std::move(why));
+  pool_.stop();
+}
+
+status host_engine::loss() const {
+  std::lock_guard<std::mutex> lock{mutex_};
+  return lost_.load(std::memory_order_acquire) ? lost_status_ : status{};
+}
+
+std::vector<stream_ptr> host_engine::all_streams() {
+  std::lock_guard<std::mutex> lock{mutex_};
+  std::vector<stream_ptr> out;
+  for (auto& weak : every_stream_)
+    if (auto s = weak.lock()) out.push_back(std::move(s));
+  return out;
+}
+
+void host_engine::push(const stream_ptr& s, op o) {
+  push_with(s, [&] { return std::move(o); });
+}
+
+void host_engine::schedule(const stream_ptr& s) {
+  pool_.post(lane_of(s->priority), [this, s] { drain(s); });
+}
+
+void host_engine::resume(const stream_ptr& s) {
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> lock{s->mutex};
+    if (!s->parked) return;  // spurious: the drain re-checks anyway
+    s->parked = false;
+    if (!s->scheduled) post = s->scheduled = true;
+  }
+  if (post) schedule(s);
+}
+
+// Parks `s` until `point` completes. `again` when it already has (or the device was lost,
+// which must not be waited out), `parked` when the drain must stop.
+host_engine::step host_engine::park_on(const stream_ptr& s,
+                                       const std::shared_ptr<host_completion>& point) {
+  {
+    std::lock_guard<std::mutex> lock{s->mutex};
+    s->parked = true;
+  }
+  // A completion (an injected hang, say) can outlive the backend: hold it weakly.
+  const bool waiting = point->subscribe([self = weak_from_this(), s] {
+    if (auto alive = self.lock()) alive->resume(s);
+  });
+  return settle_park(s, waiting);
+}
+
+host_engine::step host_engine::park_until(const stream_ptr& s, clock::time_point deadline) {
+  {
+    std::lock_guard<std::mutex> lock{s->mutex};
+    s->parked = true;
+  }
+  pool_.post_at(deadline, [this, s] { resume(s); });
+  return settle_park(s, true);
+}
+
+host_engine::step host_engine::settle_park(const stream_ptr& s, bool waiting) {
+  std::lock_guard<std::mutex> lock{s->mutex};
+  // lose_device() sets `lost_` before it resumes parked streams under their mutex, so either
+  // it sees this stream parked, or this check sees the loss.
+  if (!waiting || !s->parked || lost_.load(std::memory_order_acquire)) {
+    s->parked = false;
+    return step::again;
+  }
+  s->scheduled = false;
+  return step::parked;
+}
+
+// Runs operations of `s` in order until it empties, parks, or used its batch.
+void host_engine::drain(const stream_ptr& s) {
+  for (int budget = drain_batch; budget > 0;) {
+    op* front = nullptr;
+    {
+      std::lock_guard<std::mutex> lock{s->mutex};
+      if (s->queue.empty() || s->parked) {
+        s->scheduled = false;
+        return;
+      }
+      front = &s->queue.front();  // deque references survive push_back
+    }
+    step outcome = lost_.load(std::memory_order_acquire) ? fail(*s, *front) : run(s, *front);
+    if (outcome == step::parked) return;
+    if (outcome == step::again) continue;
+    {
+      std::lock_guard<std::mutex> lock{s->mutex};
+      s->queue.pop_front();
+    }
+    --budget;
+  }
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> lock{s->mutex};
+    if (s->queue.empty() || s->parked) {
+      s->scheduled = false;
+    } else {
+      post = true;  // still scheduled: give other streams a turn, then go on
+    }
+  }
+  if (post) schedule(s);
+}
+
+void host_engine::note_failure(host_stream& s, status why) {
+  if (s.pending_error.ok()) s.pending_error = std::move(why);
+}
+
+void host_engine::invoke(const host_callback& callback, const status& outcome) {
+  try {
+    callback(outcome);
+  } catch (...) {
+    callback_exceptions_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+host_engine::step host_engine::run(const stream_ptr& s, op& o) {
+  switch (o.type) {
+    case op_type::work: {
+      status outcome;
+      try {
+        outcome = o.body();
+      } catch (const std::exception& e) {
+        outcome = status{errc::op_failed, std::string{"threw: "} + e.what()};
+      } catch (...) {
+        outcome = status{errc::op_failed, "threw a non-standard exception"};
+      }
+      if (!outcome.ok()) {
+        note_failure(
+            *s, status{errc::op_failed, "work on " + s->label + " failed: " + outcome.to_string()});
+      }
+      return step::done;
+    }
+    case op_type::record: o.point->complete(std::exchange(s->pending_error, {})); return step::done;
+    case op_type::sync: o.point->complete({}); return step::done;
+    case op_type::wait: {
+      if (!o.point->done()) return park_on(s, o.point);
+      status outcome = o.point->outcome();
+      if (!outcome.ok()) {
+        note_failure(
+            *s, status{errc::dependency_failed, s->label + " waited on " + o.what +
+                                                    ", whose work failed: " + outcome.to_string()});
+      }
+      return step::done;
+    }
+    case op_type::gate:
+      if (!o.point->done()) return park_on(s, o.point);
+      return step::done;
+    case op_type::delay: {
+      const auto now = clock::now();
+      if (!o.started) {
+        o.started = true;
+        o.deadline = now + o.duration;
+      }
+      if (now < o.deadline) return park_until(s, o.deadline);
+      return step::done;
+    }
+    case op_type::callback: invoke(o.callback, {}); return step::done;
+    case op_type::signal: {
+      status failure = std::exchange(s->pending_error, {});
+      if (failure.ok()) {
+        s->timeline->set(o.value);
+      } else {
+        s->timeline->fail(o.value, std::move(failure));
+      }
+      return step::done;
+    }
+    case op_type::fail:
+      note_failure(*s, status{errc::op_failed, "injected failure on " + s->label + ": " + o.what});
+      return step::done;
+    case op_type::device_fault:
+      lose_device("fault injected on " + s->label + ": " + o.what);
+      return step::done;
+    case op_type::free_memory:
+      allocations_.remove(o.memory);
+      free_host_memory(o.memory);
+      return step::done;
+  }
+  return step::done;
+}
+
+// The device is lost: the operation ends without running, reporting the loss.
+host_engine::step host_engine::fail(host_stream& s, op& o) {
+  const status why = loss();
+  switch (o.type) {
+    case op_type::record:
+    case op_type::sync: o.point->complete(why); break;
+    case op_type::signal: s.timeline->fail(o.value, why); break;
+    case op_type::callback: invoke(o.callback, why); break;
+    case op_type::free_memory:
+      allocations_.remove(o.memory);
+      free_host_memory(o.memory);
+      break;
+    default: break;
+  }
+  return step::done;
+}
+
+void host_engine::lose_device(std::string why) {
+  std::vector<stream_ptr> streams_now;
+  status loss;
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    if (!lost_.load(std::memory_order_acquire)) {
+      lost_status_ = status{errc::device_lost, std::move(why)};
+      lost_.store(true, std::memory_order_seq_cst);
+    }
+    loss = lost_status_;
+    for (auto& weak : every_stream_)
+      if (auto s = weak.lock()) streams_now.push_back(std::move(s));
+  }
+  for (auto& s : streams_now) {
+    s->timeline->poison(loss);
+    resume(s);  // a parked stream must run to fail what it holds
+  }
+}
+
+// Waits until every stream has run everything enqueued so far (or failed it).
+void host_engine::quiesce() {
+  std::vector<std::shared_ptr<host_completion>> points;
+  for (auto& s : all_streams()) {
+    auto point = std::make_shared<host_completion>();
+    points.push_back(point);
+    op o;
+    o.type = op_type::sync;
+    o.point = point;
+    push(s, std::move(o));
+  }
+  for (auto& point : points) point->wait();
+}
+
+}  // namespace cudactor::gpu::detail

@@ -1,0 +1,142 @@
+// gpu/detail/host_engine.hpp
+//
+// How the host backend runs work: each stream is an in-order queue of operations, posted to
+// the worker pool's lane for its priority and drained by one worker at a time. An operation
+// that must wait (a cross-stream wait, an injected hang or delay) parks its stream instead of
+// blocking a worker; the awaited completion or a timer re-posts it. Losing the device fails
+// everything pending on every stream, so every operation still ends exactly once. The
+// backend's handle tables and argument checks live in host_backend.cpp; this is the engine.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cudactor/gpu/detail/allocation_table.hpp"
+#include "cudactor/gpu/detail/host_completion.hpp"
+#include "cudactor/gpu/detail/worker_pool.hpp"
+#include "cudactor/gpu/handle_id.hpp"
+#include "cudactor/gpu/host_timeline.hpp"
+#include "cudactor/gpu/launch_context.hpp"
+
+namespace cudactor::gpu::detail {
+
+// "Device" memory of the host backend: aligned like CUDA allocations.
+inline constexpr std::align_val_t host_memory_alignment{256};
+void free_host_memory(void* data) noexcept;
+
+enum class op_type : std::uint8_t {
+  work,          // body(): a kernel, copy, fill or prefetch
+  record,        // completes `point` with the stream's pending failure
+  sync,          // completes `point`; reports nothing
+  wait,          // holds the stream until `point` completes
+  gate,          // injected hang: holds the stream until released
+  delay,         // injected slow operation
+  callback,      // host callback
+  signal,        // advances the timeline to `value`
+  fail,          // injected failure
+  device_fault,  // injected device loss
+  free_memory,   // stream-ordered free
+};
+
+struct op {
+  op_type type = op_type::work;
+  std::function<status()> body;
+  std::shared_ptr<host_completion> point;
+  std::string what;
+  host_callback callback;
+  timeline_point value = 0;
+  std::chrono::nanoseconds duration{0};
+  std::chrono::steady_clock::time_point deadline{};
+  bool started = false;
+  void* memory = nullptr;
+};
+
+struct host_stream {
+  handle_id id;
+  std::string name;
+  std::string label;  // "stream 'name' (#3.1)"
+  stream_priority priority = stream_priority::normal;
+  std::shared_ptr<host_timeline> timeline;
+
+  std::mutex mutex;
+  std::deque<op> queue;    // pushed by anyone, popped only by the draining worker
+  bool scheduled = false;  // a drain is queued or running
+  bool parked = false;     // the front operation waits for a completion or a deadline
+  status pending_error;    // touched only by the draining worker
+};
+using stream_ptr = std::shared_ptr<host_stream>;
+
+class host_engine : public std::enable_shared_from_this<host_engine> {
+ public:
+  // `allocations` must outlive the engine: stream-ordered frees remove their entries.
+  host_engine(unsigned workers, allocation_table& allocations);
+
+  [[nodiscard]] unsigned workers() const noexcept { return pool_.size(); }
+
+  // A new stream, known to the engine until recover() (for losing the device and quiescing).
+  [[nodiscard]] stream_ptr open_stream(handle_id id, std::string name, stream_priority priority);
+
+  void push(const stream_ptr& s, op o);
+  // Builds the operation under the stream's mutex, so that what it reserves (a timeline
+  // value) follows queue order.
+  template <class MakeOp>
+  void push_with(const stream_ptr& s, MakeOp&& make) {
+    bool post = false;
+    {
+      std::lock_guard<std::mutex> lock{s->mutex};
+      s->queue.push_back(make());
+      if (!s->scheduled && !s->parked) post = s->scheduled = true;
+    }
+    if (post) schedule(s);
+  }
+
+  // ok, or the device_lost status every operation now fails with.
+  [[nodiscard]] status loss() const;
+  [[nodiscard]] bool lost() const noexcept { return lost_.load(std::memory_order_acquire); }
+  // Fails everything pending on every stream and refuses nothing itself: callers check lost().
+  void lose_device(std::string why);
+  // Waits until every stream has run (or failed) everything enqueued so far. Blocking.
+  void quiesce();
+  // Forgets every stream and the loss (backend reset). Call after quiesce().
+  void recover();
+  // Loses the device with `why`, then runs what is left and joins the workers.
+  void shutdown(std::string why);
+
+  [[nodiscard]] std::uint64_t callback_exceptions() const noexcept {
+    return callback_exceptions_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  enum class step { done, again, parked };
+
+  [[nodiscard]] std::vector<stream_ptr> all_streams();
+  void schedule(const stream_ptr& s);
+  void resume(const stream_ptr& s);
+  step park_on(const stream_ptr& s, const std::shared_ptr<host_completion>& point);
+  step park_until(const stream_ptr& s, clock::time_point deadline);
+  step settle_park(const stream_ptr& s, bool waiting);
+  void drain(const stream_ptr& s);
+  void note_failure(host_stream& s, status why);
+  void invoke(const host_callback& callback, const status& outcome);
+  step run(const stream_ptr& s, op& o);
+  step fail(host_stream& s, op& o);
+
+  allocation_table& allocations_;
+  std::atomic<std::uint64_t> callback_exceptions_{0};
+  mutable std::mutex mutex_;                              // guards every_stream_ and lost_status_
+  std::vector<std::weak_ptr<host_stream>> every_stream_;  // live and destroyed-but-draining
+  std::atomic<bool> lost_{false};
+  status lost_status_;
+  worker_pool pool_;  // joined by shutdown()
+};
+
+}  // namespace cudactor::gpu::detail
