@@ -21,6 +21,7 @@ std::string_view to_string(errc code) noexcept {
     case errc::not_supported: return "not_supported";
     case errc::resource_exhausted: return "resource_exhausted";
     case errc::backend_error: return "backend_error";
+    case errc::cancelled: return "cancelled";
   }
   return "unknown_errc";
 }

@@ -30,6 +30,7 @@ enum class errc : std::uint8_t {
   not_supported,       // the backend or build cannot do this
   resource_exhausted,  // a bounded internal resource (e.g. a timeline ring) is full
   backend_error,       // any other error reported by the CUDA runtime
+  cancelled,           // withdrawn before it finished (a cancelled watch, a stopped poller)
 };
 
 // The enumerator's name, e.g. "device_lost".

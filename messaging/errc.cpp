@@ -23,6 +23,7 @@ std::string_view to_string(errc code) noexcept {
     case errc::resource_exhausted: return "resource_exhausted";
     case errc::backend_error: return "backend_error";
     case errc::shutting_down: return "shutting_down";
+    case errc::cancelled: return "cancelled";
   }
   return "unknown";
 }
@@ -55,6 +56,7 @@ errc to_errc(gpu::errc code) noexcept {
     case gpu::errc::not_supported: return errc::not_supported;
     case gpu::errc::resource_exhausted: return errc::resource_exhausted;
     case gpu::errc::backend_error: return errc::backend_error;
+    case gpu::errc::cancelled: return errc::cancelled;
   }
   return errc::backend_error;
 }

@@ -36,6 +36,7 @@ enum class errc : std::uint8_t {
   resource_exhausted,  // a bounded resource is full; retry later
   backend_error,       // any other failure reported by the device runtime
   shutting_down,       // the runtime stopped before this could be served
+  cancelled,           // withdrawn by its requester before it finished
 };
 
 // CAF's category for cudactor::errc.
