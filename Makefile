@@ -5,6 +5,7 @@
 #   make asan        address + undefined-behaviour sanitizers, all tests (build-asan/)
 #   make tsan        thread sanitizer, device-layer tests only (build-tsan/; CAF is not
 #                    instrumented, so TSan would report races inside it)
+#   make bench       build, then run every benchmark in its --quick mode
 #   make format      clang-format every source file
 #
 # Variables: BUILD_DIR (build), JOBS (number of cores), CMAKE_ARGS (extra -D options, e.g.
@@ -17,7 +18,7 @@ CTEST_ARGS ?=
 
 SOURCES = $(shell git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null)
 
-.PHONY: deps configure build test asan tsan format clean
+.PHONY: deps configure build test bench asan tsan format clean
 
 deps:
 	@scripts/install-deps
@@ -30,6 +31,9 @@ build: configure
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+bench: build
+	$(BUILD_DIR)/bench/poller_bench --quick
 
 asan:
 	$(MAKE) --no-print-directory test BUILD_DIR=build-asan CMAKE_ARGS="-DCUDACTOR_SANITIZE=address $(CMAKE_ARGS)"

@@ -1,5 +1,7 @@
 #include "cudactor/gpu/host_timeline.hpp"
 
+#include <algorithm>
+
 namespace cudactor::gpu {
 namespace {
 
@@ -58,7 +60,10 @@ status host_timeline::wait(timeline_point value, std::chrono::milliseconds timeo
 
 void host_timeline::set(timeline_point value) {
   raise(submitted_, value);
-  if (raise(completed_, value) < value) notify_waiters();
+  if (raise(completed_, value) < value) {
+    notify_waiters();
+    notify_listeners();
+  }
 }
 
 void host_timeline::fail(timeline_point value, status why) {
@@ -80,6 +85,7 @@ void host_timeline::poison(status why) {
     poisoned_.store(true, std::memory_order_release);
   }
   changed_.notify_all();
+  notify_listeners();
 }
 
 void host_timeline::clear_poison() {
@@ -94,6 +100,30 @@ void host_timeline::notify_waiters() {
   if (waiters_.load(std::memory_order_seq_cst) == 0) return;
   { std::lock_guard<std::mutex> lock{mutex_}; }
   changed_.notify_all();
+}
+
+std::uint64_t host_timeline::add_listener(std::function<void()> listener) {
+  if (!listener) return 0;
+  std::lock_guard<std::mutex> lock{listener_mutex_};
+  const std::uint64_t id = next_listener_++;
+  listeners_.emplace_back(id, std::move(listener));
+  listener_count_.store(listeners_.size(), std::memory_order_seq_cst);
+  return id;
+}
+
+void host_timeline::remove_listener(std::uint64_t id) {
+  std::lock_guard<std::mutex> lock{listener_mutex_};
+  listeners_.erase(std::remove_if(listeners_.begin(), listeners_.end(),
+                                  [id](const auto& entry) { return entry.first == id; }),
+                   listeners_.end());
+  listener_count_.store(listeners_.size(), std::memory_order_seq_cst);
+}
+
+void host_timeline::notify_listeners() {
+  // seq_cst, paired with add_listener(): a listener added before a move is told of it.
+  if (listener_count_.load(std::memory_order_seq_cst) == 0) return;
+  std::lock_guard<std::mutex> lock{listener_mutex_};
+  for (auto& [id, listener] : listeners_) listener();
 }
 
 }  // namespace cudactor::gpu

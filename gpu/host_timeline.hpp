@@ -1,9 +1,11 @@
 // gpu/host_timeline.hpp
 //
 // The CPU timeline: an atomic counter that only grows (concurrent setters never move it
-// back), a condition variable for waiters, a bounded record of the points that failed, and a
-// terminal error for a lost device. The host backend advances one per stream; anything that
-// needs a monotonic "how far has this got" counter between threads can use one directly.
+// back), a condition variable for waiters, a bounded record of the points that failed, a
+// terminal error for a lost device, and listeners told of every move (the completion
+// poller's "notify at completion" on the host backend). The host backend advances one per stream;
+// anything that needs a monotonic "how far has this got" counter between threads can use one
+// directly.
 #pragma once
 
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cudactor/gpu/timeline.hpp"
 
@@ -32,6 +35,8 @@ class host_timeline final : public timeline {
   }
   [[nodiscard]] query_result query(timeline_point value) override;
   [[nodiscard]] status wait(timeline_point value, std::chrono::milliseconds timeout) override;
+  [[nodiscard]] std::uint64_t add_listener(std::function<void()> listener) override;
+  void remove_listener(std::uint64_t id) override;
 
   // Takes the next value for a signal and returns it.
   [[nodiscard]] timeline_point reserve() noexcept {
@@ -52,6 +57,7 @@ class host_timeline final : public timeline {
 
  private:
   void notify_waiters();
+  void notify_listeners();
 
   std::string name_;
   std::atomic<timeline_point> submitted_;
@@ -62,6 +68,12 @@ class host_timeline final : public timeline {
   std::condition_variable changed_;
   std::deque<std::pair<timeline_point, status>> failures_;
   status poison_;
+  // Listeners are few and change rarely; the count keeps set() to one load when there are
+  // none. listener_mutex_ is held while they run, so remove_listener() waits out a running one.
+  std::atomic<std::size_t> listener_count_{0};
+  std::mutex listener_mutex_;
+  std::vector<std::pair<std::uint64_t, std::function<void()>>> listeners_;
+  std::uint64_t next_listener_ = 1;
 };
 
 }  // namespace cudactor::gpu

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 
 #include "cudactor/gpu/status.hpp"
 #include "cudactor/gpu/types.hpp"
@@ -38,6 +39,17 @@ class timeline {
   // timeout, the failure of the point, or device_lost. A value beyond anything submitted can
   // still be reached by later signals, so it is waited for like any other.
   [[nodiscard]] virtual status wait(timeline_point value, std::chrono::milliseconds timeout) = 0;
+
+  // Calls `listener` each time the timeline moves (a value reached, a failure, a lost device)
+  // on the thread that moved it: it must be short, must not block and must not call back into
+  // the timeline. Answers an id for remove_listener(), or 0 when this timeline cannot notify
+  // (the CUDA timeline moves only when queried; use a host callback on its stream instead).
+  [[nodiscard]] virtual std::uint64_t add_listener(std::function<void()> listener) {
+    (void)listener;
+    return 0;
+  }
+  // After this returns the listener is not called again (a call already running may finish).
+  virtual void remove_listener(std::uint64_t id) { (void)id; }
 };
 
 }  // namespace cudactor::gpu

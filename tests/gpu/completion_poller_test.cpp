@@ -1,0 +1,125 @@
+// The completion poller on the host backend: the shared poller checks in both delivery modes,
+// then what only the host backend can stage on demand (a failing operation, a lost device)
+// and the learned sleep, seen through the poller's own counters.
+#define BOOST_TEST_MODULE completion_poller
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "common/host_target.hpp"
+#include "common/poller_conformance.hpp"
+
+using namespace cudactor;
+using namespace cudactor::test;
+using namespace cudactor::test::poller_conformance;
+using namespace std::chrono_literals;
+using conformance::make_stream;
+
+BOOST_AUTO_TEST_SUITE(poller_on_host)
+CUDACTOR_POLLER_CASES(two_worker_host)
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(poller_host_faults, two_worker_host)
+
+BOOST_AUTO_TEST_CASE(a_failed_operation_fails_its_watch_and_the_stream_goes_on) {
+  for (auto mode : both_modes) {
+    BOOST_TEST_CONTEXT("mode " << mode) {
+      gpu::completion_poller poller{backend(), options_for(mode)};
+      auto s = make_stream(backend(), "flaky");
+      std::mutex mutex;
+      std::vector<gpu::stream_progress> reports;
+      CUDACTOR_REQUIRE_OK(poller.subscribe(s, [&](const gpu::stream_progress& p) {
+        std::lock_guard<std::mutex> lock{mutex};
+        reports.push_back(p);
+      }));
+      auto hold = this->hold(s);
+      recorder answers;
+      const auto before = signal(backend(), s);
+      CUDACTOR_REQUIRE_OK(host().inject_failure(s, "kernel reported an error"));
+      const auto failed = signal(backend(), s);
+      const auto after = signal(backend(), s);
+      for (auto point : {before, failed, after}) watch(poller, s, point, answers.callback());
+      hold->release();
+      BOOST_REQUIRE(answers.wait_for(3));
+      poller.stop();
+      const auto results = answers.results();
+      BOOST_TEST(results[0].completed());
+      BOOST_TEST(results[1].outcome == watch_outcome::failed);
+      BOOST_TEST(results[1].error.code() == gpu::errc::op_failed);
+      BOOST_TEST(results[1].error.message().find("kernel reported an error") != std::string::npos);
+      BOOST_TEST(results[2].completed());
+      std::lock_guard<std::mutex> lock{mutex};
+      BOOST_REQUIRE(!reports.empty());
+      BOOST_TEST(reports.back().reached == after);
+      std::size_t failures = 0;
+      for (const auto& report : reports) {
+        for (const auto& [point, why] : report.failures) {
+          ++failures;
+          BOOST_TEST(point == failed);
+          BOOST_TEST(why.code() == gpu::errc::op_failed);
+        }
+      }
+      BOOST_TEST(failures == 1u);
+      BOOST_TEST(poller.stats().failed == 1u);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_device_fails_every_pending_watch) {
+  for (auto mode : both_modes) {
+    BOOST_TEST_CONTEXT("mode " << mode) {
+      two_worker_host fresh;  // the device is lost for good in this one
+      gpu::completion_poller poller{fresh.backend(), options_for(mode)};
+      std::vector<gpu::stream> streams;
+      std::vector<std::unique_ptr<conformance_target::hold_handle>> holds;
+      recorder answers;
+      for (int i = 0; i < 4; ++i) {
+        streams.push_back(make_stream(fresh.backend()));
+        holds.push_back(fresh.hold(streams.back()));
+        for (int k = 0; k < 25; ++k) {
+          watch(poller, streams.back(), signal(fresh.backend(), streams.back()),
+                answers.callback());
+        }
+      }
+      fresh.host().lose_device("the test pulled the plug");
+      BOOST_REQUIRE(answers.wait_for(100));
+      for (const auto& r : answers.results()) {
+        BOOST_TEST(r.outcome == watch_outcome::failed);
+        BOOST_TEST(r.error.code() == gpu::errc::device_lost);
+      }
+      BOOST_TEST(answers.answered_twice() == 0u);
+      poller.stop();
+      for (auto& h : holds) h->release();
+    }
+  }
+}
+
+// Ops of a steady 8 ms: once it has seen a few, the loop sleeps through most of each instead
+// of polling it every few tens of microseconds. Counted in queries, not timed; a slow
+// machine stretches both runs alike.
+BOOST_AUTO_TEST_CASE(a_learned_duration_saves_most_polls) {
+  auto queries_per_op = [&](bool learn) {
+    auto options = options_for(delivery_mode::polling);
+    options.learn_durations = learn;
+    options.spin_window = 0ns;  // spinning after each completion would add queries to both
+    gpu::completion_poller poller{backend(), options};
+    auto s = make_stream(backend(), learn ? "learned" : "unlearned");
+    constexpr int ops = 16;
+    for (int i = 0; i < ops; ++i) {
+      CUDACTOR_REQUIRE_OK(busy(s, 8ms));
+      recorder answers;
+      watch(poller, s, signal(backend(), s), answers.callback());
+      BOOST_REQUIRE(answers.wait_for(1));
+    }
+    return static_cast<double>(poller.stats().queries) / ops;
+  };
+  const double unlearned = queries_per_op(false);
+  const double learned = queries_per_op(true);
+  BOOST_TEST_MESSAGE("queries per 8 ms op: " << unlearned << " without learning, " << learned
+                                             << " with");
+  BOOST_TEST(learned < 0.6 * unlearned);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
