@@ -169,6 +169,7 @@ poller_stats completion_poller::impl::stats() const {
   out.stuck_now = load(counters_.stuck_now);
   out.callback_errors = load(counters_.callback_errors);
   out.busy_time = nanoseconds{load(counters_.busy_ns)};
+  out.learned_sleeps = load(counters_.learned_sleeps);
   nanoseconds cpu{-1};
   if (have_cpu_clock_ && running_.load()) cpu = cpu_time_of(cpu_clock_);
   // The thread may have ended between the two reads; then its last word counts.

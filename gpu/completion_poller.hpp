@@ -78,6 +78,7 @@ struct poller_stats {
   std::uint64_t ticks = 0;               // passes of the loop
   std::uint64_t queries = 0;             // timeline or event queries made
   std::uint64_t wakeups = 0;             // sleeps cut short by a new watch or a callback
+  std::uint64_t learned_sleeps = 0;      // sleeps taken on a learned duration (polling)
   std::uint64_t stuck_total = 0;         // watchdog reports
   std::uint64_t stuck_now = 0;           // streams whose oldest watch is past the threshold now
   std::uint64_t callback_errors = 0;     // callbacks that threw (caught and counted)

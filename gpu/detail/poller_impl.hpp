@@ -89,6 +89,7 @@ struct poller_core {
   // True while the loop sleeps (timer or idle); whoever flips it back posts the wake-up.
   std::atomic<bool> asleep{true};
   std::atomic<bool> notified{false};
+  std::atomic<bool> watching{false};  // the loop holds pending watches
   std::atomic<std::uint64_t> wakeups{0};
   std::function<void()> on_wake;  // set once, before the loop starts
 
@@ -98,10 +99,12 @@ struct poller_core {
       boost::asio::post(io, [this] { on_wake(); });
     }
   }
-  // A backend callback: the stream got somewhere.
+  // A backend callback: the stream got somewhere. A timeline tells its listeners of every
+  // move, watched or not; with nothing pending that is no reason to wake the loop (a watch
+  // made meanwhile wakes it itself, and its first tick queries the stream).
   void notify() {
     notified.store(true);
-    kick();
+    if (watching.load()) kick();
   }
 };
 
@@ -148,7 +151,8 @@ class completion_poller::impl {
 
   struct counters {
     std::atomic<std::uint64_t> completed{0}, failed{0}, timed_out{0}, cancelled{0}, ticks{0},
-        queries{0}, stuck_total{0}, stuck_now{0}, callback_errors{0}, active_streams{0}, busy_ns{0};
+        queries{0}, stuck_total{0}, stuck_now{0}, callback_errors{0}, active_streams{0}, busy_ns{0},
+        learned_sleeps{0};
   };
 
   [[nodiscard]] status check_stream(stream_ref s) const;
@@ -156,8 +160,8 @@ class completion_poller::impl {
   // --- the loop's thread -------------------------------------------------------------------
   void on_wake();
   void tick();
-  void drain_inbox(time_point now);
-  void accept(watch_command&& command, time_point now);
+  void drain_inbox();
+  void accept(watch_command&& command);
   void cancel_now(const watch_id& id);
   void subscribe_now(subscribe_command&& command);
   bool poll(stream_state& s);

@@ -31,7 +31,7 @@ void completion_poller::impl::tick() {
   if (stopped_) return;
   bump(counters_.ticks);
   const time_point now = watch_clock::now();
-  if (batch_next_ < batch_.size() || core_->inbox_ready.load()) drain_inbox(now);
+  if (batch_next_ < batch_.size() || core_->inbox_ready.load()) drain_inbox();
   // Cleared before looking: a callback that fires from here on sets it again.
   core_->notified.store(false);
   bool progressed = false;
@@ -58,7 +58,7 @@ void completion_poller::impl::tick() {
   schedule(end, progressed);
 }
 
-void completion_poller::impl::drain_inbox(time_point now) {
+void completion_poller::impl::drain_inbox() {
   if (batch_next_ == batch_.size()) {
     batch_.clear();
     batch_next_ = 0;
@@ -72,7 +72,7 @@ void completion_poller::impl::drain_inbox(time_point now) {
   for (; batch_next_ < end; ++batch_next_) {
     auto& command = batch_[batch_next_];
     if (auto* w = std::get_if<watch_command>(&command)) {
-      accept(std::move(*w), now);
+      accept(std::move(*w));
     } else if (auto* c = std::get_if<cancel_command>(&command)) {
       cancel_now(c->id);
     } else {
@@ -81,7 +81,7 @@ void completion_poller::impl::drain_inbox(time_point now) {
   }
 }
 
-void completion_poller::impl::accept(watch_command&& command, time_point now) {
+void completion_poller::impl::accept(watch_command&& command) {
   stream_state& s = state_for(command.stream);
   watch_entry& entry = command.entry;
   if (command.deadline) {
@@ -93,9 +93,14 @@ void completion_poller::impl::accept(watch_command&& command, time_point now) {
     std::push_heap(deadlines_.begin(), deadlines_.end(), later);
     ++live_deadlines_;
   }
-  if (pending_ == 0) backoff_ = options_.min_interval;  // the loop was idle: start afresh
+  if (pending_ == 0) {
+    backoff_ = options_.min_interval;  // the loop was idle: start afresh
+    core_->watching.store(true);
+  }
   ++pending_;
-  if (s.queue.empty()) s.head_since = now;
+  // An idle stream starts timing at the watch, made when its work was submitted, not when
+  // this thread got round to it.
+  if (s.queue.empty()) s.head_since = entry.added;
   s.queue.push(std::move(entry));
   if (!s.active) {
     s.active = true;
@@ -250,6 +255,7 @@ void completion_poller::impl::schedule(time_point now, bool progressed) {
     return;
   }
   if (pending_ == 0) {
+    core_->watching.store(false);
     counters_.stuck_now.store(0, std::memory_order_relaxed);
     sleep_until(std::nullopt);  // nothing to watch: no timer, a new watch wakes the loop
     return;
@@ -281,6 +287,7 @@ time_point completion_poller::impl::next_poll(time_point now) {
     }
     if (earliest != time_point::max() && earliest > backed_off) {
       backoff_ = options_.min_interval;  // poll closely once the predicted time has come
+      bump(counters_.learned_sleeps);
       return earliest;
     }
   }
