@@ -12,13 +12,15 @@
 // after it returns.
 //
 // Two ways to learn of a completion, chosen per backend (see default_mode): polling the
-// stream, or a host callback the backend runs when the stream gets there (add_callback:
-// cudaStreamAddCallback on CUDA), which wakes the loop.
+// stream, or being told: the host timeline tells its listeners when it moves, and on CUDA
+// each watch adds a host callback on its stream (cudaStreamAddCallback); either only wakes
+// the loop, which then queries as usual.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cudactor/gpu/backend.hpp"
@@ -28,7 +30,7 @@ namespace cudactor::gpu {
 
 enum class delivery_mode : std::uint8_t {
   polling,   // the loop queries each active stream's oldest watch
-  callback,  // the backend calls back at the watched point; the loop then queries
+  callback,  // the backend tells the loop when the stream moves; the loop then queries
 };
 
 [[nodiscard]] std::string_view to_string(delivery_mode value) noexcept;
