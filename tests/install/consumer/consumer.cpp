@@ -1,13 +1,16 @@
 // Uses each installed library once: the device layer (a copy round trip on the backend
-// open_backend picks), messaging (a rendered cudactor error from a real actor system) and
-// metrics (a registry without an exposer). Prints "consumer ok" and exits 0 on success.
+// open_backend picks, answered through the completion poller), messaging (a rendered cudactor error
+// from a real actor system) and metrics (a registry without an exposer). Prints "consumer ok" and
+// exits 0 on success.
 #include <caf/all.hpp>
+#include <cudactor/gpu/completion_poller.hpp>
 #include <cudactor/gpu/open_backend.hpp>
 #include <cudactor/messaging/errc.hpp>
 #include <cudactor/metrics/registry.hpp>
 
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <vector>
 
 int main() {
@@ -30,6 +33,17 @@ int main() {
                    gpu::copy_kind::device_to_host) ||
       !device.synchronize(stream.value()) || std::strcmp(back, text) != 0) {
     return 4;
+  }
+  {
+    gpu::completion_poller poller{device};
+    std::promise<gpu::watch_outcome> outcome;
+    auto point = device.signal(stream.value());
+    if (!point ||
+        !poller.watch(stream.value(), point.value(), std::nullopt,
+                      [&](const gpu::watch_result& r) { outcome.set_value(r.outcome); })) {
+      return 5;
+    }
+    if (outcome.get_future().get() != gpu::watch_outcome::completed) return 6;
   }
 
   caf::actor_system_config config;
