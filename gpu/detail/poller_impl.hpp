@@ -176,6 +176,7 @@ class completion_poller::impl {
   [[nodiscard]] time_point advance_backoff(time_point next);
   void spin();
   void sleep_until(std::optional<time_point> when);
+  void disarm_timer();
   void shut_down();
   stream_state* find_state(const handle_id& stream);
   stream_state* find_state_by_key(std::uint64_t key);

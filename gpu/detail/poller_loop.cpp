@@ -20,10 +20,7 @@ using detail::stream_cache_limit;
 void completion_poller::impl::on_wake() {
   if (stopped_) return;
   ++generation_;
-  if (timer_armed_) {
-    timer_.cancel();
-    timer_armed_ = false;
-  }
+  disarm_timer();
   tick();
 }
 
@@ -305,6 +302,12 @@ void completion_poller::impl::spin() {
   });
 }
 
+void completion_poller::impl::disarm_timer() {
+  if (!timer_armed_) return;
+  timer_.cancel();
+  timer_armed_ = false;
+}
+
 void completion_poller::impl::sleep_until(std::optional<time_point> when) {
   const std::uint64_t g = ++generation_;
   if (when) {
@@ -316,19 +319,15 @@ void completion_poller::impl::sleep_until(std::optional<time_point> when) {
       core_->asleep.store(false);
       tick();
     });
-  } else if (timer_armed_) {
-    timer_.cancel();
-    timer_armed_ = false;
+  } else {
+    disarm_timer();
   }
   core_->asleep.store(true);
   // A watch or a callback that came before `asleep` was set found the loop awake and posted
   // nothing; look again now that it is set.
   if (core_->inbox_ready.load() || core_->notified.load()) {
     if (core_->asleep.exchange(false)) {
-      if (timer_armed_) {
-        timer_.cancel();
-        timer_armed_ = false;
-      }
+      disarm_timer();
       spin();
     }
   }
@@ -376,8 +375,7 @@ void completion_poller::impl::shut_down() {
   active_.clear();
   counters_.active_streams.store(0, std::memory_order_relaxed);
   counters_.stuck_now.store(0, std::memory_order_relaxed);
-  timer_.cancel();
-  timer_armed_ = false;
+  disarm_timer();
   guard_.reset();
   core_->io.stop();
 }
