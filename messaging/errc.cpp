@@ -24,6 +24,10 @@ std::string_view to_string(errc code) noexcept {
     case errc::backend_error: return "backend_error";
     case errc::shutting_down: return "shutting_down";
     case errc::cancelled: return "cancelled";
+    case errc::local_only: return "local_only";
+    case errc::unknown_operation: return "unknown_operation";
+    case errc::pool_exhausted: return "pool_exhausted";
+    case errc::stale_event: return "stale_event";
   }
   return "unknown";
 }

@@ -37,6 +37,10 @@ enum class errc : std::uint8_t {
   backend_error,       // any other failure reported by the device runtime
   shutting_down,       // the runtime stopped before this could be served
   cancelled,           // withdrawn by its requester before it finished
+  local_only,          // a local closure addressed to an actor in another process
+  unknown_operation,   // a named operation no registry on the receiving node knows
+  pool_exhausted,      // the event pool is at its configured maximum
+  stale_event,         // an event ref whose lease was released (or released twice)
 };
 
 // CAF's category for cudactor::errc.

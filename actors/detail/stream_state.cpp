@@ -1,0 +1,524 @@
+#include "cudactor/actors/detail/stream_state.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "cudactor/messaging/errc.hpp"
+
+namespace cudactor::detail {
+
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::size_t kind_index(gpu::event_kind kind) { return static_cast<std::size_t>(kind); }
+
+bool is_device_op(op_kind kind) {
+  return kind == op_kind::work || kind == op_kind::copy || kind == op_kind::fill ||
+         kind == op_kind::prefetch;
+}
+
+}  // namespace
+
+void stream_state::init(self_pointer self, const stream_context& context,
+                        stream_actor_options options, gpu::stream s) {
+  self_ = self;
+  context_ = context;
+  options_ = std::move(options);
+  if (options_.max_in_flight == 0) options_.max_in_flight = 1;
+  if (options_.event_batch == 0) options_.event_batch = 1;
+  stream_ = std::move(s);
+  allocator_.emplace(*context_.device, stream_.ref(), options_.reuse_limit);
+  last_point_ = issued_ = completed_ = 0;
+  if (auto tl = context_.device->timeline_of(stream_.ref())) {
+    last_point_ = issued_ = completed_ = (*tl)->submitted();
+  }
+  if (options_.timing) {
+    auto base = context_.device->create_event(gpu::event_kind::timing);
+    if (base) {
+      base_event_ = std::move(base.value());
+      // The stream is new and idle: the record completes at once, at about this host time.
+      if (context_.device->record(base_event_.ref(), stream_.ref()).ok()) base_ns_ = now_ns();
+    }
+    if (base_ns_ == 0) options_.timing = false;  // no base: completions carry no device times
+  }
+  // The poller's per-tick report, forwarded as one message. A weak handle: the subscription
+  // must not keep the actor alive.
+  auto weak = caf::actor_cast<caf::actor_addr>(self);
+  const stream_id id = options_.id;
+  auto subscribed =
+      context_.poller->subscribe(stream_.ref(), [weak, id](const gpu::stream_progress& progress) {
+        auto strong = caf::actor_cast<stream_actor>(weak);
+        if (!strong) return;
+        completion_batch batch;
+        batch.stream = id;
+        batch.reached = progress.reached;
+        batch.detected_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                progress.detected.time_since_epoch())
+                                .count();
+        batch.failures.reserve(progress.failures.size());
+        for (const auto& [point, why] : progress.failures) {
+          batch.failures.push_back({point, to_error(why)});
+        }
+        caf::anon_send(strong, progress_atom::value, std::move(batch));
+      });
+  if (!subscribed.ok()) broken_ = to_error(subscribed);
+}
+
+// The actor is exiting (killed, or its last handle gone) without a shutdown message: the
+// requests it still holds are answered all the same.
+stream_state::~stream_state() {
+  if (self_ != nullptr && !closing_) close(false);
+}
+
+caf::error stream_state::refusal() const {
+  if (closing_) {
+    return make_error(errc::shutting_down, "stream '" + options_.name + "' is shutting down");
+  }
+  return broken_;
+}
+
+caf::error stream_state::resolve(const work& w, gpu::work_fn& out) const {
+  if (w.is_local()) {
+    out = w.closure();
+    return {};
+  }
+  if (w.name().empty()) return make_error(errc::invalid_argument, "empty work");
+  const named_launch* launch = context_.operations ? context_.operations->find(w.name()) : nullptr;
+  if (launch == nullptr) {
+    std::string shown = w.name().substr(0, operation_registry::max_name_length);
+    return make_error(
+        errc::unknown_operation,
+        "no operation named '" + shown + "' is registered on stream '" + options_.name + "'s node");
+  }
+  out = [launch, args = w.args()](const gpu::launch_context& ctx) { return (*launch)(ctx, args); };
+  return {};
+}
+
+ticket stream_state::accept(pending_op op) {
+  op.point = ++last_point_;
+  const ticket out{options_.id, op.point};
+  if (queue_.empty() && in_flight() < options_.max_in_flight && events_ready(op)) {
+    dispatch(op);
+  } else {
+    queue_.push_back(std::move(op));
+    drain();
+  }
+  return out;
+}
+
+caf::result<event_ref> stream_state::accept_record(gpu::event_kind kind) {
+  if (auto why = refusal()) return why;
+  if (kind != gpu::event_kind::regular && kind != gpu::event_kind::timing) {
+    return make_error(errc::invalid_argument, "record: unknown event kind");
+  }
+  auto promise = self_->make_response_promise<event_ref>();
+  pending_op op;
+  op.kind = op_kind::record;
+  op.mode = static_cast<std::uint8_t>(kind);
+  const timeline_point point = last_point_ + 1;
+  record_promises_.emplace(point, promise);
+  accept(std::move(op));
+  return promise;
+}
+
+caf::result<buffer_ref> stream_state::allocate(std::uint64_t bytes) {
+  if (auto why = refusal()) return why;
+  auto made = allocator_->allocate(static_cast<std::size_t>(bytes));
+  if (!made) return to_error(made.error());
+  buffer_ref out;
+  out.stream = options_.id;
+  out.id = made->id;
+  out.address = reinterpret_cast<std::uintptr_t>(made->data);
+  out.size = made->size;
+  return out;
+}
+
+caf::result<ticket> stream_state::free(const buffer_ref& buffer) {
+  if (auto why = refusal()) return why;
+  if (buffer.stream != options_.id) {
+    return make_error(errc::invalid_argument,
+                      "free: buffer " + std::to_string(buffer.id) + " belongs to stream " +
+                          std::to_string(buffer.stream.value) + ", not to '" + options_.name + "'");
+  }
+  // Refused now (double free, unknown id); reusable once the stream passes the free's point.
+  auto freed = allocator_->free(buffer.id, last_point_ + 1);
+  if (!freed.ok()) return to_error(freed);
+  pending_op op;
+  op.kind = op_kind::free;
+  return accept(std::move(op));
+}
+
+gpu::result<gpu::event_ref> stream_state::resolve_event(const event_ref& ref) const {
+  return context_.events->resolve(ref);
+}
+
+bool stream_state::events_ready(const pending_op& op) {
+  gpu::event_kind kind;
+  std::size_t needed;
+  if (op.kind == op_kind::record) {
+    kind = static_cast<gpu::event_kind>(op.mode);
+    needed = 1;
+  } else if (options_.timing && is_device_op(op.kind)) {
+    kind = gpu::event_kind::timing;
+    needed = 2;
+  } else {
+    return true;
+  }
+  auto& cache = cache_[kind_index(kind)];
+  // Keep a batch ahead so that a steady stream of operations never waits for the pool.
+  if (cache.size() < needed + options_.event_batch / 2) request_refill(kind);
+  if (cache.size() >= needed) return true;
+  // The pool said no: a record fails, timed work runs untimed; neither waits forever.
+  return static_cast<bool>(refill_error_[kind_index(kind)]);
+}
+
+void stream_state::request_refill(gpu::event_kind kind) {
+  const std::size_t k = kind_index(kind);
+  if (refill_pending_[k] || closing_ || !context_.pool) return;
+  refill_pending_[k] = true;
+  self_->request(context_.pool, caf::infinite, acquire_atom::value, kind, options_.event_batch)
+      .then(
+          [this, k](std::vector<event_ref>& leases) {
+            refill_pending_[k] = false;
+            refill_error_[k] = caf::error{};
+            for (const auto& lease : leases) {
+              auto device = context_.events->resolve(lease);
+              if (device) cache_[k].push_back({lease, *device});
+            }
+            if (closing_) {
+              give_back_events(cache_[k], 0);
+              return;
+            }
+            drain();
+          },
+          [this, k](caf::error& why) {
+            refill_pending_[k] = false;
+            refill_error_[k] = std::move(why);
+            drain();
+          });
+}
+
+void stream_state::drain() {
+  while (!queue_.empty() && !broken_ && !closing_ && in_flight() < options_.max_in_flight) {
+    if (!events_ready(queue_.front())) return;
+    dispatch(queue_.front());
+    queue_.pop_front();
+  }
+}
+
+void stream_state::dispatch(pending_op& op) {
+  gpu::backend& device = *context_.device;
+  const gpu::stream_ref s = stream_.ref();
+  op_record record;
+  record.submitted_ns = now_ns();
+  gpu::status launched;
+  std::optional<cached_event> recorded;  // the record op's event
+
+  const bool timed = options_.timing && is_device_op(op.kind) &&
+                     cache_[kind_index(gpu::event_kind::timing)].size() >= 2;
+  if (timed) {
+    auto& cache = cache_[kind_index(gpu::event_kind::timing)];
+    record.start = cache.back();
+    cache.pop_back();
+    record.end = cache.back();
+    cache.pop_back();
+    launched = device.record(record.start->device, s);
+  }
+  if (launched.ok()) {
+    switch (op.kind) {
+      case op_kind::work: launched = device.enqueue(s, std::move(op.fn)); break;
+      case op_kind::copy:
+        launched =
+            device.copy(s, reinterpret_cast<void*>(static_cast<std::uintptr_t>(op.a)),
+                        reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.b)),
+                        static_cast<std::size_t>(op.c), static_cast<gpu::copy_kind>(op.mode));
+        break;
+      case op_kind::fill:
+        launched = device.fill(s, reinterpret_cast<void*>(static_cast<std::uintptr_t>(op.a)),
+                               static_cast<std::uint8_t>(op.b), static_cast<std::size_t>(op.c));
+        break;
+      case op_kind::prefetch:
+        launched = device.prefetch(
+            s, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.a)),
+            static_cast<std::size_t>(op.b), static_cast<gpu::prefetch_target>(op.mode));
+        break;
+      case op_kind::record: {
+        auto& cache = cache_[op.mode];
+        if (!cache.empty()) {
+          recorded = cache.back();
+          cache.pop_back();
+          launched = device.record(recorded->device, s);
+        }
+        break;
+      }
+      case op_kind::wait: launched = device.wait(s, op.wait_on); break;
+      case op_kind::callback:
+      case op_kind::free: break;  // the point alone is the operation
+    }
+  }
+  if (timed && launched.ok()) launched = device.record(record.end->device, s);
+
+  auto signalled = device.signal(s);
+  if (!signalled || *signalled != op.point) {
+    const caf::error why = signalled ? make_error(errc::backend_error,
+                                                  "stream '" + options_.name + "': timeline at " +
+                                                      std::to_string(*signalled) + " where point " +
+                                                      std::to_string(op.point) + " was expected")
+                                     : to_error(signalled.error());
+    if (recorded) cache_[op.mode].push_back(*recorded);
+    if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
+    fail_outstanding(why);
+    broken_ = why;
+    return;
+  }
+  issued_ = op.point;
+  if (!launched.ok()) note_failure(op.point, to_error(launched));
+
+  if (op.kind == op_kind::record) {
+    auto promise = record_promises_.find(op.point);
+    if (promise != record_promises_.end()) {
+      if (recorded && launched.ok()) {
+        event_ref out = recorded->lease;
+        out.stream = options_.id;
+        out.point = op.point;
+        promise->second.deliver(out);
+      } else {
+        if (recorded) cache_[op.mode].push_back(*recorded);
+        promise->second.deliver(launched.ok() ? refill_error_[op.mode] : to_error(launched));
+      }
+      record_promises_.erase(promise);
+    }
+  }
+  if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
+  records_.push_back(std::move(record));
+
+  auto watched = context_.poller->watch(s, op.point, std::nullopt, {});
+  if (!watched) {
+    const caf::error why = to_error(watched.error());
+    fail_outstanding(why);
+    broken_ = why;
+  }
+}
+
+void stream_state::note_failure(timeline_point point, caf::error error) {
+  ++failure_count_;
+  failures_[point] = std::move(error);
+  while (failures_.size() > options_.failure_history) failures_.erase(failures_.begin());
+}
+
+caf::error stream_state::failure_in(timeline_point from, timeline_point to) const {
+  auto first = failures_.lower_bound(from);
+  if (first == failures_.end() || first->first > to) return {};
+  return first->second;
+}
+
+std::int64_t stream_state::base_offset(const gpu::event_ref& e) {
+  auto elapsed = context_.device->elapsed(base_event_.ref(), e);
+  return elapsed ? base_ns_ + elapsed->count() : 0;
+}
+
+completion stream_state::make_completion(timeline_point point, const op_record* record,
+                                         std::int64_t detected_ns) {
+  completion out;
+  out.op = ticket{options_.id, point};
+  out.detected_ns = detected_ns;
+  if (record != nullptr) {
+    out.submitted_ns = record->submitted_ns;
+    if (record->start && record->end) {
+      out.started_ns = base_offset(record->start->device);
+      out.ended_ns = base_offset(record->end->device);
+      if (out.started_ns == 0 || out.ended_ns == 0) out.started_ns = out.ended_ns = 0;
+    }
+  }
+  return out;
+}
+
+void stream_state::on_progress(const completion_batch& batch) {
+  for (const auto& f : batch.failures) note_failure(f.point, f.error);
+  const timeline_point reached = std::min(batch.reached, issued_);
+  if (reached <= completed_ && batch.failures.empty()) return;
+
+  completion_batch told;
+  told.stream = options_.id;
+  told.detected_ns = batch.detected_ns;
+  told.failures = batch.failures;
+  auto& timing_cache = cache_[kind_index(gpu::event_kind::timing)];
+  for (timeline_point p = completed_ + 1; p <= reached; ++p) {
+    op_record record = std::move(records_.front());
+    records_.pop_front();
+    const bool need_completion = awaiters_.count(p) != 0 || (record.end && !subscribers_.empty());
+    if (need_completion) {
+      const completion done = make_completion(p, &record, batch.detected_ns);
+      auto range = awaiters_.equal_range(p);
+      if (range.first != range.second) {
+        auto failed = failures_.find(p);
+        for (auto i = range.first; i != range.second; ++i) {
+          if (failed != failures_.end()) {
+            i->second.deliver(failed->second);
+          } else {
+            i->second.deliver(done);
+          }
+        }
+        awaiters_.erase(range.first, range.second);
+      }
+      if (record.end && !subscribers_.empty()) told.timed.push_back(done);
+    }
+    if (record.start) timing_cache.push_back(*record.start);
+    if (record.end) timing_cache.push_back(*record.end);
+  }
+  completed_ = std::max(completed_, reached);
+  told.reached = completed_;
+  allocator_->reached(completed_);
+
+  while (!callbacks_.empty() && callbacks_.begin()->first <= completed_) {
+    auto node = callbacks_.extract(callbacks_.begin());
+    auto failed = failure_in(node.key(), node.key());
+    node.mapped()(failed);
+  }
+  while (!syncs_.empty() && syncs_.front().to <= completed_) {
+    sync_waiter waiter = std::move(syncs_.front());
+    syncs_.pop_front();
+    if (auto failed = failure_in(waiter.from, waiter.to)) {
+      waiter.promise.deliver(failed);
+    } else {
+      const op_record* none = nullptr;
+      waiter.promise.deliver(make_completion(waiter.to, none, batch.detected_ns));
+    }
+  }
+  for (const auto& listener : subscribers_) self_->send(listener, told);
+  // Timing events come back with each completion; keep a few batches, return the rest.
+  if (timing_cache.size() > 4 * std::size_t{options_.event_batch}) {
+    give_back_events(timing_cache, 2 * std::size_t{options_.event_batch});
+  }
+  drain();
+}
+
+caf::result<completion> stream_state::await(timeline_point point) {
+  if (point == 0) return make_error(errc::invalid_argument, "await: points count from 1");
+  if (point > last_point_) {
+    return make_error(errc::out_of_range, "await: point " + std::to_string(point) + " on stream '" +
+                                              options_.name +
+                                              "' is beyond anything submitted (newest " +
+                                              std::to_string(last_point_) + ")");
+  }
+  if (point <= completed_) {
+    auto failed = failures_.find(point);
+    if (failed != failures_.end()) return failed->second;
+    return make_completion(point, nullptr, 0);
+  }
+  if (auto why = refusal()) return why;
+  auto promise = self_->make_response_promise<completion>();
+  awaiters_.emplace(point, promise);
+  return promise;
+}
+
+caf::result<completion> stream_state::synchronize() {
+  const timeline_point from = last_sync_ + 1;
+  const timeline_point to = last_point_;
+  last_sync_ = to;
+  if (to <= completed_) {
+    if (auto failed = failure_in(from, to)) return failed;
+    return make_completion(to, nullptr, 0);
+  }
+  if (auto why = refusal()) return why;
+  auto promise = self_->make_response_promise<completion>();
+  syncs_.push_back({from, to, promise});
+  return promise;
+}
+
+void stream_state::subscribe(const completion_listener& listener) {
+  if (!listener) return;
+  if (std::find(subscribers_.begin(), subscribers_.end(), listener) != subscribers_.end()) return;
+  subscribers_.push_back(listener);
+  self_->monitor(listener);
+}
+
+void stream_state::unsubscribe(const caf::actor_addr& listener) {
+  subscribers_.erase(
+      std::remove_if(subscribers_.begin(), subscribers_.end(),
+                     [&](const completion_listener& l) { return l.address() == listener; }),
+      subscribers_.end());
+}
+
+stream_status stream_state::status() const {
+  stream_status out;
+  out.id = options_.id;
+  out.name = options_.name;
+  out.priority = options_.priority;
+  out.submitted = last_point_;
+  out.completed = completed_;
+  out.in_flight = in_flight();
+  out.queued = queue_.size();
+  out.max_in_flight = options_.max_in_flight;
+  out.failures = failure_count_;
+  out.awaiting = awaiters_.size() + syncs_.size();
+  out.timing = options_.timing;
+  out.cached_events = cache_[0].size() + cache_[1].size();
+  const auto& memory = allocator_->stats();
+  out.allocated_bytes = memory.allocated_bytes;
+  out.reusable_bytes = memory.reusable_bytes;
+  out.pending_free_bytes = memory.pending_free_bytes;
+  return out;
+}
+
+void stream_state::fail_outstanding(const caf::error& why) {
+  // Operations never handed to the backend will not be reached.
+  for (auto& op : queue_) {
+    if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
+  }
+  queue_.clear();
+  for (auto& [point, promise] : record_promises_) promise.deliver(why);
+  record_promises_.clear();
+  for (auto& [point, promise] : awaiters_) promise.deliver(why);
+  awaiters_.clear();
+  for (auto& waiter : syncs_) waiter.promise.deliver(why);
+  syncs_.clear();
+  auto callbacks = std::move(callbacks_);
+  callbacks_.clear();
+  for (auto& [point, callback] : callbacks) callback(why);
+}
+
+void stream_state::give_back_events(std::vector<cached_event>& events, std::size_t keep) {
+  if (events.size() <= keep) return;
+  std::vector<event_ref> leases;
+  leases.reserve(events.size() - keep);
+  while (events.size() > keep) {
+    leases.push_back(events.back().lease);
+    events.pop_back();
+  }
+  if (context_.pool) caf::anon_send(context_.pool, release_atom::value, std::move(leases));
+}
+
+void stream_state::shut_down() { close(true); }
+
+void stream_state::close(bool running) {
+  if (closing_) return;
+  closing_ = true;
+  fail_outstanding(refusal());
+  context_.poller->subscribe(stream_.ref(), {}).ignore();  // fails only once the poller stopped
+  for (auto& cache : cache_) give_back_events(cache, 0);
+  // In-flight timing events go back too: a later record of them supersedes this stream's.
+  std::vector<cached_event> in_flight_events;
+  for (auto& record : records_) {
+    if (record.start) in_flight_events.push_back(*record.start);
+    if (record.end) in_flight_events.push_back(*record.end);
+  }
+  records_.clear();
+  give_back_events(in_flight_events, 0);
+  allocator_->trim();
+  if (running) {
+    for (auto& listener : subscribers_) self_->demonitor(listener.address());
+  }
+  subscribers_.clear();
+}
+
+}  // namespace cudactor::detail

@@ -1,0 +1,139 @@
+// actors/detail/stream_state.hpp
+//
+// What a stream actor owns and how it moves: accepting operations (each takes the next
+// timeline point), dispatching them to the backend within the in-flight cap, and turning the
+// completion poller's progress reports into answers. The behaviour in stream_actor.cpp only
+// checks messages and calls in here.
+#pragma once
+
+#include <caf/fwd.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "cudactor/actors/stream_actor.hpp"
+#include "cudactor/gpu/stream_allocator.hpp"
+
+namespace cudactor::detail {
+
+enum class op_kind : std::uint8_t { work, copy, fill, prefetch, record, wait, callback, free };
+
+// An accepted operation not yet handed to the backend.
+struct pending_op {
+  timeline_point point = 0;
+  op_kind kind = op_kind::work;
+  gpu::work_fn fn;                    // work
+  std::uint64_t a = 0, b = 0, c = 0;  // copy: dst src bytes; fill: dst value bytes; ...
+  std::uint8_t mode = 0;              // copy_kind / prefetch_target / event_kind
+  gpu::event_ref wait_on;             // wait
+  std::function<void(const caf::error&)> callback;  // callback
+};
+
+struct cached_event {
+  event_ref lease;
+  gpu::event_ref device;
+};
+
+class stream_state {
+ public:
+  using self_pointer = stream_actor::stateful_pointer<stream_state>;
+
+  void init(self_pointer self, const stream_context& context, stream_actor_options options,
+            gpu::stream s);
+
+  // --- accepting ---------------------------------------------------------------------------
+  // Why nothing can be accepted now (shutting down, stream broken), or an empty error.
+  [[nodiscard]] caf::error refusal() const;
+  // Checks a work item and turns it into a launch function.
+  [[nodiscard]] caf::error resolve(const work& w, gpu::work_fn& out) const;
+  // Assigns the next point and dispatches or queues the operation.
+  ticket accept(pending_op op);
+  caf::result<event_ref> accept_record(gpu::event_kind kind);
+  caf::result<buffer_ref> allocate(std::uint64_t bytes);
+  caf::result<ticket> free(const buffer_ref& buffer);
+  [[nodiscard]] gpu::result<gpu::event_ref> resolve_event(const event_ref& ref) const;
+
+  // --- completion ----------------------------------------------------------------------------
+  caf::result<completion> await(timeline_point point);
+  caf::result<completion> synchronize();
+  void on_progress(const completion_batch& batch);
+
+  void subscribe(const completion_listener& listener);
+  void unsubscribe(const caf::actor_addr& listener);
+
+  [[nodiscard]] stream_status status() const;
+  [[nodiscard]] const stream_actor_options& options() const noexcept { return options_; }
+  [[nodiscard]] stream_id id() const noexcept { return options_.id; }
+
+  // Answers everything outstanding with shutting_down and gives back what the actor holds.
+  void shut_down();
+  ~stream_state();
+
+  [[nodiscard]] bool closing() const noexcept { return closing_; }
+
+ private:
+  struct op_record {
+    std::int64_t submitted_ns = 0;
+    std::optional<cached_event> start, end;  // timing mode
+  };
+  struct sync_waiter {
+    timeline_point from = 0, to = 0;
+    caf::typed_response_promise<completion> promise;
+  };
+
+  [[nodiscard]] std::uint64_t in_flight() const noexcept { return issued_ - completed_; }
+  void drain();
+  // Whether the events `op` needs are at hand; asks the pool for more when not.
+  bool events_ready(const pending_op& op);
+  void dispatch(pending_op& op);
+  void request_refill(gpu::event_kind kind);
+  void give_back_events(std::vector<cached_event>& events, std::size_t keep);
+  void note_failure(timeline_point point, caf::error error);
+  [[nodiscard]] caf::error failure_in(timeline_point from, timeline_point to) const;
+  completion make_completion(timeline_point point, const op_record* record,
+                             std::int64_t detected_ns);
+  // Everything not yet reached is answered with `why`; nothing more is accepted.
+  void fail_outstanding(const caf::error& why);
+  [[nodiscard]] std::int64_t base_offset(const gpu::event_ref& e);
+  void close(bool running);
+
+  self_pointer self_ = nullptr;
+  stream_context context_;
+  stream_actor_options options_;
+  gpu::stream stream_;
+  std::optional<gpu::stream_allocator> allocator_;
+
+  timeline_point last_point_ = 0;  // newest point handed out
+  timeline_point issued_ = 0;      // newest point signalled on the backend stream
+  timeline_point completed_ = 0;   // newest point the stream has passed
+  std::deque<pending_op> queue_;   // accepted, held back by the cap or waiting for events
+  std::deque<op_record> records_;  // one per point in (completed_, issued_]
+
+  std::multimap<timeline_point, caf::typed_response_promise<completion>> awaiters_;
+  std::deque<sync_waiter> syncs_;  // ascending by `to`
+  timeline_point last_sync_ = 0;
+  std::map<timeline_point, caf::typed_response_promise<event_ref>> record_promises_;
+  std::multimap<timeline_point, std::function<void(const caf::error&)>> callbacks_;
+  std::map<timeline_point, caf::error> failures_;  // the newest failure_history ones
+  std::uint64_t failure_count_ = 0;
+
+  std::array<std::vector<cached_event>, 2> cache_;  // by event kind
+  std::array<bool, 2> refill_pending_{false, false};
+  std::array<caf::error, 2> refill_error_;
+
+  // Timing mode: a timing event recorded when the stream was idle, and the host time then.
+  gpu::event base_event_;
+  std::int64_t base_ns_ = 0;
+
+  std::vector<completion_listener> subscribers_;
+  caf::error broken_;  // set once the stream cannot go on (device lost)
+  bool closing_ = false;
+};
+
+}  // namespace cudactor::detail

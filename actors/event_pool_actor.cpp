@@ -1,0 +1,171 @@
+#include "cudactor/actors/event_pool_actor.hpp"
+
+#include <caf/all.hpp>
+
+#include <array>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cudactor/messaging/errc.hpp"
+
+namespace cudactor {
+
+namespace {
+
+struct pool_state {
+  std::shared_ptr<event_table> events;
+  event_pool_options options;
+  std::array<std::vector<std::uint32_t>, 2> free;  // slots, by event kind
+  std::array<std::uint64_t, 2> leased{0, 0};
+  std::uint64_t created = 0;
+  bool acquired_since_check = false;
+  bool shrink_armed = false;
+  bool closing = false;
+
+  static std::size_t index(gpu::event_kind kind) { return static_cast<std::size_t>(kind); }
+
+  // Creates up to `count` events of `kind` within max_events; says how many it made, or the
+  // backend's failure when it could make none.
+  gpu::result<std::uint32_t> grow(gpu::event_kind kind, std::uint32_t count) {
+    const std::uint64_t room = options.max_events > created ? options.max_events - created : 0;
+    const auto target = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, room));
+    std::uint32_t made = 0;
+    while (made < target) {
+      auto slot = events->create(kind);
+      if (!slot) {
+        if (made == 0) return slot.error();
+        break;
+      }
+      free[index(kind)].push_back(*slot);
+      ++created;
+      ++made;
+    }
+    return made;
+  }
+
+  pool_utilization utilization() const {
+    pool_utilization out;
+    out.available = free[index(gpu::event_kind::regular)].size();
+    out.timing_available = free[index(gpu::event_kind::timing)].size();
+    out.in_use = leased[0] + leased[1];
+    out.capacity = options.max_events;
+    return out;
+  }
+
+  // Destroys free events beyond keep_free of each kind.
+  void shrink() {
+    for (auto& slots : free) {
+      while (slots.size() > options.keep_free) {
+        events->destroy(slots.back());
+        slots.pop_back();
+        --created;
+      }
+    }
+  }
+};
+
+caf::error shutting_down() {
+  return make_error(errc::shutting_down, "the event pool is shutting down");
+}
+
+event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<pool_state> self,
+                                           std::shared_ptr<event_table> events,
+                                           event_pool_options options) {
+  self->state.events = std::move(events);
+  self->state.options = options;
+  if (options.grow_batch == 0) self->state.options.grow_batch = 1;
+  auto arm_shrink = [self] {
+    auto& st = self->state;
+    if (st.shrink_armed || st.options.idle_period.count() <= 0) return;
+    st.shrink_armed = true;
+    self->delayed_send(self, st.options.idle_period, shrink_atom::value);
+  };
+  return {
+      [self, arm_shrink](acquire_atom, gpu::event_kind kind,
+                         std::uint32_t count) -> caf::result<std::vector<event_ref>> {
+        auto& st = self->state;
+        if (st.closing) return shutting_down();
+        if (kind != gpu::event_kind::regular && kind != gpu::event_kind::timing) {
+          return make_error(errc::invalid_argument, "acquire: unknown event kind");
+        }
+        if (count == 0 || count > st.options.max_events) {
+          return make_error(errc::invalid_argument, "acquire: asked for " + std::to_string(count) +
+                                                        " events; the pool holds at most " +
+                                                        std::to_string(st.options.max_events));
+        }
+        auto& slots = st.free[pool_state::index(kind)];
+        if (slots.size() < count) {
+          const auto missing = static_cast<std::uint32_t>(count - slots.size());
+          auto made = st.grow(kind, std::max(missing, st.options.grow_batch));
+          if (!made) return to_error(made.error());
+        }
+        if (slots.size() < count) {
+          return make_error(errc::pool_exhausted,
+                            "acquire " + std::to_string(count) + " " +
+                                std::string{gpu::to_string(kind)} + " events: the pool is at " +
+                                "its maximum of " + std::to_string(st.options.max_events) +
+                                " events (" + std::to_string(st.leased[0] + st.leased[1]) +
+                                " leased)");
+        }
+        std::vector<event_ref> out;
+        out.reserve(count);
+        for (std::uint32_t i = 0; i < count; ++i) {
+          out.push_back(st.events->lease(slots.back()));
+          slots.pop_back();
+        }
+        st.leased[pool_state::index(kind)] += count;
+        st.acquired_since_check = true;
+        arm_shrink();
+        return out;
+      },
+      [self, arm_shrink](release_atom, const std::vector<event_ref>& refs) -> caf::result<void> {
+        auto& st = self->state;
+        // All or none: check every ref (and duplicates within the call) before changing any.
+        for (std::size_t i = 0; i < refs.size(); ++i) {
+          auto checked = st.events->check_release(refs[i]);
+          if (!checked.ok()) {
+            return make_error(refs[i].empty() ? errc::invalid_argument : errc::stale_event,
+                              "release: " + checked.message());
+          }
+          for (std::size_t j = 0; j < i; ++j) {
+            if (refs[j].same_lease(refs[i])) {
+              return make_error(errc::stale_event,
+                                "release: " + describe(refs[i]) + " appears twice in one call");
+            }
+          }
+        }
+        for (const auto& ref : refs) {
+          st.events->end_lease(ref);
+          st.free[pool_state::index(ref.kind)].push_back(ref.slot);
+          --st.leased[pool_state::index(ref.kind)];
+        }
+        arm_shrink();
+        return caf::unit;
+      },
+      [self](utilization_atom) { return self->state.utilization(); },
+      [self, arm_shrink](shrink_atom) {
+        auto& st = self->state;
+        st.shrink_armed = false;
+        // Busy since the last look: look again later. Idle: shrink, and sleep until the next
+        // acquire or release arms the timer again.
+        const bool busy = st.acquired_since_check;
+        st.acquired_since_check = false;
+        if (busy && !st.closing) {
+          arm_shrink();
+        } else {
+          st.shrink();
+        }
+      },
+      [self](shutdown_atom) { self->state.closing = true; },
+  };
+}
+
+}  // namespace
+
+event_pool_actor spawn_event_pool(caf::actor_system& system, std::shared_ptr<event_table> events,
+                                  event_pool_options options) {
+  return system.spawn(event_pool, std::move(events), options);
+}
+
+}  // namespace cudactor

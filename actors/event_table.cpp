@@ -1,0 +1,112 @@
+#include "cudactor/actors/event_table.hpp"
+
+#include <mutex>
+#include <utility>
+
+namespace cudactor {
+
+std::string describe(const event_ref& ref) {
+  std::string out = "event " + std::to_string(ref.slot) + " (lease " +
+                    std::to_string(ref.generation) + ", " + std::string{gpu::to_string(ref.kind)};
+  if (ref.recorded()) {
+    out += ", recorded on stream " + std::to_string(ref.stream.value) + " at point " +
+           std::to_string(ref.point);
+  }
+  return out + ")";
+}
+
+gpu::result<std::uint32_t> event_table::create(gpu::event_kind kind) {
+  auto made = device_->create_event(kind);
+  if (!made) return made.error();
+  std::unique_lock lock{mutex_};
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(entries_.size());
+    entries_.emplace_back();
+  }
+  entries_[slot].event = std::move(made.value());
+  entries_[slot].leased = false;
+  return slot;
+}
+
+void event_table::destroy(std::uint32_t slot) {
+  gpu::event doomed;
+  {
+    std::unique_lock lock{mutex_};
+    if (slot >= entries_.size() || !entries_[slot].event.valid()) return;
+    doomed = std::move(entries_[slot].event);
+    entries_[slot].leased = false;
+    free_slots_.push_back(slot);
+  }
+  // Destroyed outside the lock: a failed destroy is counted by the backend.
+}
+
+event_ref event_table::lease(std::uint32_t slot) {
+  std::unique_lock lock{mutex_};
+  entry& e = entries_.at(slot);
+  ++e.generation;
+  if (e.generation == 0) e.generation = 1;  // 0 names no event
+  e.leased = true;
+  event_ref ref;
+  ref.slot = slot;
+  ref.generation = e.generation;
+  ref.kind = e.event.kind();
+  return ref;
+}
+
+gpu::status event_table::describe_stale(const event_ref& ref, const entry* e) const {
+  if (ref.empty()) return {gpu::errc::invalid_argument, "empty event ref"};
+  if (e == nullptr || !e->event.valid()) {
+    return {gpu::errc::invalid_handle, describe(ref) + " names no event of this pool"};
+  }
+  if (e->generation != ref.generation) {
+    return {gpu::errc::invalid_handle,
+            describe(ref) + " is stale: the event was released and leased again (lease " +
+                std::to_string(e->generation) + ")"};
+  }
+  return {gpu::errc::invalid_handle, describe(ref) + " was already released"};
+}
+
+gpu::status event_table::check_release(const event_ref& ref) const {
+  std::shared_lock lock{mutex_};
+  const entry* e = ref.slot < entries_.size() ? &entries_[ref.slot] : nullptr;
+  if (e != nullptr && e->event.valid() && e->leased && e->generation == ref.generation &&
+      !ref.empty()) {
+    return {};
+  }
+  return describe_stale(ref, e);
+}
+
+void event_table::end_lease(const event_ref& ref) {
+  std::unique_lock lock{mutex_};
+  entries_.at(ref.slot).leased = false;
+}
+
+void event_table::clear() {
+  std::vector<entry> doomed;
+  {
+    std::unique_lock lock{mutex_};
+    doomed.swap(entries_);
+    free_slots_.clear();
+  }
+}
+
+gpu::result<gpu::event_ref> event_table::resolve(const event_ref& ref) const {
+  std::shared_lock lock{mutex_};
+  const entry* e = ref.slot < entries_.size() ? &entries_[ref.slot] : nullptr;
+  if (e != nullptr && e->event.valid() && e->leased && e->generation == ref.generation &&
+      !ref.empty()) {
+    return e->event.ref();
+  }
+  return describe_stale(ref, e);
+}
+
+std::size_t event_table::size() const {
+  std::shared_lock lock{mutex_};
+  return entries_.size() - free_slots_.size();
+}
+
+}  // namespace cudactor

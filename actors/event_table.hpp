@@ -1,0 +1,64 @@
+// actors/event_table.hpp
+//
+// The events of one event pool and the state of their leases, shared between the pool actor
+// (which alone creates, leases, releases and destroys) and the stream actors (which turn an
+// event_ref from a message into the backend event it names). A lease's generation changes
+// each time the event is handed out, so a ref kept after its release, or released twice, is
+// recognised instead of touching an event that now belongs to someone else.
+//
+// Thread-safe: the pool writes under an exclusive lock, stream actors read under a shared one.
+#pragma once
+
+#include <cstdint>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "cudactor/gpu/backend.hpp"
+#include "cudactor/messaging/types.hpp"
+
+namespace cudactor {
+
+class event_table {
+ public:
+  explicit event_table(gpu::backend& device) : device_(&device) {}
+
+  // --- the pool's side -------------------------------------------------------------------
+  // Creates an event and gives it a slot; not leased yet.
+  [[nodiscard]] gpu::result<std::uint32_t> create(gpu::event_kind kind);
+  // Destroys the (unleased) event in `slot`; the slot is reused by a later create().
+  void destroy(std::uint32_t slot);
+  // Hands out the event in `slot` under a new generation.
+  [[nodiscard]] event_ref lease(std::uint32_t slot);
+  // ok, or stale_event saying whether the ref was released already or belongs to an older
+  // lease of its slot. Checks without changing anything.
+  [[nodiscard]] gpu::status check_release(const event_ref& ref) const;
+  // Ends the lease; check_release() must have said ok.
+  void end_lease(const event_ref& ref);
+  // Destroys every event; refs resolve to nothing afterwards.
+  void clear();
+
+  // --- anyone ----------------------------------------------------------------------------
+  // The backend event a current lease names, or a status saying why not (stale, unknown).
+  [[nodiscard]] gpu::result<gpu::event_ref> resolve(const event_ref& ref) const;
+  [[nodiscard]] std::size_t size() const;
+
+ private:
+  struct entry {
+    gpu::event event;  // empty while the slot is free
+    std::uint32_t generation = 0;
+    bool leased = false;
+  };
+
+  [[nodiscard]] gpu::status describe_stale(const event_ref& ref, const entry* e) const;
+
+  gpu::backend* device_;
+  mutable std::shared_mutex mutex_;
+  std::vector<entry> entries_;
+  std::vector<std::uint32_t> free_slots_;
+};
+
+// "event 3 (lease 7, timing)": how errors name an event ref.
+[[nodiscard]] std::string describe(const event_ref& ref);
+
+}  // namespace cudactor

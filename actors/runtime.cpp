@@ -1,0 +1,98 @@
+#include "cudactor/actors/runtime.hpp"
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+namespace cudactor {
+
+namespace {
+
+gpu::stream_priority priority_of(const runtime_options& options, std::size_t index) {
+  if (index < options.high_priority_streams) return gpu::stream_priority::high;
+  if (index >= options.streams - options.low_priority_streams) return gpu::stream_priority::low;
+  return gpu::stream_priority::normal;
+}
+
+}  // namespace
+
+gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
+  auto settings = config.runtime_settings();
+  if (!settings) return settings.error();
+  std::unique_ptr<runtime> rt{new runtime(std::move(settings.value()))};
+  const runtime_options& options = rt->options_;
+
+  auto chosen = gpu::open_backend(options.backend, options.device);
+  if (!chosen) return chosen.error();
+  rt->device_ = std::move(chosen->chosen);
+  rt->backend_reason_ = std::move(chosen->reason);
+  rt->poller_ = std::make_unique<gpu::completion_poller>(*rt->device_, options.poller);
+  rt->events_ = std::make_shared<event_table>(*rt->device_);
+  rt->system_ = std::make_unique<caf::actor_system>(config);
+  rt->pool_ = spawn_event_pool(*rt->system_, rt->events_, options.pool);
+
+  stream_context context;
+  context.device = rt->device_.get();
+  context.poller = rt->poller_.get();
+  context.pool = rt->pool_;
+  context.events = rt->events_;
+  context.operations = std::make_shared<const operation_registry>(config.operations());
+  for (std::size_t i = 0; i < options.streams; ++i) {
+    stream_actor_options stream_options = options.stream;
+    stream_options.id = stream_id{static_cast<std::uint32_t>(i)};
+    stream_options.priority = priority_of(options, i);
+    auto spawned = spawn_stream_actor(*rt->system_, context, std::move(stream_options));
+    if (!spawned) {
+      rt->shutdown();
+      return spawned.error();
+    }
+    rt->streams_.push_back(std::move(spawned.value()));
+  }
+  return rt;
+}
+
+runtime::~runtime() { shutdown(); }
+
+void runtime::shutdown() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (system_) {
+    {
+      // Each actor answers what it holds, then exits; wait until they all have, so that no
+      // actor still uses the poller or the backend below.
+      caf::scoped_actor self{*system_};
+      std::size_t alive = 0;
+      auto stop = [&](const auto& handle) {
+        if (!handle) return;
+        self->monitor(handle);
+        self->send(handle, shutdown_atom::value);
+        self->send_exit(handle, caf::exit_reason::user_shutdown);
+        ++alive;
+      };
+      for (const auto& s : streams_) stop(s);
+      stop(pool_);
+      bool in_time = true;
+      std::size_t gone = 0;
+      self->receive_for(gone, alive)([](const caf::down_msg&) {},
+                                     caf::after(std::chrono::seconds{30}) >>
+                                         [&] {
+                                           in_time = false;
+                                           gone = alive - 1;  // give up waiting
+                                         });
+      if (!in_time) {
+        std::fprintf(stderr, "cudactor: runtime shutdown: actors did not exit within 30 s\n");
+      }
+    }
+    streams_.clear();
+    pool_ = nullptr;
+  }
+  if (poller_) poller_->stop();
+  system_.reset();
+  if (events_) events_->clear();
+  poller_.reset();
+  device_.reset();
+}
+
+}  // namespace cudactor

@@ -1,0 +1,66 @@
+// actors/runtime.hpp
+//
+// One object that brings cudactor up and down: the actor system (with cudactor's message
+// types), the backend (auto / host / cuda), the completion poller, the event pool and N
+// stream actors, all from a runtime_config. shutdown() (and the destructor) stops them in
+// the one order that cannot hang: stream actors answer what they hold and exit, then the
+// pool, then the poller; the actor system goes last but one, the backend last.
+//
+// Actors and scoped_actors of the caller's own must be gone before shutdown: the actor
+// system waits for every actor when it is destroyed (CAF 0.17).
+#pragma once
+
+#include <caf/actor_system.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cudactor/actors/event_pool_actor.hpp"
+#include "cudactor/actors/event_table.hpp"
+#include "cudactor/actors/runtime_config.hpp"
+#include "cudactor/actors/stream_actor.hpp"
+#include "cudactor/gpu/backend.hpp"
+#include "cudactor/gpu/completion_poller.hpp"
+
+namespace cudactor {
+
+class runtime {
+ public:
+  // Starts everything, or says which part could not start (a bad option, no CUDA device
+  // when cuda was asked for, ...). The config must outlive the runtime.
+  [[nodiscard]] static gpu::result<std::unique_ptr<runtime>> start(runtime_config& config);
+
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+  ~runtime();
+
+  // Idempotent. Every request to a stream actor is answered: completed, or shutting_down;
+  // requests sent afterwards get CAF's request_receiver_down.
+  void shutdown();
+
+  [[nodiscard]] caf::actor_system& system() noexcept { return *system_; }
+  [[nodiscard]] const std::vector<stream_actor>& streams() const noexcept { return streams_; }
+  [[nodiscard]] const stream_actor& stream(std::size_t index) const { return streams_.at(index); }
+  [[nodiscard]] const event_pool_actor& event_pool() const noexcept { return pool_; }
+  [[nodiscard]] gpu::backend& device() noexcept { return *device_; }
+  [[nodiscard]] gpu::completion_poller& poller() noexcept { return *poller_; }
+  [[nodiscard]] const runtime_options& options() const noexcept { return options_; }
+  // Which backend "auto" chose, and why.
+  [[nodiscard]] const std::string& backend_reason() const noexcept { return backend_reason_; }
+
+ private:
+  explicit runtime(runtime_options options) : options_(std::move(options)) {}
+
+  runtime_options options_;
+  std::unique_ptr<gpu::backend> device_;
+  std::string backend_reason_;
+  std::unique_ptr<gpu::completion_poller> poller_;
+  std::shared_ptr<event_table> events_;
+  std::unique_ptr<caf::actor_system> system_;
+  event_pool_actor pool_;
+  std::vector<stream_actor> streams_;
+  bool stopped_ = false;
+};
+
+}  // namespace cudactor

@@ -1,0 +1,89 @@
+#include "cudactor/actors/runtime_config.hpp"
+
+#include <caf/atom.hpp>
+#include <caf/config_option_adder.hpp>
+
+#include <chrono>
+#include <limits>
+
+#include "cudactor/messaging/message_types.hpp"
+
+namespace cudactor {
+
+runtime_config::runtime_config() {
+  cudactor::add_message_types(*this);
+  set("scheduler.max-threads", default_scheduler_threads);
+  set("scheduler.policy", default_scheduler_policy);
+  opt_group{custom_options_, "cudactor"}
+      .add(backend_, "backend", "device backend: auto, host or cuda")
+      .add(streams_, "streams", "number of stream actors")
+      .add(high_streams_, "high-priority-streams", "the first n streams get high priority")
+      .add(low_streams_, "low-priority-streams", "the last n streams get low priority")
+      .add(max_in_flight_, "max-in-flight", "operations in flight per stream before backpressure")
+      .add(timing_, "timing", "timing events around each operation (device start/end times)")
+      .add(event_batch_, "event-batch", "events a stream actor leases from the pool at once")
+      .add(max_batch_, "max-batch", "most works accepted in one submit message")
+      .add(reuse_limit_, "reuse-limit", "freed bytes a stream keeps for reuse");
+  opt_group{custom_options_, "cudactor.pool"}
+      .add(pool_max_, "max-events", "most events the event pool holds (both kinds)")
+      .add(pool_grow_, "grow-batch", "events the pool creates at once")
+      .add(pool_keep_, "keep-free", "free events per kind kept through idle periods")
+      .add(pool_idle_, "idle-period", "shrink after this long without an acquire (0: never)");
+  opt_group{custom_options_, "cudactor.host"}
+      .add(host_workers_, "workers", "host backend worker threads (0: by hardware)")
+      .add(host_memory_, "memory-limit", "bytes of device memory the host backend hands out");
+  opt_group{custom_options_, "cudactor.cuda"}.add(cuda_device_, "device", "CUDA device ordinal");
+  opt_group{custom_options_, "cudactor.poller"}
+      .add(poller_mode_, "mode", "completion detection: auto, polling or callback")
+      .add(stuck_after_, "stuck-after", "report a watch waiting longer than this (0: never)");
+}
+
+gpu::result<runtime_options> runtime_config::runtime_settings() const {
+  auto bad = [](std::string what) { return gpu::status{gpu::errc::invalid_argument, what}; };
+  runtime_options out;
+  if (backend_ != "auto" && backend_ != "host" && backend_ != "cuda") {
+    return bad("cudactor.backend must be auto, host or cuda, not '" + backend_ + "'");
+  }
+  out.backend = backend_;
+  if (streams_ == 0 || streams_ > 4096) return bad("cudactor.streams must be 1 to 4096");
+  if (high_streams_ + low_streams_ > streams_) {
+    return bad("cudactor.high-priority-streams + low-priority-streams exceed cudactor.streams");
+  }
+  out.streams = streams_;
+  out.high_priority_streams = high_streams_;
+  out.low_priority_streams = low_streams_;
+  if (max_in_flight_ == 0) return bad("cudactor.max-in-flight must be at least 1");
+  out.stream.max_in_flight = max_in_flight_;
+  out.stream.timing = timing_;
+  if (event_batch_ == 0 || event_batch_ > 4096)
+    return bad("cudactor.event-batch must be 1 to 4096");
+  out.stream.event_batch = static_cast<std::uint32_t>(event_batch_);
+  if (max_batch_ == 0) return bad("cudactor.max-batch must be at least 1");
+  out.stream.max_batch = max_batch_;
+  out.stream.reuse_limit = reuse_limit_;
+  if (pool_max_ == 0 || pool_max_ > std::numeric_limits<std::uint32_t>::max()) {
+    return bad("cudactor.pool.max-events must be 1 to 2^32-1");
+  }
+  if (pool_grow_ == 0 || pool_grow_ > pool_max_) {
+    return bad("cudactor.pool.grow-batch must be 1 to cudactor.pool.max-events");
+  }
+  out.pool.max_events = static_cast<std::uint32_t>(pool_max_);
+  out.pool.grow_batch = static_cast<std::uint32_t>(pool_grow_);
+  out.pool.keep_free = static_cast<std::uint32_t>(std::min(pool_keep_, pool_max_));
+  out.pool.idle_period = std::chrono::duration_cast<std::chrono::milliseconds>(pool_idle_);
+  out.device.host.workers = static_cast<unsigned>(host_workers_);
+  out.device.host.memory_limit = host_memory_;
+  out.device.cuda_device = cuda_device_;
+  if (poller_mode_ == "polling") {
+    out.poller.mode = gpu::delivery_mode::polling;
+  } else if (poller_mode_ == "callback") {
+    out.poller.mode = gpu::delivery_mode::callback;
+  } else if (poller_mode_ != "auto") {
+    return bad("cudactor.poller.mode must be auto, polling or callback, not '" + poller_mode_ +
+               "'");
+  }
+  out.poller.stuck_after = stuck_after_;
+  return out;
+}
+
+}  // namespace cudactor

@@ -1,0 +1,76 @@
+// actors/runtime_config.hpp
+//
+// The runtime's configuration, read through CAF's own config system: the options below are
+// set on the command line (--cudactor.streams=8) or in caf-application.ini ([cudactor]
+// streams=8), after cfg.parse(argc, argv), like CAF's own scheduler.* and middleman.*
+// options. The constructor registers cudactor's message types and sets the scheduler
+// defaults the stream benchmark chose (docs/benchmarks.md); both can still be overridden.
+//
+// Named operations are registered here before the runtime starts.
+#pragma once
+
+#include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
+#include <caf/timespan.hpp>
+
+#include <cstddef>
+#include <string>
+
+#include "cudactor/actors/event_pool_actor.hpp"
+#include "cudactor/actors/operation_registry.hpp"
+#include "cudactor/actors/stream_actor.hpp"
+#include "cudactor/gpu/completion_poller.hpp"
+#include "cudactor/gpu/open_backend.hpp"
+
+namespace cudactor {
+
+// The runtime's view of its options, with defaults applied and values checked.
+struct runtime_options {
+  std::string backend = "auto";  // auto, host or cuda
+  std::size_t streams = 2;
+  std::size_t high_priority_streams = 0;  // the first n streams
+  std::size_t low_priority_streams = 0;   // the last n streams
+  stream_actor_options stream;            // id, name and priority are set per stream
+  event_pool_options pool;
+  gpu::backend_options device;
+  gpu::poller_options poller;
+};
+
+class runtime_config : public caf::actor_system_config {
+ public:
+  runtime_config();
+
+  // The options as the runtime will use them; invalid_argument naming the bad option.
+  [[nodiscard]] gpu::result<runtime_options> runtime_settings() const;
+
+  // Named operations this node runs (work::named). Fill before starting the runtime.
+  [[nodiscard]] operation_registry& operations() noexcept { return operations_; }
+  [[nodiscard]] const operation_registry& operations() const noexcept { return operations_; }
+
+  // The scheduler defaults set by the constructor (see docs/benchmarks.md, stream_bench).
+  static constexpr std::size_t default_scheduler_threads = 1;
+  static constexpr caf::atom_value default_scheduler_policy = caf::atom("sharing");
+
+ private:
+  std::string backend_ = "auto";
+  std::size_t streams_ = 2;
+  std::size_t high_streams_ = 0;
+  std::size_t low_streams_ = 0;
+  std::size_t max_in_flight_ = 1024;
+  bool timing_ = false;
+  std::size_t event_batch_ = 32;
+  std::size_t max_batch_ = 65536;
+  std::size_t reuse_limit_ = std::size_t{256} << 20;
+  std::size_t pool_max_ = 8192;
+  std::size_t pool_grow_ = 64;
+  std::size_t pool_keep_ = 64;
+  caf::timespan pool_idle_{std::chrono::seconds{5}};
+  std::size_t host_workers_ = 0;
+  std::size_t host_memory_ = std::size_t{4} << 30;
+  int cuda_device_ = 0;
+  std::string poller_mode_ = "auto";
+  caf::timespan stuck_after_{std::chrono::seconds{10}};
+  operation_registry operations_;
+};
+
+}  // namespace cudactor

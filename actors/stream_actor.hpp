@@ -1,0 +1,60 @@
+// actors/stream_actor.hpp
+//
+// One stream actor per backend stream: it owns the stream, hands every operation the next
+// point of the stream's timeline (the ticket), and learns of completions only through the
+// completion poller's per-tick progress report (one message per stream per tick, never one
+// per operation). await and synchronize are answered from those reports through response
+// promises; nothing in the actor blocks.
+//
+// Operations beyond max_in_flight keep their tickets and wait inside the actor until
+// completions make room (backpressure: nothing is refused or lost). Events come from a small
+// local cache leased from the event pool in batches. Memory is stream-ordered with deferred
+// reclamation (gpu::stream_allocator). On shutdown every outstanding request is answered,
+// completed or with shutting_down.
+#pragma once
+
+#include <caf/actor_system.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "cudactor/actors/event_table.hpp"
+#include "cudactor/actors/operation_registry.hpp"
+#include "cudactor/gpu/backend.hpp"
+#include "cudactor/gpu/completion_poller.hpp"
+#include "cudactor/messaging/event_pool_protocol.hpp"
+#include "cudactor/messaging/stream_protocol.hpp"
+
+namespace cudactor {
+
+struct stream_actor_options {
+  stream_id id;
+  std::string name;                                              // "stream-<id>" when empty
+  gpu::stream_priority priority = gpu::stream_priority::normal;  // fixed for the actor's life
+  std::uint64_t max_in_flight = 1024;  // operations handed to the backend and not complete
+  // Timing events around each operation, so completions carry device start and end times.
+  bool timing = false;
+  std::uint32_t event_batch = 32;                    // events leased from the pool per refill
+  std::size_t max_batch = 65536;                     // most works in one submit message
+  std::size_t reuse_limit = std::size_t{256} << 20;  // freed bytes kept for reuse
+  std::size_t failure_history = 4096;                // failed points remembered for late awaits
+};
+
+// What every stream actor of a runtime shares. The backend and the poller must outlive the
+// actor.
+struct stream_context {
+  gpu::backend* device = nullptr;
+  gpu::completion_poller* poller = nullptr;
+  event_pool_actor pool;
+  std::shared_ptr<event_table> events;
+  std::shared_ptr<const operation_registry> operations;
+};
+
+// Creates the backend stream and spawns its actor; the stream's creation error otherwise.
+[[nodiscard]] gpu::result<stream_actor> spawn_stream_actor(caf::actor_system& system,
+                                                           const stream_context& context,
+                                                           stream_actor_options options);
+
+}  // namespace cudactor

@@ -1,0 +1,46 @@
+// messaging/atoms.hpp
+//
+// The verbs of cudactor's protocol. CAF 0.17 atoms are at most ten characters of
+// [0-9A-Za-z_ ]; the constant names say what each one asks for. CAF's predefined atoms
+// (get_atom, ok_atom, ...) are not reused, so that a message's meaning never depends on which
+// actor receives it.
+#pragma once
+
+#include <caf/atom.hpp>
+
+namespace cudactor {
+
+// Stream actor: work and memory.
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+using copy_atom = caf::atom_constant<caf::atom("copy")>;
+using fill_atom = caf::atom_constant<caf::atom("fill")>;
+using prefetch_atom = caf::atom_constant<caf::atom("prefetch")>;
+using alloc_atom = caf::atom_constant<caf::atom("alloc")>;
+using free_atom = caf::atom_constant<caf::atom("free")>;
+
+// Stream actor: ordering, completion and inspection.
+using await_atom = caf::atom_constant<caf::atom("await")>;
+using synchronize_atom = caf::atom_constant<caf::atom("sync")>;
+using record_atom = caf::atom_constant<caf::atom("record")>;
+using wait_atom = caf::atom_constant<caf::atom("wait")>;
+using callback_atom = caf::atom_constant<caf::atom("callback")>;
+using status_atom = caf::atom_constant<caf::atom("status")>;
+using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
+using unsubscribe_atom = caf::atom_constant<caf::atom("unsubscr")>;
+
+// Event pool actor.
+using acquire_atom = caf::atom_constant<caf::atom("acquire")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using utilization_atom = caf::atom_constant<caf::atom("util")>;
+
+// Sent by the runtime to begin an orderly stop: every outstanding request is answered
+// before the actor exits.
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+
+// Internal: the completion poller's per-tick report to a stream actor, a stream actor's
+// event-cache refill, and the pool's idle check.
+using progress_atom = caf::atom_constant<caf::atom("progress")>;
+using refill_atom = caf::atom_constant<caf::atom("refill")>;
+using shrink_atom = caf::atom_constant<caf::atom("shrink")>;
+
+}  // namespace cudactor

@@ -1,0 +1,33 @@
+#include "cudactor/messaging/message_types.hpp"
+
+#include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/event_pool_protocol.hpp"
+#include "cudactor/messaging/stream_protocol.hpp"
+#include "cudactor/messaging/types.hpp"
+#include "cudactor/messaging/work.hpp"
+
+namespace cudactor {
+
+void add_message_types(caf::actor_system_config& config) {
+  add_error_category(config);
+  config.add_message_type<gpu::event_kind>("cudactor::event_kind")
+      .add_message_type<gpu::copy_kind>("cudactor::copy_kind")
+      .add_message_type<gpu::prefetch_target>("cudactor::prefetch_target")
+      .add_message_type<gpu::stream_priority>("cudactor::stream_priority")
+      .add_message_type<stream_id>("cudactor::stream_id")
+      .add_message_type<ticket>("cudactor::ticket")
+      .add_message_type<completion>("cudactor::completion")
+      .add_message_type<op_failure>("cudactor::op_failure")
+      .add_message_type<completion_batch>("cudactor::completion_batch")
+      .add_message_type<event_ref>("cudactor::event_ref")
+      .add_message_type<buffer_ref>("cudactor::buffer_ref")
+      .add_message_type<stream_status>("cudactor::stream_status")
+      .add_message_type<pool_utilization>("cudactor::pool_utilization")
+      .add_message_type<work>("cudactor::work")
+      .add_message_type<stream_callback>("cudactor::stream_callback")
+      .add_message_type<completion_listener>("cudactor::completion_listener")
+      .add_message_type<stream_actor>("cudactor::stream_actor")
+      .add_message_type<event_pool_actor>("cudactor::event_pool_actor");
+}
+
+}  // namespace cudactor

@@ -1,0 +1,53 @@
+// messaging/stream_protocol.hpp
+//
+// What may be said to a stream actor, and what it answers. Every operation that enters the
+// stream takes the next point of its timeline and is answered with a ticket at once (work
+// held back by the in-flight cap keeps its ticket and waits inside the actor); await and
+// synchronize are answered when the device gets there. Addresses are device addresses as
+// integers (buffer_ref::address); the backend checks device ranges it knows.
+//
+// The last three entries are the runtime's and the completion poller's: shutdown begins an
+// orderly stop, progress carries the poller's per-tick report.
+#pragma once
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "cudactor/gpu/types.hpp"
+#include "cudactor/messaging/atoms.hpp"
+#include "cudactor/messaging/types.hpp"
+#include "cudactor/messaging/work.hpp"
+
+namespace cudactor {
+
+// Hears a stream's completions, one batch per completion-poller tick.
+using completion_listener = caf::typed_actor<caf::reacts_to<completion_batch>>;
+
+using stream_actor = caf::typed_actor<
+    // work: one per message, or many in one message (one ticket each, in order)
+    caf::replies_to<submit_atom, work>::with<ticket>,
+    caf::replies_to<submit_atom, std::vector<work>>::with<std::vector<ticket>>,
+    // memory: dst, src, bytes, direction / dst, value, bytes / data, bytes, target
+    caf::replies_to<copy_atom, std::uint64_t, std::uint64_t, std::uint64_t,
+                    gpu::copy_kind>::with<ticket>,
+    caf::replies_to<fill_atom, std::uint64_t, std::uint8_t, std::uint64_t>::with<ticket>,
+    caf::replies_to<prefetch_atom, std::uint64_t, std::uint64_t,
+                    gpu::prefetch_target>::with<ticket>,
+    caf::replies_to<alloc_atom, std::uint64_t>::with<buffer_ref>,
+    caf::replies_to<free_atom, buffer_ref>::with<ticket>,
+    // completion and ordering
+    caf::replies_to<await_atom, timeline_point>::with<completion>,
+    caf::replies_to<synchronize_atom>::with<completion>,
+    caf::replies_to<record_atom, gpu::event_kind>::with<event_ref>,
+    caf::replies_to<wait_atom, event_ref>::with<ticket>,
+    caf::replies_to<callback_atom, stream_callback>::with<ticket>,
+    caf::replies_to<status_atom>::with<stream_status>,
+    caf::reacts_to<subscribe_atom, completion_listener>,
+    caf::reacts_to<unsubscribe_atom, completion_listener>,
+    // runtime and poller
+    caf::reacts_to<shutdown_atom>, caf::reacts_to<progress_atom, completion_batch>>;
+
+}  // namespace cudactor
