@@ -34,6 +34,7 @@ test: build
 
 bench: build
 	$(BUILD_DIR)/bench/poller_bench --quick
+	$(BUILD_DIR)/bench/stream_bench --quick
 
 asan:
 	$(MAKE) --no-print-directory test BUILD_DIR=build-asan CMAKE_ARGS="-DCUDACTOR_SANITIZE=address $(CMAKE_ARGS)"

@@ -14,11 +14,15 @@ worker_pool::~worker_pool() { stop(); }
 
 void worker_pool::post(int lane, std::function<void()> task) {
   lane = std::clamp(lane, 0, lanes - 1);
+  bool wake;
   {
     std::lock_guard<std::mutex> lock{mutex_};
     lanes_[lane].push_back(std::move(task));
+    const std::size_t waiting = queued_.fetch_add(1, std::memory_order_release) + 1;
+    // A spinning worker takes the first task; wake a sleeper for any more.
+    wake = sleepers_ > 0 && (!spinning_ || waiting > 1);
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
 }
 
 void worker_pool::post_at(clock::time_point when, std::function<void()> task) {
@@ -44,6 +48,7 @@ void worker_pool::stop() {
 
 void worker_pool::run() {
   std::unique_lock<std::mutex> lock{mutex_};
+  bool spun = false;  // spun since the last task: sleep now
   for (;;) {
     std::function<void()> task;
     // Due timers first: a parked stream's deadline has passed.
@@ -55,11 +60,13 @@ void worker_pool::run() {
         if (!lane.empty()) {
           task = std::move(lane.front());
           lane.pop_front();
+          queued_.fetch_sub(1, std::memory_order_relaxed);
           break;
         }
       }
     }
     if (task) {
+      spun = false;
       ++busy_;
       lock.unlock();
       task();
@@ -88,14 +95,29 @@ void worker_pool::run() {
         wake_.notify_all();
         return;
       }
+      ++sleepers_;
       wake_.wait(lock);
+      --sleepers_;
       continue;
     }
+    if (!spun && !spinning_) {
+      spinning_ = spun = true;
+      lock.unlock();
+      const auto until = clock::now() + spin_window;
+      while (queued_.load(std::memory_order_acquire) == 0 && clock::now() < until) {
+        std::this_thread::yield();
+      }
+      lock.lock();
+      spinning_ = false;
+      continue;
+    }
+    ++sleepers_;
     if (timers_.empty()) {
       wake_.wait(lock);
     } else {
       wake_.wait_until(lock, timers_.top().when);
     }
+    --sleepers_;
   }
 }
 

@@ -4,8 +4,13 @@
 // higher lane is always served first) and a timer heap, so a slow operation parks its stream
 // until a deadline instead of sleeping on a worker. Tasks never block here; anything that
 // must wait parks and is re-posted.
+//
+// An idle worker spins for spin_window before it sleeps (one worker at a time), and post()
+// wakes a sleeper only when no worker is spinning: work that arrives back to back (a
+// pipelined client) then costs no futex wake-up per task.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -22,6 +27,7 @@ class worker_pool {
  public:
   using clock = std::chrono::steady_clock;
   static constexpr int lanes = 3;  // 0 is served first
+  static constexpr std::chrono::microseconds spin_window{50};
 
   explicit worker_pool(unsigned threads);
   worker_pool(const worker_pool&) = delete;
@@ -56,6 +62,9 @@ class worker_pool {
   std::priority_queue<timer, std::vector<timer>, std::greater<timer>> timers_;
   std::uint64_t timer_order_ = 0;
   unsigned busy_ = 0;
+  unsigned sleepers_ = 0;
+  bool spinning_ = false;  // one idle worker watches queued_ instead of sleeping
+  std::atomic<std::size_t> queued_{0};
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

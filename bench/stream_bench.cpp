@@ -1,0 +1,266 @@
+// bench/stream_bench.cpp
+//
+// Throughput of submit -> completion delivered to the requester, through the stream actors,
+// against driving the same backend and completion poller directly, in the same run. Host
+// backend; every operation is a no-op host "kernel", so what is measured is the machinery.
+//
+// Actor path: one client actor per stream keeps up to `depth` operations in flight. It sends
+// submit (one work per message, or 64 per message) as plain messages, so the tickets come
+// back as ordinary messages, and learns of completions from the stream's completion
+// batches (subscribe), one message per stream per poller tick.
+//
+// Direct path: one thread does what the stream actor does (enqueue, signal, watch) for the
+// same streams, with the same depth and batching; completions arrive through the poller's
+// progress callback, which updates an atomic the thread reads. No sleeps in either (the
+// direct thread yields its core while it has nothing to submit).
+//
+// Also: the CAF scheduler settings tried (workers, policy) for one stream, one op per message.
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/report.hpp"
+#include "cudactor/actors/runtime.hpp"
+
+namespace {
+
+using namespace cudactor;
+using bench::fixed;
+using bench::now_ns;
+
+constexpr std::uint64_t depth = 1024;
+
+work noop_work() {
+  return work::local([](const gpu::launch_context&) { return gpu::status{}; });
+}
+
+// --- actor path ------------------------------------------------------------------------------
+
+struct client_report {
+  std::promise<void> done;
+};
+
+caf::behavior client(caf::event_based_actor* self, stream_actor stream, std::uint64_t total,
+                     std::size_t batch, std::shared_ptr<client_report> report) {
+  struct progress {
+    std::uint64_t sent = 0;
+    std::uint64_t completed = 0;
+    timeline_point base = 0;
+    bool finished = false;
+  };
+  auto st = std::make_shared<progress>();
+  auto one = noop_work();
+  auto many = std::make_shared<std::vector<work>>(batch, one);
+  auto pump = [=] {
+    while (st->sent < total && st->sent - st->completed + batch <= depth) {
+      if (batch == 1) {
+        self->send(stream, submit_atom::value, one);
+      } else {
+        self->send(stream, submit_atom::value, *many);
+      }
+      st->sent += batch;
+    }
+  };
+  self->send(stream, subscribe_atom::value, caf::actor_cast<completion_listener>(self));
+  // The stream's status says where its timeline starts for this client.
+  self->request(stream, caf::infinite, status_atom::value).then([=](const stream_status& s) {
+    st->base = s.submitted;
+    pump();
+  });
+  return {
+      [](const ticket&) {},
+      [](const std::vector<ticket>&) {},
+      [=](const completion_batch& b) {
+        if (st->finished || b.reached <= st->base) return;
+        st->completed = b.reached - st->base;
+        if (st->completed >= total) {
+          st->finished = true;
+          self->send(stream, unsubscribe_atom::value, caf::actor_cast<completion_listener>(self));
+          report->done.set_value();
+          self->quit();
+          return;
+        }
+        pump();
+      },
+  };
+}
+
+// Operations per second through `streams` stream actors of `rt`, `total` per stream.
+double actor_run(runtime& rt, std::size_t streams, std::uint64_t total, std::size_t batch) {
+  std::vector<std::shared_ptr<client_report>> reports;
+  std::vector<std::future<void>> done;
+  const auto start = now_ns();
+  for (std::size_t i = 0; i < streams; ++i) {
+    reports.push_back(std::make_shared<client_report>());
+    done.push_back(reports.back()->done.get_future());
+    rt.system().spawn(client, rt.stream(i), total, batch, reports.back());
+  }
+  for (auto& f : done) f.wait();
+  const double seconds = (now_ns() - start) * 1e-9;
+  return static_cast<double>(total * streams) / seconds;
+}
+
+// --- direct path -----------------------------------------------------------------------------
+
+double direct_run(gpu::backend& device, gpu::completion_poller& poller, std::size_t streams,
+                  std::uint64_t total, std::size_t batch) {
+  struct line {
+    gpu::stream s;
+    std::atomic<timeline_point> reached{0};
+    timeline_point base = 0;
+    std::uint64_t sent = 0;
+  };
+  std::vector<std::unique_ptr<line>> lines;
+  for (std::size_t i = 0; i < streams; ++i) {
+    auto l = std::make_unique<line>();
+    auto made = device.create_stream({"direct-" + std::to_string(i), gpu::stream_priority::normal});
+    if (!made) {
+      std::fprintf(stderr, "create_stream: %s\n", made.error().to_string().c_str());
+      std::exit(1);
+    }
+    l->s = std::move(made.value());
+    line* raw = l.get();
+    if (!poller
+             .subscribe(l->s,
+                        [raw](const gpu::stream_progress& p) {
+                          raw->reached.store(p.reached, std::memory_order_release);
+                        })
+             .ok()) {
+      std::exit(1);
+    }
+    lines.push_back(std::move(l));
+  }
+  const gpu::work_fn fn = [](const gpu::launch_context&) { return gpu::status{}; };
+  const auto start = now_ns();
+  bool all_done = false;
+  while (!all_done) {
+    all_done = true;
+    bool submitted = false;
+    for (auto& l : lines) {
+      const std::uint64_t completed = l->reached.load(std::memory_order_acquire) - l->base;
+      if (completed < total) all_done = false;
+      while (l->sent < total && l->sent - completed + batch <= depth) {
+        for (std::size_t k = 0; k < batch; ++k) {
+          if (!device.enqueue(l->s, fn).ok()) std::exit(1);
+          auto point = device.signal(l->s);
+          if (!point || !poller.watch(l->s, *point, std::nullopt, {}).ok()) std::exit(1);
+        }
+        l->sent += batch;
+        submitted = true;
+      }
+    }
+    // Nothing to do until completions arrive: give the core to the backend and the poller
+    // (2 cores here) instead of spinning on it.
+    if (!submitted && !all_done) std::this_thread::yield();
+  }
+  const double seconds = (now_ns() - start) * 1e-9;
+  for (auto& l : lines) poller.subscribe(l->s, {}).ignore();
+  return static_cast<double>(total * streams) / seconds;
+}
+
+std::unique_ptr<runtime> start_runtime(runtime_config& config, std::vector<std::string> args) {
+  args.insert(args.begin(), {"--cudactor.backend=host", "--cudactor.streams=8"});
+  if (auto err = config.parse(std::move(args))) {
+    std::fprintf(stderr, "options: %s\n", caf::to_string(err).c_str());
+    std::exit(2);
+  }
+  auto rt = runtime::start(config);
+  if (!rt) {
+    std::fprintf(stderr, "runtime: %s\n", rt.error().to_string().c_str());
+    std::exit(1);
+  }
+  return std::move(rt.value());
+}
+
+double median_of(int runs, const std::function<double()>& f) {
+  std::vector<double> xs;
+  for (int i = 0; i < runs; ++i) xs.push_back(f());
+  std::sort(xs.begin(), xs.end());
+  return xs[xs.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto mode = bench::run_mode::parse(argc, argv);
+  const std::uint64_t n = mode.quick ? 60'000 : 400'000;  // per stream
+  const int runs = mode.quick ? 3 : 5;
+  const std::size_t b = 64;
+
+  // The shipped defaults.
+  runtime_config config;
+  auto rt = start_runtime(config, {});
+  const std::size_t workers = rt->system().scheduler().num_workers();
+  actor_run(*rt, 1, n / 4, 1);  // warm-up
+  direct_run(rt->device(), rt->poller(), 1, n / 4, 1);
+
+  const double direct_1 =
+      median_of(runs, [&] { return direct_run(rt->device(), rt->poller(), 1, n, 1); });
+  const double actor_1 = median_of(runs, [&] { return actor_run(*rt, 1, n, 1); });
+  const double direct_b1 =
+      median_of(runs, [&] { return direct_run(rt->device(), rt->poller(), 1, n, b); });
+  const double batch_1 = median_of(runs, [&] { return actor_run(*rt, 1, n, b); });
+  const double direct_8 =
+      median_of(runs, [&] { return direct_run(rt->device(), rt->poller(), 8, n / 4, 1); });
+  const double actor_8 = median_of(runs, [&] { return actor_run(*rt, 8, n / 4, 1); });
+  const double direct_b8 =
+      median_of(runs, [&] { return direct_run(rt->device(), rt->poller(), 8, n / 4, b); });
+  const double batch_8 = median_of(runs, [&] { return actor_run(*rt, 8, n / 4, b); });
+  const std::string backend = rt->backend_reason();
+  rt.reset();
+
+  bench::table results({"path", "streams", "ops/message", "ops/s", "direct ops/s", "direct/actor"});
+  auto row = [&](const char* path, int streams, int per, double actor, double direct) {
+    results.add({path, std::to_string(streams), std::to_string(per), fixed(actor, 0),
+                 fixed(direct, 0), fixed(direct / actor, 2)});
+  };
+  row("actor", 1, 1, actor_1, direct_1);
+  row("actor", 1, static_cast<int>(b), batch_1, direct_b1);
+  row("actor", 8, 1, actor_8, direct_8);
+  row("actor", 8, static_cast<int>(b), batch_8, direct_b8);
+  results.print("submit -> completion delivered, pipelined (depth 1024), host backend");
+
+  // Scheduler settings: one stream, one op per message.
+  bench::table sweep({"scheduler.max-threads", "scheduler.policy", "ops/s (1 stream, 1 op/msg)",
+                      "ops/s (8 streams, 64 op/msg)"});
+  bench::json_line json;
+  for (const char* policy : {"sharing", "stealing"}) {
+    for (int threads : {1, 2, 4}) {
+      runtime_config c;
+      auto r = start_runtime(c, {"--scheduler.max-threads=" + std::to_string(threads),
+                                 "--scheduler.policy=" + std::string{policy}});
+      actor_run(*r, 1, n / 4, 1);
+      const double one = median_of(runs, [&] { return actor_run(*r, 1, n, 1); });
+      const double eight = median_of(runs, [&] { return actor_run(*r, 8, n / 4, b); });
+      sweep.add({std::to_string(threads), policy, fixed(one, 0), fixed(eight, 0)});
+      json.add(std::string{"sweep_"} + policy + "_" + std::to_string(threads), one);
+    }
+  }
+  sweep.print("CAF scheduler settings tried");
+  std::printf("\nruntime default: scheduler.max-threads=%zu, scheduler.policy=%s (%zu workers)\n",
+              runtime_config::default_scheduler_threads,
+              caf::to_string(runtime_config::default_scheduler_policy).c_str(), workers);
+  std::printf("backend: %s\n", backend.c_str());
+
+  json.add("bench", std::string{"stream_bench"});
+  json.add("quick", mode.quick);
+  json.add("actor_ops_per_s_1", actor_1);
+  json.add("actor_ops_per_s_8", actor_8);
+  json.add("batch_ops_per_s_1", batch_1);
+  json.add("batch_ops_per_s_8", batch_8);
+  json.add("direct_ops_per_s_1", direct_1);
+  json.add("direct_batch_ops_per_s_1", direct_b1);
+  json.add("direct_ops_per_s_8", direct_8);
+  json.add("direct_batch_ops_per_s_8", direct_b8);
+  json.add("actor_slowdown_1", direct_1 / actor_1);
+  json.add("batch_slowdown_1", direct_b1 / batch_1);
+  json.print();
+  return 0;
+}
