@@ -1,0 +1,120 @@
+#define BOOST_TEST_MODULE event_pool_actor
+#include <boost/test/unit_test.hpp>
+
+#include <vector>
+
+#include "common/runtime_fixture.hpp"
+#include "cudactor/messaging/errc.hpp"
+
+using cudactor::errc;
+using cudactor::event_ref;
+using cudactor::pool_utilization;
+namespace gpu = cudactor::gpu;
+
+namespace {
+
+struct pool_fixture : cudactor::test::runtime_fixture {
+  pool_fixture()
+      : runtime_fixture({"--cudactor.streams=1", "--cudactor.pool.max-events=16",
+                         "--cudactor.pool.grow-batch=4", "--cudactor.event-batch=2"}) {}
+
+  caf::expected<std::vector<event_ref>> acquire(gpu::event_kind kind, std::uint32_t n) {
+    return ask<std::vector<event_ref>>(rt().event_pool(), cudactor::acquire_atom::value, kind, n);
+  }
+  caf::error release(std::vector<event_ref> refs) {
+    return tell(rt().event_pool(), cudactor::release_atom::value, std::move(refs));
+  }
+  pool_utilization usage() {
+    auto u = ask<pool_utilization>(rt().event_pool(), cudactor::utilization_atom::value);
+    BOOST_REQUIRE(u);
+    return *u;
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(event_pool_actor, pool_fixture)
+
+BOOST_AUTO_TEST_CASE(acquire_and_release_move_events_between_free_and_in_use) {
+  const auto before = usage();
+  auto leases = acquire(gpu::event_kind::timing, 3);
+  BOOST_REQUIRE_MESSAGE(leases, why(leases));
+  BOOST_TEST(leases->size() == 3u);
+  for (const auto& e : *leases) BOOST_TEST((e.kind == gpu::event_kind::timing));
+  auto during = usage();
+  BOOST_TEST(during.in_use == before.in_use + 3);
+  BOOST_TEST(during.capacity == 16u);
+  BOOST_TEST(!release(*leases));
+  auto after = usage();
+  BOOST_TEST(after.in_use == before.in_use);
+  BOOST_TEST(after.timing_available >= 3u);
+}
+
+BOOST_AUTO_TEST_CASE(the_pool_grows_to_its_maximum_then_says_exhausted) {
+  std::vector<event_ref> held;
+  for (;;) {
+    auto more = acquire(gpu::event_kind::regular, 1);
+    if (!more) {
+      BOOST_TEST((more.error() == errc::pool_exhausted));
+      BOOST_TEST(render(more.error()).find("maximum of 16") != std::string::npos);
+      break;
+    }
+    held.insert(held.end(), more->begin(), more->end());
+    BOOST_REQUIRE(held.size() <= 16u);
+  }
+  BOOST_TEST(usage().in_use == 16u);
+  // All or none: a request larger than what is left gets nothing.
+  BOOST_TEST(!release({held.back()}));
+  held.pop_back();
+  BOOST_TEST((acquire(gpu::event_kind::regular, 2).error() == errc::pool_exhausted));
+  BOOST_TEST(acquire(gpu::event_kind::regular, 1));
+  BOOST_TEST((acquire(gpu::event_kind::regular, 0).error() == errc::invalid_argument));
+  BOOST_TEST((acquire(gpu::event_kind::regular, 17).error() == errc::invalid_argument));
+}
+
+BOOST_AUTO_TEST_CASE(stale_and_double_releases_are_refused_by_generation) {
+  auto first = acquire(gpu::event_kind::regular, 1);
+  BOOST_REQUIRE(first);
+  const event_ref old = first->front();
+  BOOST_TEST(!release({old}));
+  auto twice = release({old});
+  BOOST_TEST((twice == errc::stale_event));
+  BOOST_TEST(render(twice).find("already released") != std::string::npos);
+  // The slot is leased again under a new generation; the old ref stays stale.
+  std::vector<event_ref> again;
+  for (int i = 0; i < 8; ++i) {
+    auto e = acquire(gpu::event_kind::regular, 1);
+    BOOST_REQUIRE(e);
+    again.push_back(e->front());
+  }
+  bool reused = false;
+  for (const auto& e : again) reused = reused || (e.slot == old.slot);
+  BOOST_REQUIRE(reused);
+  auto stale = release({old});
+  BOOST_TEST((stale == errc::stale_event));
+  BOOST_TEST(render(stale).find("stale") != std::string::npos);
+  // One bad ref refuses the whole call; the good ones stay leased.
+  const auto in_use = usage().in_use;
+  std::vector<event_ref> mixed = again;
+  mixed.push_back(old);
+  BOOST_TEST((release(mixed) == errc::stale_event));
+  BOOST_TEST(usage().in_use == in_use);
+  BOOST_TEST((release({again[0], again[0]}) == errc::stale_event));
+  BOOST_TEST(!release(again));
+}
+
+BOOST_AUTO_TEST_CASE(stream_actors_lease_in_batches_not_per_record) {
+  std::vector<event_ref> recorded;
+  for (int i = 0; i < 6; ++i) {
+    auto e = ask<event_ref>(rt().stream(0), cudactor::record_atom::value, gpu::event_kind::regular);
+    BOOST_REQUIRE_MESSAGE(e, why(e));
+    recorded.push_back(*e);
+  }
+  for (std::size_t i = 1; i < recorded.size(); ++i) {
+    BOOST_TEST(recorded[i].point == recorded[i - 1].point + 1);
+    BOOST_TEST(!recorded[i].same_lease(recorded[i - 1]));
+  }
+  BOOST_TEST(!release(recorded));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,140 @@
+#define BOOST_TEST_MODULE message_types
+#include <boost/test/unit_test.hpp>
+
+#include <caf/all.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+
+#include <vector>
+
+#include "cudactor/messaging/message_types.hpp"
+#include "cudactor/messaging/stream_protocol.hpp"
+
+using namespace cudactor;
+
+namespace {
+
+struct system_fixture {
+  system_fixture() : sys(init(cfg)) {}
+  static caf::actor_system_config& init(caf::actor_system_config& c) {
+    add_message_types(c);
+    return c;
+  }
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+
+  // Serializes `x` inside a message (as the network layer does) and reads it back.
+  template <class T>
+  T round_trip(const T& x) {
+    std::vector<char> buffer;
+    caf::binary_serializer sink{sys, buffer};
+    auto msg = caf::make_message(x);
+    auto err = caf::inspect(sink, msg);
+    BOOST_REQUIRE_MESSAGE(!err, sys.render(err));
+    caf::message back;
+    caf::binary_deserializer source{sys, buffer};
+    err = caf::inspect(source, back);
+    BOOST_REQUIRE_MESSAGE(!err, sys.render(err));
+    BOOST_REQUIRE(back.match_elements<T>());
+    return back.get_as<T>(0);
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(message_types, system_fixture)
+
+BOOST_AUTO_TEST_CASE(every_value_type_survives_serialization) {
+  const ticket t{stream_id{3}, 42};
+  BOOST_TEST((round_trip(t) == t));
+  BOOST_TEST(round_trip(stream_id{9}).value == 9u);
+
+  completion c{t, 1, 2, 3, 4};
+  auto c2 = round_trip(c);
+  BOOST_TEST((c2.op == t));
+  BOOST_TEST(c2.submitted_ns == 1);
+  BOOST_TEST(c2.detected_ns == 2);
+  BOOST_TEST(c2.started_ns == 3);
+  BOOST_TEST(c2.ended_ns == 4);
+
+  completion_batch b;
+  b.stream = stream_id{1};
+  b.reached = 77;
+  b.failures.push_back({70, make_error(errc::op_failed, "kernel x failed")});
+  b.detected_ns = 5;
+  b.timed.push_back(c);
+  auto b2 = round_trip(b);
+  BOOST_TEST(b2.reached == 77u);
+  BOOST_REQUIRE_EQUAL(b2.failures.size(), 1u);
+  BOOST_TEST(b2.failures[0].point == 70u);
+  BOOST_TEST((b2.failures[0].error == errc::op_failed));
+  BOOST_TEST(error_context(b2.failures[0].error) == "kernel x failed");
+  BOOST_TEST(b2.timed.size() == 1u);
+
+  event_ref e{5, 7, gpu::event_kind::timing, stream_id{2}, 11};
+  auto e2 = round_trip(e);
+  BOOST_TEST(e2.slot == 5u);
+  BOOST_TEST(e2.generation == 7u);
+  BOOST_TEST((e2.kind == gpu::event_kind::timing));
+  BOOST_TEST(e2.point == 11u);
+
+  buffer_ref buf{stream_id{1}, 3, 0x1000, 64};
+  auto buf2 = round_trip(buf);
+  BOOST_TEST(buf2.address == 0x1000u);
+  BOOST_TEST(buf2.size == 64u);
+
+  stream_status s;
+  s.name = "copy-0";
+  s.priority = gpu::stream_priority::high;
+  s.submitted = 10;
+  s.completed = 8;
+  s.timing = true;
+  auto s2 = round_trip(s);
+  BOOST_TEST(s2.name == "copy-0");
+  BOOST_TEST((s2.priority == gpu::stream_priority::high));
+  BOOST_TEST(s2.completed == 8u);
+  BOOST_TEST(s2.timing);
+
+  pool_utilization u{1, 2, 3, 4};
+  auto u2 = round_trip(u);
+  BOOST_TEST(u2.available == 1u);
+  BOOST_TEST(u2.timing_available == 2u);
+  BOOST_TEST(u2.in_use == 3u);
+  BOOST_TEST(u2.capacity == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(a_named_operation_crosses_with_its_arguments) {
+  auto w = round_trip(work::named("saxpy", 2.5f, std::uint64_t{1024}));
+  BOOST_TEST(w.name() == "saxpy");
+  BOOST_TEST(!w.is_local());
+  BOOST_REQUIRE((w.args().match_elements<float, std::uint64_t>()));
+  BOOST_TEST(w.args().get_as<float>(0) == 2.5f);
+  BOOST_TEST(w.args().get_as<std::uint64_t>(1) == 1024u);
+}
+
+BOOST_AUTO_TEST_CASE(a_local_closure_refuses_to_be_serialized) {
+  std::vector<char> buffer;
+  caf::binary_serializer sink{sys, buffer};
+  auto msg =
+      caf::make_message(work::local([](const gpu::launch_context&) { return gpu::status{}; }));
+  auto err = caf::inspect(sink, msg);
+  BOOST_REQUIRE(err);
+  BOOST_TEST((err == errc::local_only));
+  BOOST_TEST(sys.render(err).find("local-only") != std::string::npos);
+
+  std::vector<char> other;
+  caf::binary_serializer sink2{sys, other};
+  auto cb = caf::make_message(stream_callback{[](const caf::error&) {}});
+  BOOST_TEST((caf::inspect(sink2, cb) == errc::local_only));
+}
+
+BOOST_AUTO_TEST_CASE(check_sendable_names_the_problem_before_a_send) {
+  auto local = work::local([](const gpu::launch_context&) { return gpu::status{}; });
+  const caf::node_id here = *caf::make_node_id(1, "0123456789abcdef0123456789abcdef01234567");
+  const caf::node_id there = *caf::make_node_id(2, "0123456789abcdef0123456789abcdef01234567");
+  BOOST_TEST(!check_sendable(local, here, here));
+  BOOST_TEST(!check_sendable(work::named("x"), here, there));
+  BOOST_TEST((check_sendable(local, here, there) == errc::local_only));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
