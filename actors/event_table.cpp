@@ -70,13 +70,19 @@ gpu::status event_table::describe_stale(const event_ref& ref, const entry* e) co
   return {gpu::errc::invalid_handle, describe(ref) + " was already released"};
 }
 
+const event_table::entry* event_table::find(const event_ref& ref) const {
+  return ref.slot < entries_.size() ? &entries_[ref.slot] : nullptr;
+}
+
+bool event_table::is_current(const event_ref& ref, const entry* e) {
+  return e != nullptr && e->event.valid() && e->leased && e->generation == ref.generation &&
+         !ref.empty();
+}
+
 gpu::status event_table::check_release(const event_ref& ref) const {
   std::shared_lock lock{mutex_};
-  const entry* e = ref.slot < entries_.size() ? &entries_[ref.slot] : nullptr;
-  if (e != nullptr && e->event.valid() && e->leased && e->generation == ref.generation &&
-      !ref.empty()) {
-    return {};
-  }
+  const entry* e = find(ref);
+  if (is_current(ref, e)) return {};
   return describe_stale(ref, e);
 }
 
@@ -96,11 +102,8 @@ void event_table::clear() {
 
 gpu::result<gpu::event_ref> event_table::resolve(const event_ref& ref) const {
   std::shared_lock lock{mutex_};
-  const entry* e = ref.slot < entries_.size() ? &entries_[ref.slot] : nullptr;
-  if (e != nullptr && e->event.valid() && e->leased && e->generation == ref.generation &&
-      !ref.empty()) {
-    return e->event.ref();
-  }
+  const entry* e = find(ref);
+  if (is_current(ref, e)) return e->event.ref();
   return describe_stale(ref, e);
 }
 

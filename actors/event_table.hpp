@@ -50,6 +50,10 @@ class event_table {
     bool leased = false;
   };
 
+  // The entry a ref's slot names (any generation), or nullptr; call under the lock.
+  [[nodiscard]] const entry* find(const event_ref& ref) const;
+  // Whether `e` is the live lease `ref` names.
+  [[nodiscard]] static bool is_current(const event_ref& ref, const entry* e);
   [[nodiscard]] gpu::status describe_stale(const event_ref& ref, const entry* e) const;
 
   gpu::backend* device_;

@@ -260,7 +260,9 @@ void stream_state::dispatch(pending_op& op) {
         }
         break;
       }
-      case op_kind::wait: launched = device.wait(s, op.wait_on); break;
+      case op_kind::wait:  // stream-waits-event: orders the device, never the host
+        launched = device.wait(s, op.wait_on);
+        break;
       case op_kind::callback:
       case op_kind::free: break;  // the point alone is the operation
     }
