@@ -1,6 +1,7 @@
 #include "cudactor/actors/runtime.hpp"
 
 #include <caf/all.hpp>
+#include <caf/logger.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -50,10 +51,18 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
     }
     rt->streams_.push_back(std::move(spawned.value()));
   }
+  release_calling_thread();
   return rt;
 }
 
 runtime::~runtime() { shutdown(); }
+
+void runtime::release_calling_thread() noexcept {
+  // Spawning stores a strong reference to the system's logger in a thread_local, and
+  // ~actor_system blocks until the logger is destroyed. With CAF's logging compiled out
+  // (Debian's build), a null current system is never dereferenced.
+  caf::logger::set_current_actor_system(nullptr);
+}
 
 void runtime::shutdown() {
   if (stopped_) return;

@@ -7,7 +7,11 @@
 // pool, then the poller; the actor system goes last but one, the backend last.
 //
 // Actors and scoped_actors of the caller's own must be gone before shutdown: the actor
-// system waits for every actor when it is destroyed (CAF 0.17).
+// system waits for every actor when it is destroyed (CAF 0.17). It also waits for every
+// thread that ever spawned an actor or built a scoped_actor to let go of the system's
+// logger: CAF keeps a per-thread reference, dropped when that thread ends. A thread that
+// did so and is still alive while another thread shuts the runtime down must call
+// release_calling_thread() first, or the shutdown never returns.
 #pragma once
 
 #include <caf/actor_system.hpp>
@@ -34,6 +38,11 @@ class runtime {
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;
   ~runtime();
+
+  // Drops the calling thread's hold on the actor system (see above). Safe to call on any
+  // thread at any time; the next spawn on the thread takes the hold again. start() calls it,
+  // so the runtime may be shut down on a thread other than the one that started it.
+  static void release_calling_thread() noexcept;
 
   // Idempotent. Every request to a stream actor is answered: completed, or shutting_down;
   // requests sent afterwards get CAF's request_receiver_down.

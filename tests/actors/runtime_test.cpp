@@ -89,3 +89,106 @@ BOOST_AUTO_TEST_CASE(timing_mode_gives_device_start_and_end_times) {
   BOOST_TEST(done->started_ns >= done->submitted_ns - 1'000'000);
   BOOST_TEST(done->ended_ns <= done->detected_ns + 1'000'000);
 }
+
+BOOST_AUTO_TEST_CASE(every_request_is_answered_once_shutdown_begins) {
+  runtime_config config;
+  BOOST_REQUIRE(!config.parse(
+      {"--cudactor.backend=host", "--cudactor.streams=2", "--cudactor.max-in-flight=2"}));
+  auto started = runtime::start(config);
+  BOOST_REQUIRE_MESSAGE(started.ok(), started.error().to_string());
+  auto rt = std::move(started.value());
+
+  // The host work waits for this gate, which opens only after every request was answered:
+  // the answers must come from shutdown, not from the work finishing.
+  auto gate = std::make_shared<std::promise<void>>();
+  std::shared_future<void> opened = gate->get_future().share();
+  constexpr int submits = 16;
+  constexpr int syncs = 8;
+  constexpr int expected = submits * 2 + syncs;  // a ticket and an await per submit
+  struct tally {
+    std::mutex mutex;
+    int tickets = 0;
+    int shutting_down = 0;
+    std::vector<std::string> other;
+    int answers() const { return tickets + shutting_down + static_cast<int>(other.size()); }
+    std::promise<void> armed;  // every await and synchronize was sent
+    std::promise<void> all;    // every request was answered
+  };
+  auto t = std::make_shared<tally>();
+  auto stream = rt->stream(0);
+  auto& system = rt->system();
+  system.spawn([=, &system](caf::event_based_actor* self) {
+    auto answered = [=, &system](const caf::error* err) {
+      std::lock_guard<std::mutex> lock{t->mutex};
+      if (err == nullptr) {
+        ++t->tickets;
+      } else if (*err == errc::shutting_down) {
+        ++t->shutting_down;
+      } else {
+        t->other.push_back(system.render(*err));
+      }
+      if (t->answers() == expected) {
+        t->all.set_value();
+        self->quit();
+      }
+    };
+    auto sent = std::make_shared<int>(0);
+    auto sent_one = [=] {
+      if (++*sent == submits) {
+        for (int i = 0; i < syncs; ++i) {
+          self->request(stream, caf::infinite, synchronize_atom::value)
+              .then([=](const completion&) { answered(nullptr); },
+                    [=](caf::error& err) { answered(&err); });
+        }
+        t->armed.set_value();
+      }
+    };
+    for (int i = 0; i < submits; ++i) {
+      work w = work::local([opened](const gpu::launch_context&) {
+        opened.wait();
+        return gpu::status{};
+      });
+      self->request(stream, caf::infinite, submit_atom::value, std::move(w))
+          .then(
+              [=](const ticket& tk) {
+                answered(nullptr);
+                self->request(stream, caf::infinite, await_atom::value, tk.point)
+                    .then([=](const completion&) { answered(nullptr); },
+                          [=](caf::error& err) { answered(&err); });
+                sent_one();
+              },
+              [=](caf::error& err) {
+                answered(&err);
+                sent_one();
+              });
+    }
+  });
+
+  BOOST_REQUIRE((t->armed.get_future().wait_for(10s) == std::future_status::ready));
+  {
+    // Everything the client sent is in the stream's mailbox before this request.
+    caf::scoped_actor self{system};
+    bool holding = false;
+    for (int tries = 0; tries < 100 && !holding; ++tries) {
+      self->request(stream, 5s, status_atom::value)
+          .receive([&](const stream_status& st) { holding = st.awaiting == submits + syncs; },
+                   [](caf::error&) {});
+      if (!holding) std::this_thread::sleep_for(10ms);
+    }
+    BOOST_REQUIRE(holding);
+  }
+  stream = nullptr;
+  // This thread spawned the client and a scoped_actor; shutdown runs on another thread.
+  runtime::release_calling_thread();
+
+  auto stopped = std::async(std::launch::async, [&rt] { rt->shutdown(); });
+  const bool all_answered = t->all.get_future().wait_for(20s) == std::future_status::ready;
+  gate->set_value();  // the backend's destruction runs what it still holds
+  const bool in_time = stopped.wait_for(30s) == std::future_status::ready;
+  BOOST_REQUIRE_MESSAGE(in_time, "runtime shutdown hung");
+  BOOST_REQUIRE(all_answered);
+  std::lock_guard<std::mutex> lock{t->mutex};
+  BOOST_TEST(t->tickets == submits);
+  BOOST_TEST(t->shutting_down == submits + syncs);
+  BOOST_TEST(t->other.empty(), (t->other.empty() ? std::string{} : t->other.front()));
+}
