@@ -35,7 +35,10 @@ runtime_config::runtime_config() {
   opt_group{custom_options_, "cudactor.cuda"}.add(cuda_device_, "device", "CUDA device ordinal");
   opt_group{custom_options_, "cudactor.poller"}
       .add(poller_mode_, "mode", "completion detection: auto, polling or callback")
-      .add(stuck_after_, "stuck-after", "report a watch waiting longer than this (0: never)");
+      .add(stuck_after_, "stuck-after", "report a watch waiting longer than this (0: never)")
+      .add(spin_window_, "spin-window", "poll without pause this long after a completion")
+      .add(min_interval_, "min-interval", "first pause when polling finds nothing")
+      .add(max_interval_, "max-interval", "longest pause when polling finds nothing");
 }
 
 gpu::result<runtime_options> runtime_config::runtime_settings() const {
@@ -83,6 +86,13 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
                "'");
   }
   out.poller.stuck_after = stuck_after_;
+  if (spin_window_.count() < 0) return bad("cudactor.poller.spin-window must not be negative");
+  if (min_interval_.count() <= 0 || max_interval_ < min_interval_) {
+    return bad("cudactor.poller.min-interval must be positive and at most max-interval");
+  }
+  out.poller.spin_window = spin_window_;
+  out.poller.min_interval = min_interval_;
+  out.poller.max_interval = max_interval_;
   return out;
 }
 

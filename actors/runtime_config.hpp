@@ -70,6 +70,9 @@ class runtime_config : public caf::actor_system_config {
   int cuda_device_ = 0;
   std::string poller_mode_ = "auto";
   caf::timespan stuck_after_{std::chrono::seconds{10}};
+  caf::timespan spin_window_{gpu::poller_options{}.spin_window};
+  caf::timespan min_interval_{gpu::poller_options{}.min_interval};
+  caf::timespan max_interval_{gpu::poller_options{}.max_interval};
   operation_registry operations_;
 };
 

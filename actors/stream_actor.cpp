@@ -45,11 +45,13 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
         }
         std::vector<ticket> out;
         out.reserve(works.size());
+        st.begin_burst();
         for (auto& fn : fns) {
           pending_op op;
           op.fn = std::move(fn);
           out.push_back(st.accept(std::move(op)));
         }
+        st.end_burst();
         return out;
       },
       [&st](copy_atom, std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,

@@ -179,71 +179,92 @@ std::unique_ptr<runtime> start_runtime(runtime_config& config, std::vector<std::
   return std::move(rt.value());
 }
 
-double median_of(int runs, const std::function<double()>& f) {
+// Scenario results across fresh runtimes: on 2 cores with more threads than cores, one
+// process can settle into a slow schedule for all of its runs, so each round starts anew.
+struct samples {
   std::vector<double> xs;
-  for (int i = 0; i < runs; ++i) xs.push_back(f());
-  std::sort(xs.begin(), xs.end());
-  return xs[xs.size() / 2];
-}
+  void add(double x) { xs.push_back(x); }
+  [[nodiscard]] double median() const {
+    auto v = xs;
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  }
+  [[nodiscard]] std::string range() const {
+    if (xs.empty()) return "-";
+    auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
+    return fixed(*lo / 1e3, 0) + "k-" + fixed(*hi / 1e3, 0) + "k";
+  }
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const auto mode = bench::run_mode::parse(argc, argv);
   const std::uint64_t n = mode.quick ? 60'000 : 400'000;  // per stream
-  const int runs = mode.quick ? 3 : 5;
+  const int rounds = mode.quick ? 5 : 7;
   const std::size_t b = 64;
 
-  // The shipped defaults.
-  runtime_config config;
-  auto rt = start_runtime(config, {});
-  const std::size_t workers = rt->system().scheduler().num_workers();
-  actor_run(*rt, 1, n / 4, 1);  // warm-up
-  direct_run(rt->device(), rt->poller(), 1, n / 4, 1);
+  // The shipped defaults; the actor and direct paths take turns within each round.
+  samples direct_1, actor_1, direct_b1, batch_1, direct_8, actor_8, direct_b8, batch_8;
+  std::size_t workers = 0;
+  std::string backend;
+  for (int round = 0; round < rounds; ++round) {
+    runtime_config config;
+    auto rt = start_runtime(config, {});
+    workers = rt->system().scheduler().num_workers();
+    backend = rt->backend_reason();
+    actor_run(*rt, 1, n / 4, 1);  // warm-up
+    direct_run(rt->device(), rt->poller(), 1, n / 4, 1);
+    direct_1.add(direct_run(rt->device(), rt->poller(), 1, n, 1));
+    actor_1.add(actor_run(*rt, 1, n, 1));
+    direct_b1.add(direct_run(rt->device(), rt->poller(), 1, n, b));
+    batch_1.add(actor_run(*rt, 1, n, b));
+    direct_8.add(direct_run(rt->device(), rt->poller(), 8, n / 4, 1));
+    actor_8.add(actor_run(*rt, 8, n / 4, 1));
+    direct_b8.add(direct_run(rt->device(), rt->poller(), 8, n / 4, b));
+    batch_8.add(actor_run(*rt, 8, n / 4, b));
+  }
 
-  const double direct_1 =
-      median_of(runs, [&] { return direct_run(rt->device(), rt->poller(), 1, n, 1); });
-  const double actor_1 = median_of(runs, [&] { return actor_run(*rt, 1, n, 1); });
-  const double direct_b1 =
-      median_of(runs, [&] { return direct_run(rt->device(), rt->poller(), 1, n, b); });
-  const double batch_1 = median_of(runs, [&] { return actor_run(*rt, 1, n, b); });
-  const double direct_8 =
-      median_of(runs, [&] { return direct_run(rt->device(), rt->poller(), 8, n / 4, 1); });
-  const double actor_8 = median_of(runs, [&] { return actor_run(*rt, 8, n / 4, 1); });
-  const double direct_b8 =
-      median_of(runs, [&] { return direct_run(rt->device(), rt->poller(), 8, n / 4, b); });
-  const double batch_8 = median_of(runs, [&] { return actor_run(*rt, 8, n / 4, b); });
-  const std::string backend = rt->backend_reason();
-  rt.reset();
-
-  bench::table results({"path", "streams", "ops/message", "ops/s", "direct ops/s", "direct/actor"});
-  auto row = [&](const char* path, int streams, int per, double actor, double direct) {
-    results.add({path, std::to_string(streams), std::to_string(per), fixed(actor, 0),
-                 fixed(direct, 0), fixed(direct / actor, 2)});
+  bench::table results({"path", "streams", "ops/message", "ops/s (median)", "range",
+                        "direct ops/s (median)", "direct range", "direct/actor"});
+  auto row = [&](int streams, int per, const samples& actor, const samples& direct) {
+    results.add({"actor", std::to_string(streams), std::to_string(per), fixed(actor.median(), 0),
+                 actor.range(), fixed(direct.median(), 0), direct.range(),
+                 fixed(direct.median() / actor.median(), 2)});
   };
-  row("actor", 1, 1, actor_1, direct_1);
-  row("actor", 1, static_cast<int>(b), batch_1, direct_b1);
-  row("actor", 8, 1, actor_8, direct_8);
-  row("actor", 8, static_cast<int>(b), batch_8, direct_b8);
-  results.print("submit -> completion delivered, pipelined (depth 1024), host backend");
+  row(1, 1, actor_1, direct_1);
+  row(1, static_cast<int>(b), batch_1, direct_b1);
+  row(8, 1, actor_8, direct_8);
+  row(8, static_cast<int>(b), batch_8, direct_b8);
+  results.print("submit -> completion delivered, pipelined (depth 1024), host backend, " +
+                std::to_string(rounds) + " fresh runtimes");
 
-  // Scheduler settings: one stream, one op per message.
-  bench::table sweep({"scheduler.max-threads", "scheduler.policy", "ops/s (1 stream, 1 op/msg)",
-                      "ops/s (8 streams, 64 op/msg)"});
+  // Scheduler settings, a fresh runtime per setting and round.
+  bench::table sweep({"scheduler.max-threads", "scheduler.policy", "1 stream, 1 op/msg",
+                      "1 stream, 64 op/msg", "8 streams, 64 op/msg"});
   bench::json_line json;
+  const int sweep_rounds = mode.quick ? 2 : 3;
   for (const char* policy : {"sharing", "stealing"}) {
     for (int threads : {1, 2, 4}) {
-      runtime_config c;
-      auto r = start_runtime(c, {"--scheduler.max-threads=" + std::to_string(threads),
-                                 "--scheduler.policy=" + std::string{policy}});
-      actor_run(*r, 1, n / 4, 1);
-      const double one = median_of(runs, [&] { return actor_run(*r, 1, n, 1); });
-      const double eight = median_of(runs, [&] { return actor_run(*r, 8, n / 4, b); });
-      sweep.add({std::to_string(threads), policy, fixed(one, 0), fixed(eight, 0)});
-      json.add(std::string{"sweep_"} + policy + "_" + std::to_string(threads), one);
+      samples one, batched, eight;
+      for (int round = 0; round < sweep_rounds; ++round) {
+        runtime_config c;
+        auto r = start_runtime(c, {"--scheduler.max-threads=" + std::to_string(threads),
+                                   "--scheduler.policy=" + std::string{policy}});
+        actor_run(*r, 1, n / 4, 1);
+        one.add(actor_run(*r, 1, n, 1));
+        batched.add(actor_run(*r, 1, n, b));
+        eight.add(actor_run(*r, 8, n / 4, b));
+      }
+      sweep.add({std::to_string(threads), policy, fixed(one.median(), 0),
+                 fixed(batched.median(), 0), fixed(eight.median(), 0)});
+      const std::string key = std::string{"sweep_"} + policy + "_" + std::to_string(threads);
+      json.add(key, one.median());
+      json.add(key + "_batch", batched.median());
     }
   }
-  sweep.print("CAF scheduler settings tried");
+  sweep.print("CAF scheduler settings tried (ops/s, median of " + std::to_string(sweep_rounds) +
+              " fresh runtimes)");
   std::printf("\nruntime default: scheduler.max-threads=%zu, scheduler.policy=%s (%zu workers)\n",
               runtime_config::default_scheduler_threads,
               caf::to_string(runtime_config::default_scheduler_policy).c_str(), workers);
@@ -251,16 +272,17 @@ int main(int argc, char** argv) {
 
   json.add("bench", std::string{"stream_bench"});
   json.add("quick", mode.quick);
-  json.add("actor_ops_per_s_1", actor_1);
-  json.add("actor_ops_per_s_8", actor_8);
-  json.add("batch_ops_per_s_1", batch_1);
-  json.add("batch_ops_per_s_8", batch_8);
-  json.add("direct_ops_per_s_1", direct_1);
-  json.add("direct_batch_ops_per_s_1", direct_b1);
-  json.add("direct_ops_per_s_8", direct_8);
-  json.add("direct_batch_ops_per_s_8", direct_b8);
-  json.add("actor_slowdown_1", direct_1 / actor_1);
-  json.add("batch_slowdown_1", direct_b1 / batch_1);
+  json.add("rounds", static_cast<double>(rounds));
+  json.add("actor_ops_per_s_1", actor_1.median());
+  json.add("actor_ops_per_s_8", actor_8.median());
+  json.add("batch_ops_per_s_1", batch_1.median());
+  json.add("batch_ops_per_s_8", batch_8.median());
+  json.add("direct_ops_per_s_1", direct_1.median());
+  json.add("direct_batch_ops_per_s_1", direct_b1.median());
+  json.add("direct_ops_per_s_8", direct_8.median());
+  json.add("direct_batch_ops_per_s_8", direct_b8.median());
+  json.add("actor_slowdown_1", direct_1.median() / actor_1.median());
+  json.add("batch_slowdown_1", direct_b1.median() / batch_1.median());
   json.print();
   return 0;
 }

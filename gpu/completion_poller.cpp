@@ -108,6 +108,35 @@ result<watch_id> completion_poller::impl::watch(stream_ref s, watch_entry entry,
   return watch_id{sequence, s.id()};
 }
 
+status completion_poller::impl::watch_points(stream_ref s, timeline_point first,
+                                             timeline_point last) {
+  if (auto bad = check_stream(s); !bad.ok()) return bad;
+  if (first == 0 || last < first) {
+    return status{errc::invalid_argument, "watch_points: points " + std::to_string(first) + " to " +
+                                              std::to_string(last) + " is no range"};
+  }
+  const auto added = watch_clock::now();
+  {
+    std::lock_guard<std::mutex> lock{core_->mutex};
+    if (core_->closed) return status{errc::cancelled, "the completion poller is stopped"};
+    core_->inbox.reserve(core_->inbox.size() + static_cast<std::size_t>(last - first + 1));
+    for (timeline_point p = first; p <= last; ++p) {
+      watch_entry entry;
+      entry.point = p;
+      entry.added = added;
+      entry.sequence = core_->next_sequence++;
+      core_->inbox.push_back(watch_command{s, std::move(entry), std::nullopt});
+    }
+    core_->inbox_ready.store(true);
+  }
+  core_->kick();
+  if (mode_ == delivery_mode::callback && notify_support_.load() != notify_support::listeners) {
+    // One wake-up at the last point covers the range: the loop queries them all in order.
+    device_.add_callback(s, [core = core_](const status&) { core->notify(); }).ignore();
+  }
+  return {};
+}
+
 bool completion_poller::impl::cancel(const watch_id& id) {
   if (id.empty()) return false;
   {
@@ -212,6 +241,10 @@ result<watch_id> completion_poller::watch(stream_ref s, event_ref e, watch_deadl
   entry.event = e;
   entry.callback = std::move(callback);
   return impl_->watch(s, std::move(entry), deadline);
+}
+
+status completion_poller::watch_points(stream_ref s, timeline_point first, timeline_point last) {
+  return impl_->watch_points(s, first, last);
 }
 
 bool completion_poller::cancel(const watch_id& id) { return impl_->cancel(id); }

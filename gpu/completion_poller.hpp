@@ -115,6 +115,12 @@ class completion_poller {
   // the poller's thread and answered through the callback (failed, invalid_handle).
   [[nodiscard]] result<watch_id> watch(stream_ref s, timeline_point point, watch_deadline deadline,
                                        watch_callback callback);
+  // Progress-only watches (no callback, no deadline) on every point from `first` to `last` of
+  // `s`, as if watch(s, p, std::nullopt, {}) were called for each in order, at the cost of
+  // one: one lock, one clock read, at most one wake-up. For bursts of work whose completions
+  // are learned from the stream's progress report. Errors as for watch(); invalid_argument
+  // for an empty range.
+  [[nodiscard]] status watch_points(stream_ref s, timeline_point first, timeline_point last);
   // Calls `callback` once event `e`, recorded on `s`, completes. `s` decides which FIFO the
   // watch waits in.
   [[nodiscard]] result<watch_id> watch(stream_ref s, event_ref e, watch_deadline deadline,

@@ -37,9 +37,9 @@ void stream_state::init(self_pointer self, const stream_context& context,
   if (options_.event_batch == 0) options_.event_batch = 1;
   stream_ = std::move(s);
   allocator_.emplace(*context_.device, stream_.ref(), options_.reuse_limit);
-  last_point_ = issued_ = completed_ = 0;
+  last_point_ = issued_ = completed_ = watched_ = 0;
   if (auto tl = context_.device->timeline_of(stream_.ref())) {
-    last_point_ = issued_ = completed_ = (*tl)->submitted();
+    last_point_ = issued_ = completed_ = watched_ = (*tl)->submitted();
   }
   if (options_.timing) {
     auto base = context_.device->create_event(gpu::event_kind::timing);
@@ -207,7 +207,19 @@ void stream_state::request_refill(gpu::event_kind kind) {
           });
 }
 
+void stream_state::begin_burst() {
+  burst_ns_ = now_ns();
+  burst_uses_ = 0;
+}
+
 void stream_state::drain() {
+  const bool outermost = burst_ns_ == 0;  // drain also runs inside a batch's burst
+  if (outermost) begin_burst();
+  drain_queue();
+  if (outermost) end_burst();
+}
+
+void stream_state::drain_queue() {
   while (!queue_.empty() && !broken_ && !closing_ && in_flight() < options_.max_in_flight) {
     if (!events_ready(queue_.front())) return;
     dispatch(queue_.front());
@@ -219,7 +231,8 @@ void stream_state::dispatch(pending_op& op) {
   gpu::backend& device = *context_.device;
   const gpu::stream_ref s = stream_.ref();
   op_record record;
-  record.submitted_ns = now_ns();
+  if (burst_ns_ != 0 && ++burst_uses_ % burst_stamp_reuse == 0) burst_ns_ = now_ns();
+  record.submitted_ns = burst_ns_ != 0 ? burst_ns_ : now_ns();
   gpu::status launched;
   std::optional<cached_event> recorded;  // the record op's event
 
@@ -303,9 +316,17 @@ void stream_state::dispatch(pending_op& op) {
   if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
   records_.push_back(std::move(record));
 
-  auto watched = context_.poller->watch(s, op.point, std::nullopt, {});
-  if (!watched) {
-    const caf::error why = to_error(watched.error());
+  // The poller learns of the point with the rest of the burst (flush_watches), or now.
+  if (burst_ns_ == 0) flush_watches();
+}
+
+void stream_state::flush_watches() {
+  if (issued_ <= watched_ || broken_) return;
+  const timeline_point first = watched_ + 1;
+  watched_ = issued_;
+  auto watched = context_.poller->watch_points(stream_.ref(), first, issued_);
+  if (!watched.ok()) {
+    const caf::error why = to_error(watched);
     fail_outstanding(why);
     broken_ = why;
   }

@@ -75,12 +75,12 @@ class table {
  public:
   explicit table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  void print(const char* title) const {
+  void print(const std::string& title) const {
     std::vector<std::size_t> width(rows_.front().size(), 0);
     for (const auto& row : rows_) {
       for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
     }
-    std::printf("\n%s\n", title);
+    std::printf("\n%s\n", title.c_str());
     for (const auto& row : rows_) {
       for (std::size_t i = 0; i < row.size(); ++i) {
         std::printf(i == 0 ? "%-*s" : "  %*s", static_cast<int>(width[i]), row[i].c_str());

@@ -125,6 +125,7 @@ class completion_poller::impl {
   ~impl() { stop(); }
 
   result<watch_id> watch(stream_ref s, watch_entry entry, watch_deadline deadline);
+  status watch_points(stream_ref s, timeline_point first, timeline_point last);
   bool cancel(const watch_id& id);
   status subscribe(stream_ref s, progress_callback callback);
   void stop();

@@ -133,6 +133,28 @@ BOOST_AUTO_TEST_CASE(failed_work_is_reported_to_its_awaiter_and_to_synchronize) 
   BOOST_TEST(st->failures == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(a_failure_inside_a_batch_is_reported_at_its_own_point) {
+  // A batch is watched as one range; each point still answers for itself.
+  std::vector<work> works{noop(), noop(), failing("third of five"), noop(), noop()};
+  auto tickets =
+      ask<std::vector<ticket>>(rt().stream(0), cudactor::submit_atom::value, std::move(works));
+  BOOST_REQUIRE_MESSAGE(tickets, why(tickets));
+  BOOST_REQUIRE(tickets->size() == 5u);
+  for (std::size_t i = 0; i < tickets->size(); ++i) {
+    auto done = ask<completion>(rt().stream(0), cudactor::await_atom::value, (*tickets)[i].point);
+    if (i == 2) {
+      BOOST_TEST((done.error() == errc::op_failed));
+      BOOST_TEST(render(done.error()).find("third of five") != std::string::npos);
+    } else {
+      BOOST_TEST(done, "point " << i << ": " << why(done));
+    }
+  }
+  auto st = ask<cudactor::stream_status>(rt().stream(0), cudactor::status_atom::value);
+  BOOST_REQUIRE(st);
+  BOOST_TEST(st->failures == 1u);
+  BOOST_TEST(st->completed == tickets->back().point);
+}
+
 BOOST_AUTO_TEST_CASE(a_wait_on_an_event_orders_work_across_streams) {
   gate g;
   auto flag = std::make_shared<std::atomic<bool>>(false);

@@ -484,6 +484,46 @@ inline void progress_reports_how_far_a_stream_got(conformance_target& t) {
   }
 }
 
+inline void a_range_of_points_is_watched_in_one_call(conformance_target& t) {
+  auto& b = t.backend();
+  for (auto mode : both_modes) {
+    BOOST_TEST_CONTEXT("mode " << mode) {
+      gpu::completion_poller poller{b, options_for(mode)};
+      auto s = conformance::make_stream(b, "range");
+      std::mutex mutex;
+      std::condition_variable changed;
+      gpu::timeline_point reached = 0;
+      CUDACTOR_REQUIRE_OK(poller.subscribe(s, [&](const gpu::stream_progress& p) {
+        std::lock_guard<std::mutex> lock{mutex};
+        reached = std::max(reached, p.reached);
+        changed.notify_all();
+      }));
+      auto hold = t.hold(s);
+      const auto first = signal(b, s);
+      gpu::timeline_point last = first;
+      for (int i = 0; i < 99; ++i) last = signal(b, s);
+      CUDACTOR_REQUIRE_OK(poller.watch_points(s, first, last));
+      BOOST_TEST(poller.stats().in_flight <= 100u);
+      hold->release();
+      std::unique_lock<std::mutex> lock{mutex};
+      BOOST_REQUIRE(changed.wait_for(lock, 20s, [&] { return reached == last; }));
+      lock.unlock();
+      const auto settle = std::chrono::steady_clock::now() + 20s;
+      while (poller.stats().completed < 100u && std::chrono::steady_clock::now() < settle) {
+        std::this_thread::sleep_for(1ms);
+      }
+      BOOST_TEST(poller.stats().completed == 100u);  // one answer per point
+      BOOST_TEST(poller.stats().watches == 100u);
+      CUDACTOR_CHECK_ERRC(poller.watch_points(s, 0, 3), gpu::errc::invalid_argument);
+      CUDACTOR_CHECK_ERRC(poller.watch_points(s, 5, 4), gpu::errc::invalid_argument);
+      CUDACTOR_CHECK_ERRC(poller.watch_points(gpu::stream_ref{}, 1, 1),
+                          gpu::errc::invalid_argument);
+      poller.stop();
+      CUDACTOR_CHECK_ERRC(poller.watch_points(s, last + 1, last + 1), gpu::errc::cancelled);
+    }
+  }
+}
+
 inline void bad_input_is_refused(conformance_target& t) {
   auto& b = t.backend();
   gpu::completion_poller poller{b};
@@ -613,6 +653,7 @@ inline void an_idle_poller_does_not_tick(conformance_target& t) {
   CUDACTOR_POLLER_CASE(fixture, watches_from_many_threads_are_each_answered_once)        \
   CUDACTOR_POLLER_CASE(fixture, the_watchdog_reports_a_watch_that_never_completes)       \
   CUDACTOR_POLLER_CASE(fixture, progress_reports_how_far_a_stream_got)                   \
+  CUDACTOR_POLLER_CASE(fixture, a_range_of_points_is_watched_in_one_call)                \
   CUDACTOR_POLLER_CASE(fixture, bad_input_is_refused)                                    \
   CUDACTOR_POLLER_CASE(fixture, a_stale_stream_is_answered_failed)                       \
   CUDACTOR_POLLER_CASE(fixture, callbacks_may_watch_cancel_and_throw)                    \

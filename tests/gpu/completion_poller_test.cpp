@@ -68,6 +68,44 @@ BOOST_AUTO_TEST_CASE(a_failed_operation_fails_its_watch_and_the_stream_goes_on) 
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_failure_inside_a_watched_range_is_reported_at_its_point) {
+  for (auto mode : both_modes) {
+    BOOST_TEST_CONTEXT("mode " << mode) {
+      gpu::completion_poller poller{backend(), options_for(mode)};
+      auto s = make_stream(backend(), "flaky range");
+      std::mutex mutex;
+      std::vector<gpu::stream_progress> reports;
+      CUDACTOR_REQUIRE_OK(poller.subscribe(s, [&](const gpu::stream_progress& p) {
+        std::lock_guard<std::mutex> lock{mutex};
+        reports.push_back(p);
+      }));
+      auto hold = this->hold(s);
+      const auto first = signal(backend(), s);
+      CUDACTOR_REQUIRE_OK(host().inject_failure(s, "the middle one failed"));
+      const auto failed = signal(backend(), s);
+      const auto last = signal(backend(), s);
+      CUDACTOR_REQUIRE_OK(poller.watch_points(s, first, last));
+      hold->release();
+      const auto settle = std::chrono::steady_clock::now() + 20s;
+      while (poller.stats().in_flight != 0 && std::chrono::steady_clock::now() < settle) {
+        std::this_thread::sleep_for(1ms);
+      }
+      poller.stop();
+      std::lock_guard<std::mutex> lock{mutex};
+      BOOST_REQUIRE(!reports.empty());
+      BOOST_TEST(reports.back().reached == last);
+      std::vector<gpu::timeline_point> failed_points;
+      for (const auto& report : reports) {
+        for (const auto& entry : report.failures) failed_points.push_back(entry.first);
+      }
+      BOOST_REQUIRE(failed_points.size() == 1u);
+      BOOST_TEST(failed_points[0] == failed);
+      BOOST_TEST(poller.stats().failed == 1u);
+      BOOST_TEST(poller.stats().completed == 2u);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_lost_device_fails_every_pending_watch) {
   for (auto mode : both_modes) {
     BOOST_TEST_CONTEXT("mode " << mode) {
