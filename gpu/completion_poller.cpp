@@ -100,12 +100,16 @@ result<watch_id> completion_poller::impl::watch(stream_ref s, watch_entry entry,
   core_->kick();
   if (mode_ == delivery_mode::callback &&
       (entry_is_event || notify_support_.load() != notify_support::listeners)) {
-    // Runs on a backend thread once the stream gets here (cudaStreamAddCallback on CUDA); it
-    // only wakes the loop, which then queries as usual. If it cannot be added (a stale
-    // stream), the loop still answers at its backstop.
-    device_.add_callback(s, [core = core_](const status&) { core->notify(); }).ignore();
+    wake_when_reached(s);
   }
   return watch_id{sequence, s.id()};
+}
+
+void completion_poller::impl::wake_when_reached(stream_ref s) {
+  // Runs on a backend thread once the stream gets here (cudaStreamAddCallback on CUDA); it
+  // only wakes the loop, which then queries as usual. If it cannot be added (a stale
+  // stream), the loop still answers at its backstop.
+  device_.add_callback(s, [core = core_](const status&) { core->notify(); }).ignore();
 }
 
 status completion_poller::impl::watch_points(stream_ref s, timeline_point first,
@@ -131,8 +135,7 @@ status completion_poller::impl::watch_points(stream_ref s, timeline_point first,
   }
   core_->kick();
   if (mode_ == delivery_mode::callback && notify_support_.load() != notify_support::listeners) {
-    // One wake-up at the last point covers the range: the loop queries them all in order.
-    device_.add_callback(s, [core = core_](const status&) { core->notify(); }).ignore();
+    wake_when_reached(s);  // one wake-up at the last point covers the whole range
   }
   return {};
 }

@@ -126,6 +126,8 @@ class completion_poller::impl {
 
   result<watch_id> watch(stream_ref s, watch_entry entry, watch_deadline deadline);
   status watch_points(stream_ref s, timeline_point first, timeline_point last);
+  // Callback mode: a host callback on `s` at its current end that wakes the loop.
+  void wake_when_reached(stream_ref s);
   bool cancel(const watch_id& id);
   status subscribe(stream_ref s, progress_callback callback);
   void stop();
