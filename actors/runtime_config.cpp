@@ -31,7 +31,9 @@ runtime_config::runtime_config() {
       .add(pool_idle_, "idle-period", "shrink after this long without an acquire (0: never)");
   opt_group{custom_options_, "cudactor.host"}
       .add(host_workers_, "workers", "host backend worker threads (0: by hardware)")
-      .add(host_memory_, "memory-limit", "bytes of device memory the host backend hands out");
+      .add(host_memory_, "memory-limit", "bytes of device memory the host backend hands out")
+      .add(host_idle_spin_, "idle-spin",
+           "an idle host worker looks for work this long, then sleeps");
   opt_group{custom_options_, "cudactor.cuda"}.add(cuda_device_, "device", "CUDA device ordinal");
   opt_group{custom_options_, "cudactor.poller"}
       .add(poller_mode_, "mode", "completion detection: auto, polling or callback")
@@ -76,6 +78,9 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.pool.idle_period = std::chrono::duration_cast<std::chrono::milliseconds>(pool_idle_);
   out.device.host.workers = static_cast<unsigned>(host_workers_);
   out.device.host.memory_limit = host_memory_;
+  if (host_idle_spin_.count() < 0) return bad("cudactor.host.idle-spin must not be negative");
+  out.device.host.idle_spin =
+      std::chrono::duration_cast<std::chrono::microseconds>(host_idle_spin_);
   out.device.cuda_device = cuda_device_;
   if (poller_mode_ == "polling") {
     out.poller.mode = gpu::delivery_mode::polling;

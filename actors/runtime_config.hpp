@@ -67,6 +67,7 @@ class runtime_config : public caf::actor_system_config {
   caf::timespan pool_idle_{std::chrono::seconds{5}};
   std::size_t host_workers_ = 0;
   std::size_t host_memory_ = std::size_t{4} << 30;
+  caf::timespan host_idle_spin_{gpu::host_backend_options{}.idle_spin};
   int cuda_device_ = 0;
   std::string poller_mode_ = "auto";
   caf::timespan stuck_after_{std::chrono::seconds{10}};

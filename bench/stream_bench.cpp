@@ -9,19 +9,24 @@
 // back as ordinary messages, and learns of completions from the stream's completion
 // batches (subscribe), one message per stream per poller tick.
 //
-// Direct path: one thread does what the stream actor does (enqueue, signal, watch) for the
-// same streams, with the same depth and batching; completions arrive through the poller's
-// progress callback, which updates an atomic the thread reads. No sleeps in either (the
-// direct thread yields its core while it has nothing to submit).
+// Direct path: one thread does what the stream actor does (enqueue, signal, one watch per
+// burst) for the same streams, with the same depth and batching; completions arrive through
+// the poller's progress callback, which updates an atomic the thread reads. With nothing to
+// submit the thread blocks on a condition variable the callback signals, as a CAF worker
+// blocks between messages: no fixed sleeps, and no spinning that takes the poller's core.
+//
+// Options after "--" go to every runtime started, e.g. -- --cudactor.host.idle-spin=50us.
 //
 // Also: the CAF scheduler settings tried (workers, policy) for one stream, one op per message.
 #include <caf/all.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -117,6 +122,16 @@ double direct_run(gpu::backend& device, gpu::completion_poller& poller, std::siz
     timeline_point base = 0;
     std::uint64_t sent = 0;
   };
+  // How the submitting thread waits for completions when it has nothing to submit: on a
+  // condition variable the progress callback signals (as a CAF worker waits for its next
+  // message), not by spinning, which on 2 cores takes the poller's core away.
+  struct waker {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::atomic<std::uint64_t> reports{0};
+    std::atomic<bool> waiting{false};
+  };
+  auto wake = std::make_shared<waker>();
   std::vector<std::unique_ptr<line>> lines;
   for (std::size_t i = 0; i < streams; ++i) {
     auto l = std::make_unique<line>();
@@ -129,8 +144,13 @@ double direct_run(gpu::backend& device, gpu::completion_poller& poller, std::siz
     line* raw = l.get();
     if (!poller
              .subscribe(l->s,
-                        [raw](const gpu::stream_progress& p) {
+                        [raw, wake](const gpu::stream_progress& p) {
                           raw->reached.store(p.reached, std::memory_order_release);
+                          wake->reports.fetch_add(1);
+                          if (wake->waiting.load()) {
+                            std::lock_guard<std::mutex> lock{wake->mutex};
+                            wake->cv.notify_one();
+                          }
                         })
              .ok()) {
       std::exit(1);
@@ -143,30 +163,43 @@ double direct_run(gpu::backend& device, gpu::completion_poller& poller, std::siz
   while (!all_done) {
     all_done = true;
     bool submitted = false;
+    const std::uint64_t seen = wake->reports.load();
     for (auto& l : lines) {
       const std::uint64_t completed = l->reached.load(std::memory_order_acquire) - l->base;
       if (completed < total) all_done = false;
       while (l->sent < total && l->sent - completed + batch <= depth) {
+        // As the stream actor does: enqueue and signal each operation, then watch the batch's
+        // points in one call.
+        gpu::timeline_point first = 0, last = 0;
         for (std::size_t k = 0; k < batch; ++k) {
           if (!device.enqueue(l->s, fn).ok()) std::exit(1);
           auto point = device.signal(l->s);
-          if (!point || !poller.watch(l->s, *point, std::nullopt, {}).ok()) std::exit(1);
+          if (!point) std::exit(1);
+          if (k == 0) first = *point;
+          last = *point;
         }
+        if (!poller.watch_points(l->s, first, last).ok()) std::exit(1);
         l->sent += batch;
         submitted = true;
       }
     }
-    // Nothing to do until completions arrive: give the core to the backend and the poller
-    // (2 cores here) instead of spinning on it.
-    if (!submitted && !all_done) std::this_thread::yield();
+    if (submitted || all_done) continue;
+    wake->waiting.store(true);
+    {
+      std::unique_lock<std::mutex> lock{wake->mutex};
+      wake->cv.wait(lock, [&] { return wake->reports.load() != seen; });
+    }
+    wake->waiting.store(false);
   }
   const double seconds = (now_ns() - start) * 1e-9;
   for (auto& l : lines) poller.subscribe(l->s, {}).ignore();
   return static_cast<double>(total * streams) / seconds;
 }
 
-std::unique_ptr<runtime> start_runtime(runtime_config& config, std::vector<std::string> args) {
+std::unique_ptr<runtime> start_runtime(runtime_config& config, std::vector<std::string> args,
+                                       const std::vector<std::string>& passed_on) {
   args.insert(args.begin(), {"--cudactor.backend=host", "--cudactor.streams=8"});
+  args.insert(args.end(), passed_on.begin(), passed_on.end());
   if (auto err = config.parse(std::move(args))) {
     std::fprintf(stderr, "options: %s\n", caf::to_string(err).c_str());
     std::exit(2);
@@ -210,7 +243,7 @@ int main(int argc, char** argv) {
   std::string backend;
   for (int round = 0; round < rounds; ++round) {
     runtime_config config;
-    auto rt = start_runtime(config, {});
+    auto rt = start_runtime(config, {}, mode.passed_on);
     workers = rt->system().scheduler().num_workers();
     backend = rt->backend_reason();
     actor_run(*rt, 1, n / 4, 1);  // warm-up
@@ -249,8 +282,10 @@ int main(int argc, char** argv) {
       samples one, batched, eight;
       for (int round = 0; round < sweep_rounds; ++round) {
         runtime_config c;
-        auto r = start_runtime(c, {"--scheduler.max-threads=" + std::to_string(threads),
-                                   "--scheduler.policy=" + std::string{policy}});
+        auto r = start_runtime(c,
+                               {"--scheduler.max-threads=" + std::to_string(threads),
+                                "--scheduler.policy=" + std::string{policy}},
+                               mode.passed_on);
         actor_run(*r, 1, n / 4, 1);
         one.add(actor_run(*r, 1, n, 1));
         batched.add(actor_run(*r, 1, n, b));

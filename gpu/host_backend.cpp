@@ -36,7 +36,8 @@ struct host_backend::impl {
       : owner(self),
         options(std::move(opts)),
         engine(std::make_shared<detail::host_engine>(
-            options.workers == 0 ? default_workers() : options.workers, allocations)) {
+            options.workers == 0 ? default_workers() : options.workers, options.idle_spin,
+            allocations)) {
     info.kind = backend_kind::host;
     info.name = options.name + " (" + std::to_string(engine->workers()) + " workers)";
     info.total_memory = options.memory_limit;
@@ -78,7 +79,10 @@ struct host_backend::impl {
 
   // The stream, if it exists and the device is not lost.
   result<stream_ptr> usable_stream(stream_ref s) const {
-    if (auto loss = engine->loss(); !loss.ok()) return loss;
+    // The flag first: reading the loss itself takes the engine's lock, on every submit.
+    if (engine->lost()) {
+      if (auto loss = engine->loss(); !loss.ok()) return loss;
+    }
     std::lock_guard<std::mutex> lock{mutex};
     return find_stream_locked(s);
   }

@@ -33,6 +33,11 @@ struct host_backend_options {
   unsigned workers = 0;                             // 0: between 2 and 4, by hardware threads
   std::size_t memory_limit = std::size_t{4} << 30;  // bytes of "device" memory handed out
   std::string name = "host";
+  // How long an idle worker looks for new work (yielding its core) before it sleeps. Zero
+  // sleeps at once: on a machine with few cores the spin takes time from the threads that
+  // feed the streams and watch them; with many streams kept busy a short spin saves a
+  // wake-up per burst. docs/benchmarks.md has both measured.
+  std::chrono::microseconds idle_spin{0};
 };
 
 // Releases an operation injected with host_backend::inject_hang(). Copyable; releasing twice

@@ -21,14 +21,20 @@ namespace cudactor::bench {
 
 struct run_mode {
   bool quick = false;
+  // Whatever follows "--": options a benchmark hands on to what it starts (a runtime's
+  // cudactor.* and scheduler.* options, say).
+  std::vector<std::string> passed_on;
 
   static run_mode parse(int argc, char** argv) {
     run_mode mode;
     for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], "--quick") == 0) {
         mode.quick = true;
+      } else if (std::strcmp(argv[i], "--") == 0) {
+        mode.passed_on.assign(argv + i + 1, argv + argc);
+        break;
       } else {
-        std::fprintf(stderr, "usage: %s [--quick]\n", argv[0]);
+        std::fprintf(stderr, "usage: %s [--quick] [-- options...]\n", argv[0]);
         std::exit(2);
       }
     }

@@ -22,8 +22,9 @@ int lane_of(stream_priority priority) {
 
 void free_host_memory(void* data) noexcept { ::operator delete(data, host_memory_alignment); }
 
-host_engine::host_engine(unsigned workers, allocation_table& allocations)
-    : allocations_(allocations), pool_(workers) {}
+host_engine::host_engine(unsigned workers, std::chrono::microseconds idle_spin,
+                         allocation_table& allocations)
+    : allocations_(allocations), pool_(workers, idle_spin) {}
 
 stream_ptr host_engine::open_stream(handle_id id, std::string name, stream_priority priority) {
   auto s = std::make_shared<host_stream>();
@@ -123,31 +124,32 @@ host_engine::step host_engine::settle_park(const stream_ptr& s, bool waiting) {
   return step::parked;
 }
 
-// Runs operations of `s` in order until it empties, parks, or used its batch.
+// Runs operations of `s` in order until it empties or parks. After a batch it gives its worker
+// to another stream if one is waiting, and otherwise goes on.
 void host_engine::drain(const stream_ptr& s) {
-  for (int budget = drain_batch; budget > 0;) {
-    op* front = nullptr;
-    {
+  for (int budget = drain_batch;;) {
+    if (s->taken.empty()) {
       std::lock_guard<std::mutex> lock{s->mutex};
       if (s->queue.empty() || s->parked) {
         s->scheduled = false;
         return;
       }
-      front = &s->queue.front();  // deque references survive push_back
+      s->taken.swap(s->queue);
     }
-    step outcome = lost_.load(std::memory_order_acquire) ? fail(*s, *front) : run(s, *front);
+    op& front = s->taken.front();
+    const step outcome = lost_.load(std::memory_order_acquire) ? fail(*s, front) : run(s, front);
     if (outcome == step::parked) return;
     if (outcome == step::again) continue;
-    {
-      std::lock_guard<std::mutex> lock{s->mutex};
-      s->queue.pop_front();
+    s->taken.pop_front();
+    if (--budget == 0) {
+      if (pool_.waiting()) break;
+      budget = drain_batch;
     }
-    --budget;
   }
   bool post = false;
   {
     std::lock_guard<std::mutex> lock{s->mutex};
-    if (s->queue.empty() || s->parked) {
+    if ((s->taken.empty() && s->queue.empty()) || s->parked) {
       s->scheduled = false;
     } else {
       post = true;  // still scheduled: give other streams a turn, then go on

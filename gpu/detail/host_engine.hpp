@@ -67,7 +67,11 @@ struct host_stream {
   std::shared_ptr<host_timeline> timeline;
 
   std::mutex mutex;
-  std::deque<op> queue;    // pushed by anyone, popped only by the draining worker
+  std::deque<op> queue;  // pushed by anyone, popped only by the draining worker
+  // Operations the draining worker moved out of `queue` in one go, so that a busy stream costs
+  // one lock per batch rather than two per operation. Only the draining worker touches it;
+  // it keeps its order ahead of `queue` across parks and yields.
+  std::deque<op> taken;
   bool scheduled = false;  // a drain is queued or running
   bool parked = false;     // the front operation waits for a completion or a deadline
   status pending_error;    // touched only by the draining worker
@@ -77,7 +81,7 @@ using stream_ptr = std::shared_ptr<host_stream>;
 class host_engine : public std::enable_shared_from_this<host_engine> {
  public:
   // `allocations` must outlive the engine: stream-ordered frees remove their entries.
-  host_engine(unsigned workers, allocation_table& allocations);
+  host_engine(unsigned workers, std::chrono::microseconds idle_spin, allocation_table& allocations);
 
   [[nodiscard]] unsigned workers() const noexcept { return pool_.size(); }
 

@@ -1,13 +1,23 @@
 #include "cudactor/gpu/detail/worker_pool.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <string>
 
 namespace cudactor::gpu::detail {
 
-worker_pool::worker_pool(unsigned threads) {
+worker_pool::worker_pool(unsigned threads, std::chrono::microseconds idle_spin)
+    : idle_spin_(std::max(idle_spin, std::chrono::microseconds{0})) {
   threads = std::max(1u, threads);
   threads_.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+  for (unsigned i = 0; i < threads; ++i) {
+    threads_.emplace_back([this, i] {
+      // Named so that top, perf and gdb tell the backend's threads from CAF's.
+      pthread_setname_np(pthread_self(), ("cudactor-host-" + std::to_string(i)).c_str());
+      run();
+    });
+  }
 }
 
 worker_pool::~worker_pool() { stop(); }
@@ -100,10 +110,10 @@ void worker_pool::run() {
       --sleepers_;
       continue;
     }
-    if (!spun && !spinning_) {
+    if (!spun && !spinning_ && idle_spin_.count() > 0) {
       spinning_ = spun = true;
       lock.unlock();
-      const auto until = clock::now() + spin_window;
+      const auto until = clock::now() + idle_spin_;
       while (queued_.load(std::memory_order_acquire) == 0 && clock::now() < until) {
         std::this_thread::yield();
       }

@@ -5,9 +5,9 @@
 // until a deadline instead of sleeping on a worker. Tasks never block here; anything that
 // must wait parks and is re-posted.
 //
-// An idle worker spins for spin_window before it sleeps (one worker at a time), and post()
+// An idle worker may spin for idle_spin before it sleeps (one worker at a time), and post()
 // wakes a sleeper only when no worker is spinning: work that arrives back to back (a
-// pipelined client) then costs no futex wake-up per task.
+// pipelined client) then costs no futex wake-up per task, at the price of the core.
 #pragma once
 
 #include <atomic>
@@ -27,9 +27,7 @@ class worker_pool {
  public:
   using clock = std::chrono::steady_clock;
   static constexpr int lanes = 3;  // 0 is served first
-  static constexpr std::chrono::microseconds spin_window{50};
-
-  explicit worker_pool(unsigned threads);
+  worker_pool(unsigned threads, std::chrono::microseconds idle_spin);
   worker_pool(const worker_pool&) = delete;
   worker_pool& operator=(const worker_pool&) = delete;
   ~worker_pool();  // stop()
@@ -41,6 +39,11 @@ class worker_pool {
   // Runs every queued task (and whatever they post) to the end, fires pending timers early,
   // and joins the workers. Idempotent.
   void stop();
+
+  // Whether a posted task waits for a worker (a hint: it may change at once).
+  [[nodiscard]] bool waiting() const noexcept {
+    return queued_.load(std::memory_order_relaxed) > 0;
+  }
 
   [[nodiscard]] unsigned size() const noexcept { return static_cast<unsigned>(threads_.size()); }
 
@@ -61,6 +64,7 @@ class worker_pool {
   std::deque<std::function<void()>> lanes_[lanes];
   std::priority_queue<timer, std::vector<timer>, std::greater<timer>> timers_;
   std::uint64_t timer_order_ = 0;
+  const std::chrono::microseconds idle_spin_;
   unsigned busy_ = 0;
   unsigned sleepers_ = 0;
   bool spinning_ = false;  // one idle worker watches queued_ instead of sleeping

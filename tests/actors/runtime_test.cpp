@@ -17,11 +17,12 @@ BOOST_AUTO_TEST_CASE(options_come_from_the_command_line_and_the_ini_file) {
   runtime_config config;
   std::istringstream ini{"[cudactor]\nstreams=3\nmax-in-flight=8\n"};
   BOOST_REQUIRE(!config.parse({"--cudactor.backend=host", "--cudactor.high-priority-streams=1",
-                               "--scheduler.max-threads=2"},
+                               "--scheduler.max-threads=2", "--cudactor.host.idle-spin=25us"},
                               ini));
   auto rt = runtime::start(config);
   BOOST_REQUIRE_MESSAGE(rt.ok(), rt.error().to_string());
   BOOST_TEST((*rt)->streams().size() == 3u);
+  BOOST_TEST((*rt)->options().device.host.idle_spin.count() == 25);
   BOOST_TEST((*rt)->options().stream.max_in_flight == 8u);
   BOOST_TEST((*rt)->system().scheduler().num_workers() == 2u);
   BOOST_TEST(((*rt)->device().kind() == gpu::backend_kind::host));

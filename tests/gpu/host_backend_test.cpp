@@ -188,6 +188,36 @@ BOOST_AUTO_TEST_CASE(higher_priority_streams_are_served_first) {
   BOOST_TEST(order == (std::vector<std::string>{"high", "low"}), boost::test_tools::per_element());
 }
 
+// A worker takes a stream's whole queue at once and runs it without the lock. An operation
+// that parks in the middle of what it took, and work enqueued while it is parked, must still
+// run in submission order after the release.
+BOOST_AUTO_TEST_CASE(order_holds_across_a_park_in_the_middle_of_a_taken_batch) {
+  auto s = make_stream(backend(), "parked");
+  std::vector<int> order;  // touched only by the stream's current worker
+  std::atomic<int> ran{0};
+  auto add = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      CUDACTOR_REQUIRE_OK(backend().enqueue(s, [&, i](const gpu::launch_context&) {
+        order.push_back(i);
+        ++ran;
+        return gpu::status{};
+      }));
+    }
+  };
+  add(0, 100);
+  auto held = hold(s);
+  add(100, 200);  // taken with the hold, or queued behind it
+  const auto deadline = clock_type::now() + 5s;
+  while (ran.load() < 100 && clock_type::now() < deadline) std::this_thread::yield();
+  add(200, 300);  // enqueued while the stream is parked
+  std::this_thread::sleep_for(20ms);
+  BOOST_TEST(ran.load() == 100);  // nothing passed the hold
+  held->release();
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  BOOST_REQUIRE(order.size() == 300u);
+  for (int i = 0; i < 300; ++i) BOOST_REQUIRE(order[static_cast<std::size_t>(i)] == i);
+}
+
 BOOST_AUTO_TEST_CASE(a_held_or_slow_stream_does_not_hold_a_worker) {
   host_target single{gpu::host_backend_options{1, std::size_t{1} << 20, "single"}};
   auto& b = single.backend();
