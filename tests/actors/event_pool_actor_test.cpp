@@ -1,6 +1,8 @@
 #define BOOST_TEST_MODULE event_pool_actor
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "common/runtime_fixture.hpp"
@@ -118,3 +120,54 @@ BOOST_AUTO_TEST_CASE(stream_actors_lease_in_batches_not_per_record) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// A pool that forgets its spare events after 100 ms without an acquire, keeping 2 per kind.
+struct shrinking_pool : pool_fixture {
+  shrinking_pool() {
+    stop();  // the base runtime, replaced by one with a short idle period
+    start({"--cudactor.streams=1", "--cudactor.pool.max-events=64", "--cudactor.pool.grow-batch=16",
+           "--cudactor.event-batch=2", "--cudactor.pool.keep-free=2",
+           "--cudactor.pool.idle-period=100ms"});
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(the_pool_shrinks_to_keep_free_after_an_idle_period, shrinking_pool) {
+  auto leases = acquire(gpu::event_kind::regular, 40);
+  BOOST_REQUIRE_MESSAGE(leases, why(leases));
+  auto timing = acquire(gpu::event_kind::timing, 20);
+  BOOST_REQUIRE_MESSAGE(timing, why(timing));
+  const auto in_use = usage().in_use;
+  BOOST_TEST(!release(*leases));
+  BOOST_TEST(!release(*timing));
+  const auto released = usage();
+  BOOST_TEST(released.available >= 40u);
+  BOOST_TEST(released.timing_available >= 20u);
+  BOOST_TEST(released.in_use == in_use - 60);
+  // Acquires keep it from shrinking: one every 30 ms for 300 ms, three idle periods.
+  for (int i = 0; i < 10; ++i) {
+    auto one = acquire(gpu::event_kind::regular, 1);
+    BOOST_REQUIRE(one);
+    BOOST_TEST(!release(*one));
+    std::this_thread::sleep_for(std::chrono::milliseconds{30});
+  }
+  BOOST_TEST(usage().available >= 40u);
+  // Then idle: it shrinks within a few periods (bounded wait; a loaded machine is slow).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  pool_utilization now = usage();
+  while ((now.available > 2 || now.timing_available > 2) &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    now = usage();
+  }
+  BOOST_TEST(now.available == 2u);
+  BOOST_TEST(now.timing_available == 2u);
+  BOOST_TEST(now.in_use == in_use - 60);  // leased events are never touched
+  // And it grows again on demand.
+  auto again = acquire(gpu::event_kind::regular, 30);
+  BOOST_REQUIRE_MESSAGE(again, why(again));
+  BOOST_TEST(!release(*again));
+}

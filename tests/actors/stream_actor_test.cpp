@@ -253,6 +253,40 @@ BOOST_AUTO_TEST_CASE(memory_is_reused_only_after_the_stream_passes_the_free) {
   BOOST_TEST(c->as<std::uint8_t>()[16] == 7);
 }
 
+BOOST_AUTO_TEST_CASE(a_prefetch_takes_its_place_in_order_and_needs_managed_memory) {
+  auto managed = rt().device().allocate_managed(4096);
+  BOOST_REQUIRE(managed);
+  const auto address =
+      static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(managed->data()));
+  gate g;
+  BOOST_REQUIRE(ask<ticket>(rt().stream(0), cudactor::submit_atom::value, g.hold()));
+  auto t = ask<ticket>(rt().stream(0), cudactor::prefetch_atom::value, address, std::uint64_t{4096},
+                       gpu::prefetch_target::device);
+  BOOST_REQUIRE_MESSAGE(t, why(t));
+  auto st = ask<cudactor::stream_status>(rt().stream(0), cudactor::status_atom::value);
+  BOOST_REQUIRE(st);
+  BOOST_TEST(st->completed < t->point);  // behind the held work
+  g.open();
+  auto done = ask<completion>(rt().stream(0), cudactor::await_atom::value, t->point);
+  BOOST_TEST(done, why(done));
+
+  // Device memory is refused when the prefetch is launched: the awaiter hears why.
+  auto device_memory =
+      ask<cudactor::buffer_ref>(rt().stream(0), cudactor::alloc_atom::value, std::uint64_t{4096});
+  BOOST_REQUIRE(device_memory);
+  auto bad = ask<ticket>(rt().stream(0), cudactor::prefetch_atom::value, device_memory->address,
+                         std::uint64_t{4096}, gpu::prefetch_target::host);
+  BOOST_REQUIRE(bad);
+  auto refused = ask<completion>(rt().stream(0), cudactor::await_atom::value, bad->point);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(render(refused.error()).find("managed") != std::string::npos, render(refused.error()));
+  BOOST_REQUIRE(ask<ticket>(rt().stream(0), cudactor::free_atom::value, *device_memory));
+  // Nothing to prefetch is refused at once.
+  auto empty = ask<ticket>(rt().stream(0), cudactor::prefetch_atom::value, address,
+                           std::uint64_t{0}, gpu::prefetch_target::device);
+  BOOST_TEST((empty.error() == errc::invalid_argument));
+}
+
 BOOST_AUTO_TEST_CASE(a_callback_runs_once_the_stream_reaches_it) {
   gate g;
   auto called = std::make_shared<std::promise<std::string>>();
