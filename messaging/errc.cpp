@@ -28,6 +28,9 @@ std::string_view to_string(errc code) noexcept {
     case errc::unknown_operation: return "unknown_operation";
     case errc::pool_exhausted: return "pool_exhausted";
     case errc::stale_event: return "stale_event";
+    case errc::unknown_op: return "unknown_op";
+    case errc::dependency_cycle: return "dependency_cycle";
+    case errc::invalid_state: return "invalid_state";
   }
   return "unknown";
 }

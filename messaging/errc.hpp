@@ -41,6 +41,9 @@ enum class errc : std::uint8_t {
   unknown_operation,   // a named operation no registry on the receiving node knows
   pool_exhausted,      // the event pool is at its configured maximum
   stale_event,         // an event ref whose lease was released (or released twice)
+  unknown_op,          // an op id the coordinator never issued, or whose outcome it let go
+  dependency_cycle,    // a dependency that would close a cycle (the cycle is in the message)
+  invalid_state,       // the operation is not in a state the request applies to
 };
 
 // CAF's category for cudactor::errc.

@@ -1,0 +1,322 @@
+#include "cudactor/actors/detail/op_graph.hpp"
+
+#include <algorithm>
+#include <string>
+#include <unordered_set>
+#include <utility>
+
+#include "cudactor/messaging/errc.hpp"
+
+namespace cudactor::detail {
+namespace {
+
+std::string name(op_id id) { return "op " + std::to_string(id.value); }
+
+}  // namespace
+
+op_graph::op_graph(std::size_t failures_kept)
+    : failures_kept_(std::max<std::size_t>(failures_kept, 1)) {}
+
+const op_graph::node* op_graph::find(op_id id) const {
+  auto found = nodes_.find(id);
+  return found == nodes_.end() ? nullptr : &found->second;
+}
+
+op_graph::node* op_graph::get(op_id id) {
+  auto found = nodes_.find(id);
+  return found == nodes_.end() ? nullptr : &found->second;
+}
+
+caf::error op_graph::resolve(op_id id, op_id dep, bool& live) const {
+  live = false;
+  if (dep.empty())
+    return make_error(errc::unknown_op, name(id) + " depends on op 0, which is no operation");
+  if (dep == id) return make_error(errc::dependency_cycle, name(id) + " depends on itself");
+  if (const node* d = find(dep)) {
+    switch (d->state) {
+      case op_state::completed: return {};
+      case op_state::failed:
+      case op_state::cancelled:
+        return make_error(errc::dependency_failed,
+                          name(id) + " depends on " + name(dep) + ", which " +
+                              (d->state == op_state::failed ? "failed" : "was cancelled") + ": " +
+                              to_string(d->cause));
+      default: live = true; return {};
+    }
+  }
+  if (dep.value > newest_.value) {
+    return make_error(errc::unknown_op,
+                      name(id) + " depends on " + name(dep) + ", which was never registered");
+  }
+  if (auto failed = failures_.find(dep); failed != failures_.end()) {
+    return make_error(errc::dependency_failed,
+                      name(id) + " depends on " + name(dep) +
+                          ", which ended without completing: " + to_string(failed->second));
+  }
+  if (dep.value < certain_from_) {
+    return make_error(errc::unknown_op, name(id) + " depends on " + name(dep) +
+                                            ", whose outcome is no longer kept (too old)");
+  }
+  return {};  // forgotten after it completed: nothing to wait for
+}
+
+caf::error op_graph::check_deps(op_id id, const std::vector<op_id>& deps) const {
+  for (op_id dep : deps) {
+    bool live = false;
+    if (auto err = resolve(id, dep, live)) return err;
+  }
+  return {};
+}
+
+caf::error op_graph::add(op_id id, op_priority priority, bool manual,
+                         const std::vector<op_id>& deps) {
+  if (id.value <= newest_.value) {
+    return make_error(errc::invalid_argument,
+                      name(id) + " is not newer than " + name(newest_) + ", the newest added");
+  }
+  std::vector<op_id> live_deps;
+  for (op_id dep : deps) {
+    bool live = false;
+    if (auto err = resolve(id, dep, live)) return err;
+    if (live && std::find(live_deps.begin(), live_deps.end(), dep) == live_deps.end()) {
+      live_deps.push_back(dep);
+    }
+  }
+  newest_ = id;
+  node& n = nodes_[id];
+  n.id = id;
+  n.priority = priority;
+  n.manual = manual;
+  for (op_id dep : live_deps) {
+    node& d = *get(dep);
+    d.dependents.push_back(id);
+    ++d.holders;
+    if (d.state != op_state::submitted) ++n.unsubmitted;
+  }
+  n.deps = std::move(live_deps);
+  ++live_;
+  if (n.unsubmitted == 0) make_ready(n);
+  return {};
+}
+
+caf::error op_graph::add_dependency(op_id op, op_id dep) {
+  node* n = get(op);
+  if (n == nullptr || is_terminal(n->state)) {
+    return make_error(errc::invalid_state,
+                      name(op) + (n == nullptr ? " is unknown or ended" : " has ended") +
+                          ": it can take no new dependency");
+  }
+  if (n->state != op_state::pending && n->state != op_state::ready) {
+    return make_error(errc::invalid_state, name(op) + " is " + std::string{to_string(n->state)} +
+                                               ": dependencies are added before dispatch");
+  }
+  bool live = false;
+  if (auto err = resolve(op, dep, live)) return err;
+  if (!live || std::find(n->deps.begin(), n->deps.end(), dep) != n->deps.end()) return {};
+  // A cycle exists if `dep` already depends, directly or not, on `op`.
+  std::unordered_map<std::uint64_t, std::uint64_t> came_from;  // node -> the dependent we came from
+  std::vector<op_id> stack{dep};
+  came_from[dep.value] = 0;
+  bool found = false;
+  while (!stack.empty() && !found) {
+    const node* x = find(stack.back());
+    stack.pop_back();
+    if (x == nullptr) continue;
+    for (op_id next : x->deps) {
+      if (came_from.count(next.value) != 0) continue;
+      came_from[next.value] = x->id.value;
+      if (next == op) {
+        found = true;
+        break;
+      }
+      stack.push_back(next);
+    }
+  }
+  if (found) {
+    // Walk back from `op` to `dep`: op <- ... <- dep, i.e. dep depends on ... on op.
+    std::vector<std::uint64_t> path{op.value};
+    for (std::uint64_t at = came_from[op.value]; at != 0; at = came_from[at]) path.push_back(at);
+    std::string cycle = name(op);
+    for (auto it = path.rbegin(); it != path.rend(); ++it) cycle += " -> op " + std::to_string(*it);
+    return make_error(errc::dependency_cycle, "making " + name(op) + " depend on " + name(dep) +
+                                                  " closes the cycle " + cycle +
+                                                  " (each waits for the next)");
+  }
+  node& d = *get(dep);
+  d.dependents.push_back(op);
+  ++d.holders;
+  n->deps.push_back(dep);
+  if (d.state != op_state::submitted) {
+    ++n->unsubmitted;
+    if (n->state == op_state::ready) n->state = op_state::pending;  // its queue entry goes stale
+  }
+  return {};
+}
+
+void op_graph::make_ready(node& n) {
+  n.state = op_state::ready;
+  n.ready_seq = next_seq_++;
+  if (!n.manual) ready_.push({n.priority, n.ready_seq, n.id});
+}
+
+bool op_graph::has_ready() {
+  while (!ready_.empty()) {
+    const ready_entry& top = ready_.top();
+    const node* n = find(top.id);
+    if (n != nullptr && n->state == op_state::ready && n->ready_seq == top.seq) return true;
+    ready_.pop();
+  }
+  return false;
+}
+
+std::optional<op_id> op_graph::next_ready() {
+  if (!has_ready()) return std::nullopt;
+  const op_id id = ready_.top().id;
+  ready_.pop();
+  get(id)->state = op_state::running;
+  return id;
+}
+
+caf::error op_graph::begin(op_id id) {
+  node* n = get(id);
+  if (n == nullptr) return make_error(errc::unknown_op, name(id) + " is unknown or has ended");
+  if (!n->manual) {
+    return make_error(errc::invalid_state,
+                      name(id) + " carries its own work: the coordinator launches it");
+  }
+  if (n->state != op_state::ready) {
+    return make_error(errc::invalid_state,
+                      name(id) + " is " + std::string{to_string(n->state)} + ", not ready: " +
+                          (n->state == op_state::pending ? "a dependency is not submitted yet"
+                                                         : "it cannot begin again"));
+  }
+  n->state = op_state::running;
+  return {};
+}
+
+bool op_graph::submitted(op_id id, op_position where) {
+  node* n = get(id);
+  if (n == nullptr || n->state != op_state::running) return false;
+  n->state = op_state::submitted;
+  n->position = where;
+  release_deps(*n);
+  for (op_id d : n->dependents) {
+    node* dependent = get(d);
+    if (dependent == nullptr || is_terminal(dependent->state)) continue;
+    if (--dependent->unsubmitted == 0 && dependent->state == op_state::pending) {
+      make_ready(*dependent);
+    }
+  }
+  forget_unneeded();
+  return true;
+}
+
+bool op_graph::complete(op_id id) {
+  node* n = get(id);
+  if (n == nullptr || is_terminal(n->state)) return false;
+  if (n->state == op_state::running) {
+    (void)submitted(id, op_position{});
+    n->position.reset();
+  } else if (n->state != op_state::submitted) {
+    return false;  // never dispatched: it cannot have completed
+  }
+  std::vector<ended_op> none;
+  end(*n, op_state::completed, {}, none);
+  forget_unneeded();
+  return true;
+}
+
+bool op_graph::fail(op_id id, caf::error cause, std::vector<ended_op>& ended) {
+  node* n = get(id);
+  if (n == nullptr || is_terminal(n->state)) return false;
+  end_with_dependents(*n, op_state::failed, std::move(cause), ended);
+  return true;
+}
+
+bool op_graph::cancel(op_id id, caf::error cause, std::vector<ended_op>& ended) {
+  node* n = get(id);
+  if (n == nullptr || is_terminal(n->state)) return false;
+  end_with_dependents(*n, op_state::cancelled, std::move(cause), ended);
+  return true;
+}
+
+void op_graph::fail_all(const caf::error& cause, std::vector<ended_op>& ended) {
+  std::vector<op_id> open;
+  for (auto& [id, n] : nodes_) {
+    if (!is_terminal(n.state)) open.push_back(id);
+  }
+  std::sort(open.begin(), open.end());  // oldest first: a stable order for the caller
+  for (op_id id : open) {
+    node* n = get(id);
+    if (n != nullptr && !is_terminal(n->state)) end(*n, op_state::failed, cause, ended);
+  }
+  forget_unneeded();
+}
+
+void op_graph::end(node& n, op_state state, caf::error cause, std::vector<ended_op>& ended) {
+  n.state = state;
+  n.cause = std::move(cause);
+  --live_;
+  ended.push_back({n.id, state, n.cause});
+  release_deps(n);
+  if (n.holders == 0) to_forget_.push_back(n.id);
+}
+
+void op_graph::end_with_dependents(node& first, op_state state, caf::error cause,
+                                   std::vector<ended_op>& ended) {
+  const std::size_t from = ended.size();
+  const std::string why = name(first.id) +
+                          (state == op_state::failed ? " failed" : " was cancelled") +
+                          (cause ? ": " + to_string(cause) : std::string{});
+  end(first, state, std::move(cause), ended);
+  // Breadth first over dependents: each ends once, cancelled with the first cause.
+  for (std::size_t i = from; i < ended.size(); ++i) {
+    const std::vector<op_id> dependents = get(ended[i].id)->dependents;  // none forgotten yet
+    for (op_id d : dependents) {
+      node* dependent = get(d);
+      if (dependent == nullptr || is_terminal(dependent->state)) continue;
+      end(*dependent, op_state::cancelled,
+          make_error(errc::dependency_failed, name(d) + " cancelled: " + why), ended);
+    }
+  }
+  forget_unneeded();
+}
+
+void op_graph::release_deps(node& n) {
+  if (n.released) return;
+  n.released = true;
+  for (op_id d : n.deps) {
+    node* dep = get(d);
+    if (dep == nullptr) continue;
+    --dep->holders;
+    if (dep->holders == 0 && is_terminal(dep->state)) to_forget_.push_back(d);
+  }
+}
+
+// Forgetting waits until a transition is over: a cascade still walks the dependents of
+// nodes that have ended.
+void op_graph::forget_unneeded() {
+  for (std::size_t i = 0; i < to_forget_.size(); ++i) {
+    node* n = get(to_forget_[i]);
+    if (n == nullptr || !is_terminal(n->state) || n->holders != 0) continue;
+    if (n->state != op_state::completed) remember_failure(n->id, n->cause);
+    forgotten_.push_back(n->id);
+    nodes_.erase(n->id);
+  }
+  to_forget_.clear();
+}
+
+void op_graph::remember_failure(op_id id, const caf::error& cause) {
+  failures_.emplace(id, cause);
+  failure_order_.push_back(id);
+  while (failure_order_.size() > failures_kept_) {
+    const op_id oldest = failure_order_.front();
+    failure_order_.pop_front();
+    failures_.erase(oldest);
+    certain_from_ = std::max(certain_from_, oldest.value + 1);
+  }
+}
+
+std::vector<op_id> op_graph::take_forgotten() { return std::exchange(forgotten_, {}); }
+
+}  // namespace cudactor::detail

@@ -1,0 +1,161 @@
+// actors/detail/op_graph.hpp
+//
+// The coordinator's dependency graph: which operations wait for which, when each may be
+// dispatched, and how failure spreads. No CAF actor, no device: the coordinator actor owns one
+// and drives it from its messages, and tests drive it directly.
+//
+// An operation is ready once every dependency has been *submitted* (placed on a stream at a
+// known point), not completed: the dependent then waits for it on the device. Dependencies
+// that were already submitted when it is dispatched are where those device waits go
+// (for_each_unfinished_dep). A failed or cancelled operation cancels every operation that
+// depends on it, transitively, with the cause attached; every operation ends exactly once.
+//
+// Memory stays flat: a terminal operation is forgotten once no dependent can still need it
+// (every dependent submitted or ended). A dependency on a forgotten id is resolved from the
+// id alone: ids are issued in increasing order, a bounded memory keeps the ids that failed or
+// were cancelled, and every other forgotten id completed.
+#pragma once
+
+#include <caf/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <queue>
+#include <unordered_map>
+#include <vector>
+
+#include "cudactor/gpu/types.hpp"
+#include "cudactor/messaging/operation_types.hpp"
+
+namespace cudactor::detail {
+
+// Where a submitted operation sits: the coordinator's stream slot and the point its
+// timeline reaches when the operation has run.
+struct op_position {
+  std::uint32_t stream = 0;
+  gpu::timeline_point point = 0;
+};
+
+// An operation that reached a terminal state, with why: it may be forgotten at once.
+struct ended_op {
+  op_id id;
+  op_state state = op_state::completed;
+  caf::error cause;
+};
+
+class op_graph {
+ public:
+  struct node {
+    op_id id;
+    op_priority priority = op_priority::normal;
+    bool manual = false;  // the caller launches it (begin / complete), never next_ready()
+    op_state state = op_state::pending;
+    std::uint32_t unsubmitted = 0;  // dependencies not yet submitted
+    std::uint32_t holders = 0;      // dependents that may still need this node
+    bool released = false;          // this node no longer holds its dependencies
+    std::uint64_t ready_seq = 0;    // FIFO among equal priorities; stale queue entries differ
+    std::vector<op_id> deps;        // dependencies still in the graph when added
+    std::vector<op_id> dependents;
+    std::optional<op_position> position;  // once submitted
+    caf::error cause;                     // why it failed or was cancelled
+  };
+
+  // `failures_kept`: how many failed or cancelled ids are remembered after they are
+  // forgotten, so that a later dependency on one is refused with its cause.
+  explicit op_graph(std::size_t failures_kept = 65536);
+
+  // Adds `id` (greater than every id added before) depending on `deps`. On error nothing
+  // changed. Dependencies already completed (or forgotten after completing) are dropped.
+  [[nodiscard]] caf::error add(op_id id, op_priority priority, bool manual,
+                               const std::vector<op_id>& deps);
+  // Checks what add() would check for `deps`, changing nothing.
+  [[nodiscard]] caf::error check_deps(op_id id, const std::vector<op_id>& deps) const;
+
+  // Makes `op` (pending or ready) also depend on `dep`. Refuses a cycle, naming it.
+  [[nodiscard]] caf::error add_dependency(op_id op, op_id dep);
+
+  // The ready operation to dispatch next: highest priority first, then the one ready
+  // longest. It is marked running. Manual operations are never returned.
+  [[nodiscard]] std::optional<op_id> next_ready();
+  [[nodiscard]] bool has_ready();
+
+  // A manual operation the caller launches itself: ready -> running.
+  [[nodiscard]] caf::error begin(op_id id);
+
+  // running -> submitted at `where`. Dependents whose last unsubmitted dependency this was
+  // become ready. False if `id` is not running (ended meanwhile, say).
+  bool submitted(op_id id, op_position where);
+
+  // Terminal transitions. They return false, and change nothing, for an operation that has
+  // already ended or is unknown: a late notice. `ended` receives every operation that ended,
+  // the named one first.
+  bool complete(op_id id);
+  bool fail(op_id id, caf::error cause, std::vector<ended_op>& ended);
+  bool cancel(op_id id, caf::error cause, std::vector<ended_op>& ended);
+  // Fails every operation that has not ended (the device was lost).
+  void fail_all(const caf::error& cause, std::vector<ended_op>& ended);
+
+  [[nodiscard]] const node* find(op_id id) const;
+
+  // Calls f(dep, position) for each dependency of `id` that is submitted and not completed:
+  // where a dispatched operation must wait on the device.
+  template <class F>
+  void for_each_unfinished_dep(op_id id, F&& f) const {
+    const node* n = find(id);
+    if (n == nullptr) return;
+    for (op_id d : n->deps) {
+      const node* dep = find(d);
+      if (dep != nullptr && dep->state == op_state::submitted && dep->position) {
+        f(d, *dep->position);
+      }
+    }
+  }
+
+  // Operations forgotten since the last call, so that their owner drops what it keeps.
+  [[nodiscard]] std::vector<op_id> take_forgotten();
+
+  [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
+  [[nodiscard]] std::size_t live() const noexcept { return live_; }
+
+ private:
+  struct ready_entry {
+    op_priority priority;
+    std::uint64_t seq;
+    op_id id;
+    bool operator<(const ready_entry& other) const noexcept {
+      // std::priority_queue serves the greatest: make that the most urgent, then the oldest.
+      if (priority != other.priority) return priority > other.priority;
+      return seq > other.seq;
+    }
+  };
+
+  node* get(op_id id);
+  // What a dependency on `dep` means for an operation being added: an error, or whether it
+  // is live (still to be waited for) rather than satisfied.
+  [[nodiscard]] caf::error resolve(op_id id, op_id dep, bool& live) const;
+  void make_ready(node& n);
+  void end(node& n, op_state state, caf::error cause, std::vector<ended_op>& ended);
+  void end_with_dependents(node& n, op_state state, caf::error cause, std::vector<ended_op>& ended);
+  void release_deps(node& n);
+  void forget_unneeded();
+  void remember_failure(op_id id, const caf::error& cause);
+
+  std::unordered_map<op_id, node> nodes_;
+  std::priority_queue<ready_entry> ready_;
+  std::uint64_t next_seq_ = 1;
+  op_id newest_;  // the greatest id added
+  std::size_t live_ = 0;
+  std::vector<op_id> forgotten_;
+  std::vector<op_id> to_forget_;  // candidates, looked at once a transition is over
+
+  // Failed or cancelled ids after they were forgotten, oldest first, and the first id whose
+  // outcome is still known for certain once older records were dropped.
+  const std::size_t failures_kept_;
+  std::unordered_map<op_id, caf::error> failures_;
+  std::deque<op_id> failure_order_;
+  std::uint64_t certain_from_ = 1;
+};
+
+}  // namespace cudactor::detail

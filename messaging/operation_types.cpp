@@ -1,0 +1,52 @@
+#include "cudactor/messaging/operation_types.hpp"
+
+namespace cudactor {
+
+std::string_view to_string(op_type x) noexcept {
+  switch (x) {
+    case op_type::kernel: return "kernel";
+    case op_type::memory_transfer: return "memory_transfer";
+    case op_type::synchronization: return "synchronization";
+    case op_type::reduction: return "reduction";
+    case op_type::broadcast: return "broadcast";
+    case op_type::all_reduce: return "all_reduce";
+    case op_type::barrier: return "barrier";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(op_priority x) noexcept {
+  switch (x) {
+    case op_priority::critical: return "critical";
+    case op_priority::high: return "high";
+    case op_priority::normal: return "normal";
+    case op_priority::low: return "low";
+    case op_priority::cleanup: return "cleanup";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(op_workload x) noexcept {
+  switch (x) {
+    case op_workload::compute: return "compute";
+    case op_workload::memory: return "memory";
+    case op_workload::mixed: return "mixed";
+    case op_workload::coordination: return "coordination";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(op_state x) noexcept {
+  switch (x) {
+    case op_state::pending: return "pending";
+    case op_state::ready: return "ready";
+    case op_state::running: return "running";
+    case op_state::submitted: return "submitted";
+    case op_state::completed: return "completed";
+    case op_state::failed: return "failed";
+    case op_state::cancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+}  // namespace cudactor

@@ -1,0 +1,75 @@
+// messaging/operation_types.hpp
+//
+// The vocabulary of the coordinator's operations: their id, type, priority, workload class and
+// state. Plain values that cross process boundaries (enums serialize as their underlying
+// integer); each is registered by add_message_types() once the coordinator protocol lands.
+// Priorities are ordered: a lower value is served first.
+#pragma once
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+namespace cudactor {
+
+// One operation registered with a coordinator. Ids count from 1 and are never reused by that
+// coordinator, so an id below the next one to be issued names an operation that existed.
+struct op_id {
+  std::uint64_t value = 0;
+
+  [[nodiscard]] bool empty() const noexcept { return value == 0; }
+  friend bool operator==(op_id a, op_id b) noexcept { return a.value == b.value; }
+  friend bool operator!=(op_id a, op_id b) noexcept { return a.value != b.value; }
+  friend bool operator<(op_id a, op_id b) noexcept { return a.value < b.value; }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_id& x) {
+  return f(caf::meta::type_name("cudactor::op_id"), x.value);
+}
+
+enum class op_type : std::uint8_t {
+  kernel,
+  memory_transfer,
+  synchronization,
+  reduction,
+  broadcast,
+  all_reduce,
+  barrier,
+};
+
+enum class op_priority : std::uint8_t { critical, high, normal, low, cleanup };
+
+// What an operation mostly uses; the workload strategy picks streams by it.
+enum class op_workload : std::uint8_t { compute, memory, mixed, coordination };
+
+// Where an operation stands. The last three are terminal: every operation reaches exactly one.
+enum class op_state : std::uint8_t {
+  pending,    // some dependency not yet submitted
+  ready,      // every dependency submitted; waiting for a stream (or for begin())
+  running,    // handed a stream; its work is being enqueued (or the caller launches it)
+  submitted,  // on its stream at a known point; completion is tracked from here
+  completed,
+  failed,
+  cancelled,
+};
+
+[[nodiscard]] constexpr bool is_terminal(op_state s) noexcept {
+  return s == op_state::completed || s == op_state::failed || s == op_state::cancelled;
+}
+
+[[nodiscard]] std::string_view to_string(op_type x) noexcept;
+[[nodiscard]] std::string_view to_string(op_priority x) noexcept;
+[[nodiscard]] std::string_view to_string(op_workload x) noexcept;
+[[nodiscard]] std::string_view to_string(op_state x) noexcept;
+
+}  // namespace cudactor
+
+template <>
+struct std::hash<cudactor::op_id> {
+  std::size_t operator()(cudactor::op_id id) const noexcept {
+    return std::hash<std::uint64_t>{}(id.value);
+  }
+};
