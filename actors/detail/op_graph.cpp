@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_set>
 #include <utility>
 
 #include "cudactor/messaging/errc.hpp"
@@ -58,14 +57,6 @@ caf::error op_graph::resolve(op_id id, op_id dep, bool& live) const {
                                             ", whose outcome is no longer kept (too old)");
   }
   return {};  // forgotten after it completed: nothing to wait for
-}
-
-caf::error op_graph::check_deps(op_id id, const std::vector<op_id>& deps) const {
-  for (op_id dep : deps) {
-    bool live = false;
-    if (auto err = resolve(id, dep, live)) return err;
-  }
-  return {};
 }
 
 caf::error op_graph::add(op_id id, op_priority priority, bool manual,

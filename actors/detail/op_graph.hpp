@@ -70,8 +70,6 @@ class op_graph {
   // changed. Dependencies already completed (or forgotten after completing) are dropped.
   [[nodiscard]] caf::error add(op_id id, op_priority priority, bool manual,
                                const std::vector<op_id>& deps);
-  // Checks what add() would check for `deps`, changing nothing.
-  [[nodiscard]] caf::error check_deps(op_id id, const std::vector<op_id>& deps) const;
 
   // Makes `op` (pending or ready) also depend on `dep`. Refuses a cycle, naming it.
   [[nodiscard]] caf::error add_dependency(op_id op, op_id dep);
