@@ -56,6 +56,12 @@ class backend {
   // on a never-recorded event does not wait. If e's work failed, s's next completion point
   // reports dependency_failed.
   [[nodiscard]] virtual status wait(stream_ref s, event_ref e) = 0;
+  // Work enqueued on s later does not start before `other`'s timeline reaches `value`: a
+  // timeline-semaphore wait, on the device, with no event of the caller's. A value already
+  // reached adds nothing (CUDA) or only its failure; a value not yet signalled on `other` is
+  // invalid_argument. If the work before `value` failed, s's next completion point reports
+  // dependency_failed, as for wait().
+  [[nodiscard]] virtual status wait_point(stream_ref s, stream_ref other, timeline_point value) = 0;
   [[nodiscard]] virtual query_result query(event_ref e) = 0;
   // end - start; both timing events, recorded and complete.
   [[nodiscard]] virtual result<std::chrono::nanoseconds> elapsed(event_ref start,

@@ -334,6 +334,17 @@ status cuda_backend::wait(stream_ref s, event_ref e) {
   });
 }
 
+status cuda_backend::wait_point(stream_ref s, stream_ref other, timeline_point value) {
+  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
+    auto awaited = impl_->find_stream(other);
+    if (!awaited) return awaited.error();
+    if (value == 0) return {};
+    auto waited = awaited.value()->timeline->enqueue_wait(target.handle, value, target.label);
+    if (waited.code() == errc::device_lost) impl_->mark_lost(waited);
+    return waited;
+  });
+}
+
 query_result cuda_backend::query(event_ref e) {
   if (auto bad = impl_->usable(); !bad.ok()) return {event_state::failed, bad};
   std::shared_lock<std::shared_mutex> lock{impl_->mutex};

@@ -116,6 +116,32 @@ status cuda_timeline::wait(timeline_point value, std::chrono::milliseconds timeo
   }
 }
 
+status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
+                                   const std::string& waiter_label) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  if (value > submitted_.load(std::memory_order_acquire)) {
+    return status{errc::invalid_argument, waiter_label + " cannot wait for point " +
+                                              std::to_string(value) + " of timeline '" + name_ +
+                                              "': not signalled yet (newest " +
+                                              std::to_string(submitted_.load()) + ")"};
+  }
+  retire_locked();
+  const query_result answer = query_locked(value);
+  if (answer.failed()) return answer.error;
+  if (answer.ready()) return {};
+  auto found = std::lower_bound(in_flight_.begin(), in_flight_.end(), value,
+                                [](const entry& e, timeline_point v) { return e.value < v; });
+  if (found == in_flight_.end()) return {};  // retired between the two checks: reached
+  const cudaError_t waited = cudaStreamWaitEvent(waiter, found->marker->event, 0);
+  if (waited != cudaSuccess) {
+    status why = from_cuda(waited, waiter_label + " waiting for point " + std::to_string(value) +
+                                       " of timeline '" + name_ + "'");
+    if (is_sticky(waited)) poison_ = why;
+    return why;
+  }
+  return {};
+}
+
 result<timeline_point> cuda_timeline::signal() {
   std::lock_guard<std::mutex> lock{mutex_};
   if (!poison_.ok()) return poison_;

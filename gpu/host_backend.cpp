@@ -237,6 +237,36 @@ status host_backend::wait(stream_ref s, event_ref e) {
   return {};
 }
 
+status host_backend::wait_point(stream_ref s, stream_ref other, timeline_point value) {
+  stream_ptr target;
+  stream_ptr awaited;
+  {
+    std::lock_guard<std::mutex> lock{impl_->mutex};
+    if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
+    auto found_stream = impl_->find_stream_locked(s);
+    if (!found_stream) return found_stream.error();
+    auto found_other = impl_->find_stream_locked(other);
+    if (!found_other) return found_other.error();
+    target = std::move(found_stream.value());
+    awaited = std::move(found_other.value());
+  }
+  if (value == 0) return {};
+  if (value > awaited->timeline->submitted()) {
+    return {errc::invalid_argument, target->label + " cannot wait for point " +
+                                        std::to_string(value) + " of " + awaited->label +
+                                        ": not signalled yet (newest " +
+                                        std::to_string(awaited->timeline->submitted()) + ")"};
+  }
+  auto point = impl_->engine->point_of(awaited, value);
+  if (point->done() && point->outcome().ok()) return {};  // reached cleanly: nothing to wait for
+  op o;
+  o.type = op_type::wait;
+  o.point = std::move(point);
+  o.what = "point " + std::to_string(value) + " of " + awaited->label;
+  impl_->engine->push(target, std::move(o));
+  return {};
+}
+
 query_result host_backend::query(event_ref e) {
   std::shared_ptr<host_completion> point;
   {

@@ -37,6 +37,10 @@ class cuda_timeline final : public timeline {
   [[nodiscard]] query_result query(timeline_point value) override;
   [[nodiscard]] status wait(timeline_point value, std::chrono::milliseconds timeout) override;
 
+  // Makes `waiter` wait on the device for `value` (cudaStreamWaitEvent on the value's event,
+  // under the lock so that the event cannot be recycled meanwhile). Nothing when reached.
+  [[nodiscard]] status enqueue_wait(cudaStream_t waiter, timeline_point value,
+                                    const std::string& waiter_label);
   // Records the next value on the stream. Called with the stream known to be alive.
   [[nodiscard]] result<timeline_point> signal();
   // Every value not yet reached fails with `why` (device lost).

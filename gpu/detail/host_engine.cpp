@@ -217,8 +217,9 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
       if (failure.ok()) {
         s->timeline->set(o.value);
       } else {
-        s->timeline->fail(o.value, std::move(failure));
+        s->timeline->fail(o.value, failure);
       }
+      release_point_waiters(*s, o.value, failure);
       return step::done;
     }
     case op_type::fail:
@@ -241,7 +242,10 @@ host_engine::step host_engine::fail(host_stream& s, op& o) {
   switch (o.type) {
     case op_type::record:
     case op_type::sync: o.point->complete(why); break;
-    case op_type::signal: s.timeline->fail(o.value, why); break;
+    case op_type::signal:
+      s.timeline->fail(o.value, why);
+      release_point_waiters(s, o.value, why);
+      break;
     case op_type::callback: invoke(o.callback, why); break;
     case op_type::free_memory:
       allocations_.remove(o.memory);
@@ -250,6 +254,44 @@ host_engine::step host_engine::fail(host_stream& s, op& o) {
     default: break;
   }
   return step::done;
+}
+
+std::shared_ptr<host_completion> host_engine::point_of(const stream_ptr& s, timeline_point value) {
+  auto point = std::make_shared<host_completion>();
+  {
+    std::lock_guard<std::mutex> lock{s->point_mutex};
+    // The signal raises the timeline before it looks for waiters (both seq_cst), so either it
+    // sees this waiter or this check sees the value reached.
+    s->point_waiter_count.fetch_add(1, std::memory_order_seq_cst);
+    if (s->timeline->completed() < value) {
+      s->point_waiters.emplace_back(value, point);
+      return point;
+    }
+    s->point_waiter_count.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  const query_result reached = s->timeline->query(value);
+  point->complete(reached.failed() ? reached.error : status{});
+  return point;
+}
+
+void host_engine::release_point_waiters(host_stream& s, timeline_point value,
+                                        const status& outcome) {
+  if (s.point_waiter_count.load(std::memory_order_seq_cst) == 0) return;
+  std::vector<std::shared_ptr<host_completion>> due;
+  {
+    std::lock_guard<std::mutex> lock{s.point_mutex};
+    auto& waiters = s.point_waiters;
+    for (auto it = waiters.begin(); it != waiters.end();) {
+      if (it->first <= value) {
+        due.push_back(std::move(it->second));
+        it = waiters.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    s.point_waiter_count.store(waiters.size(), std::memory_order_seq_cst);
+  }
+  for (auto& point : due) point->complete(outcome);
 }
 
 void host_engine::lose_device(std::string why) {

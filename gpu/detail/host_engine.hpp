@@ -75,6 +75,12 @@ struct host_stream {
   bool scheduled = false;  // a drain is queued or running
   bool parked = false;     // the front operation waits for a completion or a deadline
   status pending_error;    // touched only by the draining worker
+
+  // Other streams waiting for a value of this one's timeline (backend::wait_point). The count
+  // keeps a signal to one load when nobody waits.
+  std::mutex point_mutex;
+  std::atomic<std::size_t> point_waiter_count{0};
+  std::vector<std::pair<timeline_point, std::shared_ptr<host_completion>>> point_waiters;
 };
 using stream_ptr = std::shared_ptr<host_stream>;
 
@@ -89,6 +95,9 @@ class host_engine : public std::enable_shared_from_this<host_engine> {
   [[nodiscard]] stream_ptr open_stream(handle_id id, std::string name, stream_priority priority);
 
   void push(const stream_ptr& s, op o);
+  // A completion that completes when `s`'s timeline reaches `value`, with that value's outcome.
+  [[nodiscard]] std::shared_ptr<host_completion> point_of(const stream_ptr& s,
+                                                          timeline_point value);
   // Builds the operation under the stream's mutex, so that what it reserves (a timeline
   // value) follows queue order.
   template <class MakeOp>
@@ -133,6 +142,8 @@ class host_engine : public std::enable_shared_from_this<host_engine> {
   void invoke(const host_callback& callback, const status& outcome);
   step run(const stream_ptr& s, op& o);
   step fail(host_stream& s, op& o);
+  // Completes the waiters on `s`'s timeline up to `value` with `outcome`.
+  static void release_point_waiters(host_stream& s, timeline_point value, const status& outcome);
 
   allocation_table& allocations_;
   std::atomic<std::uint64_t> callback_exceptions_{0};

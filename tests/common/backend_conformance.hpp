@@ -198,6 +198,35 @@ inline void a_wait_binds_to_the_record_current_at_the_call(conformance_target& t
   BOOST_TEST(b.query(after).ready());
 }
 
+inline void a_point_wait_orders_work_across_streams(conformance_target& t) {
+  auto& b = t.backend();
+  auto producer = make_stream(b, "producer");
+  auto consumer = make_stream(b, "consumer");
+  auto consumed = make_event(b);
+  auto first = b.signal(producer);  // reached before anything is held
+  BOOST_REQUIRE(first.ok());
+  CUDACTOR_REQUIRE_OK(b.synchronize(producer));
+  CUDACTOR_REQUIRE_OK(b.wait_point(consumer, producer, first.value()));  // reached: no wait
+  auto held = t.hold(producer);
+  auto second = b.signal(producer);
+  BOOST_REQUIRE(second.ok());
+  CUDACTOR_CHECK_ERRC(b.wait_point(consumer, producer, second.value() + 1),
+                      gpu::errc::invalid_argument);          // not signalled yet
+  CUDACTOR_REQUIRE_OK(b.wait_point(consumer, producer, 0));  // nothing to wait for
+  CUDACTOR_REQUIRE_OK(b.wait_point(consumer, producer, second.value()));
+  CUDACTOR_REQUIRE_OK(b.record(consumed, consumer));
+  std::this_thread::sleep_for(20ms);  // give the consumer every chance to run ahead wrongly
+  BOOST_TEST(b.query(consumed).state == gpu::event_state::not_ready);
+  held->release();
+  CUDACTOR_REQUIRE_OK(b.synchronize(consumer));
+  BOOST_TEST(b.query(consumed).ready());
+  auto gone = make_stream(b, "gone");
+  const gpu::stream_ref stale = gone.ref();
+  CUDACTOR_REQUIRE_OK(b.destroy_stream(stale));
+  CUDACTOR_CHECK_ERRC(b.wait_point(consumer, stale, 1), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.wait_point(stale, producer, 1), gpu::errc::invalid_handle);
+}
+
 inline void elapsed_time_is_plausible(conformance_target& t) {
   auto& b = t.backend();
   auto s = make_stream(b);
@@ -456,6 +485,7 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   CUDACTOR_CONFORMANCE_CASE(fixture, an_event_completes_after_the_work_before_it)               \
   CUDACTOR_CONFORMANCE_CASE(fixture, a_wait_orders_work_across_streams)                         \
   CUDACTOR_CONFORMANCE_CASE(fixture, a_wait_binds_to_the_record_current_at_the_call)            \
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_point_wait_orders_work_across_streams)                   \
   CUDACTOR_CONFORMANCE_CASE(fixture, elapsed_time_is_plausible)                                 \
   CUDACTOR_CONFORMANCE_CASE(fixture, elapsed_needs_recorded_complete_timing_events)             \
   CUDACTOR_CONFORMANCE_CASE(fixture, copies_and_fills_round_trip)                               \

@@ -92,6 +92,53 @@ BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_event_reports_the_dependency) 
   BOOST_TEST(backend().elapsed(start, end).code() == gpu::errc::op_failed);
 }
 
+BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_point_reports_the_dependency) {
+  auto producer = make_stream(backend(), "producer");
+  auto consumer = make_stream(backend(), "consumer");
+  auto before = make_event(backend());
+  auto after = make_event(backend());
+  {
+    auto held = hold(producer);  // the waits below are made before the failure happens
+    CUDACTOR_REQUIRE_OK(host().inject_failure(producer, "bad input"));
+    auto failed = backend().signal(producer).value();
+    auto clean = backend().signal(producer).value();
+    CUDACTOR_REQUIRE_OK(backend().wait_point(consumer, producer, failed));
+    CUDACTOR_REQUIRE_OK(backend().record(before, consumer));
+    CUDACTOR_REQUIRE_OK(backend().wait_point(consumer, producer, clean));
+    CUDACTOR_REQUIRE_OK(backend().record(after, consumer));
+  }
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+  const auto answer = backend().query(before);
+  BOOST_TEST(answer.error.code() == gpu::errc::dependency_failed);
+  BOOST_TEST(answer.error.message().find("bad input") != std::string::npos);
+  BOOST_TEST(backend().query(after).ready());  // the failure is reported once, then clean
+  // A failed point already reached is still reported to a later waiter.
+  auto late = make_event(backend());
+  auto failed_again = make_stream(backend(), "failed-again");
+  CUDACTOR_REQUIRE_OK(host().inject_failure(failed_again, "again"));
+  auto point = backend().signal(failed_again).value();
+  CUDACTOR_REQUIRE_OK(backend().synchronize(failed_again));
+  CUDACTOR_REQUIRE_OK(backend().wait_point(consumer, failed_again, point));
+  CUDACTOR_REQUIRE_OK(backend().record(late, consumer));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(consumer));
+  BOOST_TEST(backend().query(late).error.code() == gpu::errc::dependency_failed);
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_device_ends_a_wait_for_a_point_never_reached) {
+  auto producer = make_stream(backend(), "producer");
+  auto consumer = make_stream(backend(), "consumer");
+  auto held = hold(producer);
+  auto never = backend().signal(producer).value();
+  CUDACTOR_REQUIRE_OK(backend().wait_point(consumer, producer, never));
+  auto consumer_line = backend().timeline_of(consumer).value();
+  auto value = backend().signal(consumer).value();
+  auto other = make_stream(backend(), "faulty");
+  CUDACTOR_REQUIRE_OK(host().inject_device_fault(other, "illegal address"));
+  BOOST_TEST(consumer_line->wait(value, 5000ms).code() == gpu::errc::device_lost);
+  CUDACTOR_CHECK_ERRC(backend().wait_point(consumer, producer, never), gpu::errc::device_lost);
+  held->release();
+}
+
 BOOST_AUTO_TEST_CASE(a_device_fault_fails_everything_pending_on_every_stream) {
   auto faulty = make_stream(backend(), "faulty");
   auto bystander = make_stream(backend(), "bystander");
