@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "cudactor/messaging/errc.hpp"
+
 namespace cudactor {
 
 gpu::status operation_registry::add(std::string name, named_launch launch) {
@@ -17,6 +19,23 @@ gpu::status operation_registry::add(std::string name, named_launch launch) {
 const named_launch* operation_registry::find(const std::string& name) const {
   auto i = launches_.find(name);
   return i == launches_.end() ? nullptr : &i->second;
+}
+
+caf::error resolve_work(const work& w, const operation_registry* registry, const std::string& where,
+                        gpu::work_fn& out) {
+  if (w.is_local()) {
+    out = w.closure();
+    return {};
+  }
+  if (w.name().empty()) return make_error(errc::invalid_argument, "empty work");
+  const named_launch* launch = registry != nullptr ? registry->find(w.name()) : nullptr;
+  if (launch == nullptr) {
+    std::string shown = w.name().substr(0, operation_registry::max_name_length);
+    return make_error(errc::unknown_operation,
+                      "no operation named '" + shown + "' is registered on " + where);
+  }
+  out = [launch, args = w.args()](const gpu::launch_context& ctx) { return (*launch)(ctx, args); };
+  return {};
 }
 
 }  // namespace cudactor

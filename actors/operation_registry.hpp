@@ -17,6 +17,7 @@
 
 #include "cudactor/gpu/launch_context.hpp"
 #include "cudactor/gpu/status.hpp"
+#include "cudactor/messaging/work.hpp"
 
 namespace cudactor {
 
@@ -39,5 +40,11 @@ class operation_registry {
  private:
   std::unordered_map<std::string, named_launch> launches_;
 };
+
+// Turns work into a launch function: a local closure as it is, a named operation through
+// `registry` (unknown_operation naming `where` when no launch has that name; invalid_argument
+// for empty work).
+[[nodiscard]] caf::error resolve_work(const work& w, const operation_registry* registry,
+                                      const std::string& where, gpu::work_fn& out);
 
 }  // namespace cudactor

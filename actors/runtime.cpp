@@ -51,6 +51,16 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
     }
     rt->streams_.push_back(std::move(spawned.value()));
   }
+  coordinator_context coordination;
+  coordination.device = context.device;
+  coordination.poller = context.poller;
+  coordination.operations = context.operations;
+  auto coordinator = spawn_coordinator(*rt->system_, coordination, options.coordinator);
+  if (!coordinator) {
+    rt->shutdown();
+    return coordinator.error();
+  }
+  rt->coordinator_ = std::move(coordinator.value());
   release_calling_thread();
   return rt;
 }
@@ -80,6 +90,7 @@ void runtime::shutdown() {
         self->send_exit(handle, caf::exit_reason::user_shutdown);
         ++alive;
       };
+      stop(coordinator_);
       for (const auto& s : streams_) stop(s);
       stop(pool_);
       bool in_time = true;
@@ -96,6 +107,7 @@ void runtime::shutdown() {
     }
     streams_.clear();
     pool_ = nullptr;
+    coordinator_ = nullptr;
   }
   if (poller_) poller_->stop();
   system_.reset();

@@ -1,10 +1,11 @@
 // actors/runtime.hpp
 //
 // One object that brings cudactor up and down: the actor system (with cudactor's message
-// types), the backend (auto / host / cuda), the completion poller, the event pool and N
-// stream actors, all from a runtime_config. shutdown() (and the destructor) stops them in
-// the one order that cannot hang: stream actors answer what they hold and exit, then the
-// pool, then the poller; the actor system goes last but one, the backend last.
+// types), the backend (auto / host / cuda), the completion poller, the event pool, N stream
+// actors and the coordinator, all from a runtime_config. shutdown() (and the destructor) stops
+// them in the one order that cannot hang: the coordinator and the stream actors answer what
+// they hold and exit, then the pool, then the poller; the actor system goes last but one, the
+// backend last.
 //
 // Actors and scoped_actors of the caller's own must be gone before shutdown: the actor
 // system waits for every actor when it is destroyed (CAF 0.17). It also waits for every
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/event_pool_actor.hpp"
 #include "cudactor/actors/event_table.hpp"
 #include "cudactor/actors/runtime_config.hpp"
@@ -52,6 +54,7 @@ class runtime {
   [[nodiscard]] const std::vector<stream_actor>& streams() const noexcept { return streams_; }
   [[nodiscard]] const stream_actor& stream(std::size_t index) const { return streams_.at(index); }
   [[nodiscard]] const event_pool_actor& event_pool() const noexcept { return pool_; }
+  [[nodiscard]] const coordinator_actor& coordinator() const noexcept { return coordinator_; }
   [[nodiscard]] gpu::backend& device() noexcept { return *device_; }
   [[nodiscard]] gpu::completion_poller& poller() noexcept { return *poller_; }
   [[nodiscard]] const runtime_options& options() const noexcept { return options_; }
@@ -68,6 +71,7 @@ class runtime {
   std::shared_ptr<event_table> events_;
   std::unique_ptr<caf::actor_system> system_;
   event_pool_actor pool_;
+  coordinator_actor coordinator_;
   std::vector<stream_actor> streams_;
   bool stopped_ = false;
 };

@@ -29,6 +29,15 @@ runtime_config::runtime_config() {
       .add(pool_grow_, "grow-batch", "events the pool creates at once")
       .add(pool_keep_, "keep-free", "free events per kind kept through idle periods")
       .add(pool_idle_, "idle-period", "shrink after this long without an acquire (0: never)");
+  opt_group{custom_options_, "cudactor.coordinator"}
+      .add(co_streams_, "streams", "streams of the coordinator's pool")
+      .add(co_high_, "high-priority-streams", "the first n of them get high priority")
+      .add(co_low_, "low-priority-streams", "the last n of them get low priority")
+      .add(co_strategy_, "strategy",
+           "stream choice: round_robin, load_balanced, priority, workload or adaptive")
+      .add(co_max_in_flight_, "max-in-flight", "operations in flight per coordinator stream")
+      .add(co_ended_kept_, "ended-kept", "ended operations describe still answers for")
+      .add(co_stall_after_, "stall-after", "detect_deadlocks reports operations open this long");
   opt_group{custom_options_, "cudactor.host"}
       .add(host_workers_, "workers", "host backend worker threads (0: by hardware)")
       .add(host_memory_, "memory-limit", "bytes of device memory the host backend hands out")
@@ -76,6 +85,32 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.pool.grow_batch = static_cast<std::uint32_t>(pool_grow_);
   out.pool.keep_free = static_cast<std::uint32_t>(std::min(pool_keep_, pool_max_));
   out.pool.idle_period = std::chrono::duration_cast<std::chrono::milliseconds>(pool_idle_);
+  if (co_streams_ == 0 || co_streams_ > 1024) {
+    return bad("cudactor.coordinator.streams must be 1 to 1024");
+  }
+  if (co_high_ + co_low_ > co_streams_) {
+    return bad(
+        "cudactor.coordinator.high-priority-streams + low-priority-streams exceed "
+        "cudactor.coordinator.streams");
+  }
+  auto strategy = detail::parse_pool_strategy(co_strategy_);
+  if (!strategy) {
+    return bad(
+        "cudactor.coordinator.strategy must be round_robin, load_balanced, priority, "
+        "workload or adaptive, not '" +
+        co_strategy_ + "'");
+  }
+  // The CUDA timeline keeps a bounded number of points in flight per stream.
+  if (co_max_in_flight_ == 0 || co_max_in_flight_ > 4096) {
+    return bad("cudactor.coordinator.max-in-flight must be 1 to 4096");
+  }
+  out.coordinator.streams = co_streams_;
+  out.coordinator.high_priority_streams = co_high_;
+  out.coordinator.low_priority_streams = co_low_;
+  out.coordinator.strategy = *strategy;
+  out.coordinator.max_in_flight = co_max_in_flight_;
+  out.coordinator.ended_kept = co_ended_kept_;
+  out.coordinator.stall_after = co_stall_after_;
   out.device.host.workers = static_cast<unsigned>(host_workers_);
   out.device.host.memory_limit = host_memory_;
   if (host_idle_spin_.count() < 0) return bad("cudactor.host.idle-spin must not be negative");

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <string>
 
+#include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/event_pool_actor.hpp"
 #include "cudactor/actors/operation_registry.hpp"
 #include "cudactor/actors/stream_actor.hpp"
@@ -32,6 +33,7 @@ struct runtime_options {
   std::size_t low_priority_streams = 0;   // the last n streams
   stream_actor_options stream;            // id, name and priority are set per stream
   event_pool_options pool;
+  coordinator_options coordinator;
   gpu::backend_options device;
   gpu::poller_options poller;
 };
@@ -65,6 +67,13 @@ class runtime_config : public caf::actor_system_config {
   std::size_t pool_grow_ = 64;
   std::size_t pool_keep_ = 64;
   caf::timespan pool_idle_{std::chrono::seconds{5}};
+  std::size_t co_streams_ = coordinator_options{}.streams;
+  std::size_t co_high_ = 0;
+  std::size_t co_low_ = 0;
+  std::string co_strategy_ = "load_balanced";
+  std::size_t co_max_in_flight_ = coordinator_options{}.max_in_flight;
+  std::size_t co_ended_kept_ = coordinator_options{}.ended_kept;
+  caf::timespan co_stall_after_{coordinator_options{}.stall_after};
   std::size_t host_workers_ = 0;
   std::size_t host_memory_ = std::size_t{4} << 30;
   caf::timespan host_idle_spin_{gpu::host_backend_options{}.idle_spin};

@@ -33,6 +33,19 @@ using acquire_atom = caf::atom_constant<caf::atom("acquire")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using utilization_atom = caf::atom_constant<caf::atom("util")>;
 
+// Coordinator.
+using register_atom = caf::atom_constant<caf::atom("register")>;
+using depend_atom = caf::atom_constant<caf::atom("depend")>;
+using begin_atom = caf::atom_constant<caf::atom("begin")>;
+using complete_atom = caf::atom_constant<caf::atom("complete")>;
+using describe_atom = caf::atom_constant<caf::atom("describe")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using deadlocks_atom = caf::atom_constant<caf::atom("deadlocks")>;
+using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
+using ready_streams_atom = caf::atom_constant<caf::atom("readystrms")>;
+using wait_ready_atom = caf::atom_constant<caf::atom("waitready")>;
+using reset_atom = caf::atom_constant<caf::atom("reset")>;
+
 // Sent by the runtime to begin an orderly stop: every outstanding request is answered
 // before the actor exits.
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
@@ -42,5 +55,7 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using refill_atom = caf::atom_constant<caf::atom("refill")>;
 using shrink_atom = caf::atom_constant<caf::atom("shrink")>;
+// Internal: a bounded wait of the coordinator's ran out.
+using expire_atom = caf::atom_constant<caf::atom("expire")>;
 
 }  // namespace cudactor

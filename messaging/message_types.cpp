@@ -1,5 +1,6 @@
 #include "cudactor/messaging/message_types.hpp"
 
+#include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/event_pool_protocol.hpp"
 #include "cudactor/messaging/stream_protocol.hpp"
@@ -27,7 +28,26 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<stream_callback>("cudactor::stream_callback")
       .add_message_type<completion_listener>("cudactor::completion_listener")
       .add_message_type<stream_actor>("cudactor::stream_actor")
-      .add_message_type<event_pool_actor>("cudactor::event_pool_actor");
+      .add_message_type<event_pool_actor>("cudactor::event_pool_actor")
+      // the coordinator
+      .add_message_type<op_id>("cudactor::op_id")
+      .add_message_type<std::vector<op_id>>("std::vector<cudactor::op_id>")
+      .add_message_type<op_type>("cudactor::op_type")
+      .add_message_type<op_priority>("cudactor::op_priority")
+      .add_message_type<op_workload>("cudactor::op_workload")
+      .add_message_type<op_state>("cudactor::op_state")
+      .add_message_type<op_spec>("cudactor::op_spec")
+      .add_message_type<graph_op>("cudactor::graph_op")
+      .add_message_type<graph_spec>("cudactor::graph_spec")
+      .add_message_type<op_notice>("cudactor::op_notice")
+      .add_message_type<std::vector<op_notice>>("std::vector<cudactor::op_notice>")
+      .add_message_type<op_info>("cudactor::op_info")
+      .add_message_type<op_lease>("cudactor::op_lease")
+      .add_message_type<coordinator_metrics>("cudactor::coordinator_metrics")
+      .add_message_type<op_stall>("cudactor::op_stall")
+      .add_message_type<deadlock_report>("cudactor::deadlock_report")
+      .add_message_type<op_listener>("cudactor::op_listener")
+      .add_message_type<coordinator_actor>("cudactor::coordinator_actor");
 }
 
 }  // namespace cudactor

@@ -2,6 +2,8 @@
 
 namespace cudactor {
 
+std::string to_string(op_id id) { return "op " + std::to_string(id.value); }
+
 std::string_view to_string(op_type x) noexcept {
   switch (x) {
     case op_type::kernel: return "kernel";

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 
 namespace cudactor {
@@ -60,6 +61,8 @@ enum class op_state : std::uint8_t {
   return s == op_state::completed || s == op_state::failed || s == op_state::cancelled;
 }
 
+// "op 7": how errors and reports name an operation.
+[[nodiscard]] std::string to_string(op_id id);
 [[nodiscard]] std::string_view to_string(op_type x) noexcept;
 [[nodiscard]] std::string_view to_string(op_priority x) noexcept;
 [[nodiscard]] std::string_view to_string(op_workload x) noexcept;

@@ -7,12 +7,6 @@
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor::detail {
-namespace {
-
-std::string name(op_id id) { return "op " + std::to_string(id.value); }
-
-}  // namespace
-
 op_graph::op_graph(std::size_t failures_kept)
     : failures_kept_(std::max<std::size_t>(failures_kept, 1)) {}
 
@@ -29,31 +23,31 @@ op_graph::node* op_graph::get(op_id id) {
 caf::error op_graph::resolve(op_id id, op_id dep, bool& live) const {
   live = false;
   if (dep.empty())
-    return make_error(errc::unknown_op, name(id) + " depends on op 0, which is no operation");
-  if (dep == id) return make_error(errc::dependency_cycle, name(id) + " depends on itself");
+    return make_error(errc::unknown_op, to_string(id) + " depends on op 0, which is no operation");
+  if (dep == id) return make_error(errc::dependency_cycle, to_string(id) + " depends on itself");
   if (const node* d = find(dep)) {
     switch (d->state) {
       case op_state::completed: return {};
       case op_state::failed:
       case op_state::cancelled:
         return make_error(errc::dependency_failed,
-                          name(id) + " depends on " + name(dep) + ", which " +
+                          to_string(id) + " depends on " + to_string(dep) + ", which " +
                               (d->state == op_state::failed ? "failed" : "was cancelled") + ": " +
                               to_string(d->cause));
       default: live = true; return {};
     }
   }
   if (dep.value > newest_.value) {
-    return make_error(errc::unknown_op,
-                      name(id) + " depends on " + name(dep) + ", which was never registered");
+    return make_error(errc::unknown_op, to_string(id) + " depends on " + to_string(dep) +
+                                            ", which was never registered");
   }
   if (auto failed = failures_.find(dep); failed != failures_.end()) {
     return make_error(errc::dependency_failed,
-                      name(id) + " depends on " + name(dep) +
+                      to_string(id) + " depends on " + to_string(dep) +
                           ", which ended without completing: " + to_string(failed->second));
   }
   if (dep.value < certain_from_) {
-    return make_error(errc::unknown_op, name(id) + " depends on " + name(dep) +
+    return make_error(errc::unknown_op, to_string(id) + " depends on " + to_string(dep) +
                                             ", whose outcome is no longer kept (too old)");
   }
   return {};  // forgotten after it completed: nothing to wait for
@@ -62,8 +56,8 @@ caf::error op_graph::resolve(op_id id, op_id dep, bool& live) const {
 caf::error op_graph::add(op_id id, op_priority priority, bool manual,
                          const std::vector<op_id>& deps) {
   if (id.value <= newest_.value) {
-    return make_error(errc::invalid_argument,
-                      name(id) + " is not newer than " + name(newest_) + ", the newest added");
+    return make_error(errc::invalid_argument, to_string(id) + " is not newer than " +
+                                                  to_string(newest_) + ", the newest added");
   }
   std::vector<op_id> live_deps;
   for (op_id dep : deps) {
@@ -94,11 +88,12 @@ caf::error op_graph::add_dependency(op_id op, op_id dep) {
   node* n = get(op);
   if (n == nullptr || is_terminal(n->state)) {
     return make_error(errc::invalid_state,
-                      name(op) + (n == nullptr ? " is unknown or ended" : " has ended") +
+                      to_string(op) + (n == nullptr ? " is unknown or ended" : " has ended") +
                           ": it can take no new dependency");
   }
   if (n->state != op_state::pending && n->state != op_state::ready) {
-    return make_error(errc::invalid_state, name(op) + " is " + std::string{to_string(n->state)} +
+    return make_error(errc::invalid_state, to_string(op) + " is " +
+                                               std::string{to_string(n->state)} +
                                                ": dependencies are added before dispatch");
   }
   bool live = false;
@@ -127,10 +122,10 @@ caf::error op_graph::add_dependency(op_id op, op_id dep) {
     // Walk back from `op` to `dep`: op <- ... <- dep, i.e. dep depends on ... on op.
     std::vector<std::uint64_t> path{op.value};
     for (std::uint64_t at = came_from[op.value]; at != 0; at = came_from[at]) path.push_back(at);
-    std::string cycle = name(op);
+    std::string cycle = to_string(op);
     for (auto it = path.rbegin(); it != path.rend(); ++it) cycle += " -> op " + std::to_string(*it);
-    return make_error(errc::dependency_cycle, "making " + name(op) + " depend on " + name(dep) +
-                                                  " closes the cycle " + cycle +
+    return make_error(errc::dependency_cycle, "making " + to_string(op) + " depend on " +
+                                                  to_string(dep) + " closes the cycle " + cycle +
                                                   " (each waits for the next)");
   }
   node& d = *get(dep);
@@ -170,14 +165,14 @@ std::optional<op_id> op_graph::next_ready() {
 
 caf::error op_graph::begin(op_id id) {
   node* n = get(id);
-  if (n == nullptr) return make_error(errc::unknown_op, name(id) + " is unknown or has ended");
+  if (n == nullptr) return make_error(errc::unknown_op, to_string(id) + " is unknown or has ended");
   if (!n->manual) {
     return make_error(errc::invalid_state,
-                      name(id) + " carries its own work: the coordinator launches it");
+                      to_string(id) + " carries its own work: the coordinator launches it");
   }
   if (n->state != op_state::ready) {
     return make_error(errc::invalid_state,
-                      name(id) + " is " + std::string{to_string(n->state)} + ", not ready: " +
+                      to_string(id) + " is " + std::string{to_string(n->state)} + ", not ready: " +
                           (n->state == op_state::pending ? "a dependency is not submitted yet"
                                                          : "it cannot begin again"));
   }
@@ -256,7 +251,7 @@ void op_graph::end(node& n, op_state state, caf::error cause, std::vector<ended_
 void op_graph::end_with_dependents(node& first, op_state state, caf::error cause,
                                    std::vector<ended_op>& ended) {
   const std::size_t from = ended.size();
-  const std::string why = name(first.id) +
+  const std::string why = to_string(first.id) +
                           (state == op_state::failed ? " failed" : " was cancelled") +
                           (cause ? ": " + to_string(cause) : std::string{});
   end(first, state, std::move(cause), ended);
@@ -267,7 +262,7 @@ void op_graph::end_with_dependents(node& first, op_state state, caf::error cause
       node* dependent = get(d);
       if (dependent == nullptr || is_terminal(dependent->state)) continue;
       end(*dependent, op_state::cancelled,
-          make_error(errc::dependency_failed, name(d) + " cancelled: " + why), ended);
+          make_error(errc::dependency_failed, to_string(d) + " cancelled: " + why), ended);
     }
   }
   forget_unneeded();

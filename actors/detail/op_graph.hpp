@@ -111,6 +111,20 @@ class op_graph {
     }
   }
 
+  // What a dependency on `dep` would mean for an operation added next: empty when add()
+  // would take it, else the error add() would give. Graph submission checks a whole graph so.
+  [[nodiscard]] caf::error check_dep(op_id dep) const {
+    bool live = false;
+    return resolve(op_id{newest_.value + 1}, dep, live);
+  }
+  // The newest id added (0 before any).
+  [[nodiscard]] op_id newest() const noexcept { return newest_; }
+  // Calls f(node) for every node still in the graph, in no particular order.
+  template <class F>
+  void for_each_node(F&& f) const {
+    for (const auto& entry : nodes_) f(entry.second);
+  }
+
   // Operations forgotten since the last call, so that their owner drops what it keeps.
   [[nodiscard]] std::vector<op_id> take_forgotten();
 
@@ -150,7 +164,7 @@ class op_graph {
 
   // Failed or cancelled ids after they were forgotten, oldest first, and the first id whose
   // outcome is still known for certain once older records were dropped.
-  const std::size_t failures_kept_;
+  std::size_t failures_kept_;
   std::unordered_map<op_id, caf::error> failures_;
   std::deque<op_id> failure_order_;
   std::uint64_t certain_from_ = 1;

@@ -7,17 +7,13 @@
 #include <string>
 #include <utility>
 
+#include "cudactor/actors/detail/clock.hpp"
+#include "cudactor/actors/detail/progress.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor::detail {
 
 namespace {
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::size_t kind_index(gpu::event_kind kind) { return static_cast<std::size_t>(kind); }
 
@@ -58,17 +54,7 @@ void stream_state::init(self_pointer self, const stream_context& context,
       context_.poller->subscribe(stream_.ref(), [weak, id](const gpu::stream_progress& progress) {
         auto strong = caf::actor_cast<stream_actor>(weak);
         if (!strong) return;
-        completion_batch batch;
-        batch.stream = id;
-        batch.reached = progress.reached;
-        batch.detected_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                progress.detected.time_since_epoch())
-                                .count();
-        batch.failures.reserve(progress.failures.size());
-        for (const auto& [point, why] : progress.failures) {
-          batch.failures.push_back({point, to_error(why)});
-        }
-        caf::anon_send(strong, progress_atom::value, std::move(batch));
+        caf::anon_send(strong, progress_atom::value, to_batch(id, progress));
       });
   if (!subscribed.ok()) broken_ = to_error(subscribed);
 }
@@ -87,20 +73,11 @@ caf::error stream_state::refusal() const {
 }
 
 caf::error stream_state::resolve(const work& w, gpu::work_fn& out) const {
-  if (w.is_local()) {
+  if (w.is_local()) {  // the hot path builds no name
     out = w.closure();
     return {};
   }
-  if (w.name().empty()) return make_error(errc::invalid_argument, "empty work");
-  const named_launch* launch = context_.operations ? context_.operations->find(w.name()) : nullptr;
-  if (launch == nullptr) {
-    std::string shown = w.name().substr(0, operation_registry::max_name_length);
-    return make_error(
-        errc::unknown_operation,
-        "no operation named '" + shown + "' is registered on stream '" + options_.name + "'s node");
-  }
-  out = [launch, args = w.args()](const gpu::launch_context& ctx) { return (*launch)(ctx, args); };
-  return {};
+  return resolve_work(w, context_.operations.get(), "stream '" + options_.name + "'s node", out);
 }
 
 ticket stream_state::accept(pending_op op) {

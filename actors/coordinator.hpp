@@ -1,0 +1,62 @@
+// actors/coordinator.hpp
+//
+// The operation coordinator: users register operations with their dependencies (one at a time
+// or as whole graphs) and it runs each on one of its own streams as soon as every dependency
+// has been *submitted*, never waiting on the GPU from the host. A dependency on another stream
+// becomes a device-side wait for that dependency's timeline point (backend::wait_point), one
+// on the same stream needs nothing, and a wait already covered by a newer one on the same pair
+// of streams is skipped. Ready operations go out in priority order onto streams picked by the
+// pool's strategy (detail/stream_pool.hpp); completions come from the completion poller's
+// per-tick reports, so nothing in the actor blocks.
+//
+// Every operation ends exactly once: completed, failed, or cancelled (a failure cancels its
+// dependents, with the cause). A lost device fails everything open and the coordinator refuses
+// new work until reset: reset the backend from outside any actor (backend::reset(), which
+// waits for the device), then send reset_atom; the coordinator makes new streams and goes on.
+// Operations that ended are forgotten once nothing can refer to them (memory stays flat);
+// describe still answers for the newest `ended_kept` of them.
+#pragma once
+
+#include <caf/actor_system.hpp>
+#include <caf/timespan.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "cudactor/actors/detail/stream_pool.hpp"
+#include "cudactor/actors/operation_registry.hpp"
+#include "cudactor/gpu/backend.hpp"
+#include "cudactor/gpu/completion_poller.hpp"
+#include "cudactor/messaging/coordinator_protocol.hpp"
+
+namespace cudactor {
+
+using detail::pool_strategy;
+
+struct coordinator_options {
+  std::size_t streams = 4;
+  std::size_t high_priority_streams = 0;  // the first n
+  std::size_t low_priority_streams = 0;   // the last n
+  pool_strategy strategy = pool_strategy::load_balanced;
+  std::uint64_t max_in_flight = 1024;  // per stream; ready operations wait beyond it
+  std::size_t ended_kept = 4096;       // ended operations describe still knows
+  std::size_t failures_kept = 65536;   // failed ids remembered to refuse dependencies on them
+  caf::timespan stall_after{std::chrono::seconds{10}};  // detect_deadlocks' default age
+  std::size_t max_graph = std::size_t{1} << 22;         // most operations in one graph
+};
+
+// What the coordinator shares with the runtime. The backend and the poller must outlive it.
+struct coordinator_context {
+  gpu::backend* device = nullptr;
+  gpu::completion_poller* poller = nullptr;
+  std::shared_ptr<const operation_registry> operations;
+};
+
+// Creates the coordinator's streams and spawns it; the first stream's creation error otherwise.
+[[nodiscard]] gpu::result<coordinator_actor> spawn_coordinator(caf::actor_system& system,
+                                                               const coordinator_context& context,
+                                                               coordinator_options options);
+
+}  // namespace cudactor

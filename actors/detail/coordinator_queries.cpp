@@ -1,0 +1,237 @@
+// The coordinator's answers about operations rather than their running: subscriptions,
+// describe, cancel, deadlock detection and the counters.
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+#include "cudactor/actors/detail/clock.hpp"
+#include "cudactor/actors/detail/coordinator_state.hpp"
+#include "cudactor/messaging/errc.hpp"
+
+namespace cudactor::detail {
+
+const op_info* coordinator_state::find_ended(op_id id) const {
+  for (auto it = ended_kept_.rbegin(); it != ended_kept_.rend(); ++it) {
+    if (it->id == id) return &*it;
+  }
+  return nullptr;
+}
+
+op_info coordinator_state::info_of(op_id id, const op_record& r) const {
+  op_info out;
+  out.id = id;
+  out.type = r.type;
+  out.priority = r.priority;
+  out.workload = r.workload;
+  out.manual = r.manual;
+  out.description = r.description;
+  out.deps = r.deps;
+  if (const op_graph::node* n = graph_.find(id)) {
+    out.state = n->state;
+    out.cause = n->cause;
+  }
+  if (r.stream != no_stream) {
+    out.on_stream = true;
+    out.stream = stream_id{r.stream};
+  }
+  out.point = r.point;
+  out.registered_ns = r.registered_ns;
+  out.dispatched_ns = r.dispatched_ns;
+  return out;
+}
+
+caf::result<op_info> coordinator_state::describe(op_id id) const {
+  if (auto found = records_.find(id); found != records_.end()) return info_of(id, found->second);
+  if (const op_info* ended = find_ended(id)) return *ended;
+  return gone(id);
+}
+
+caf::error coordinator_state::gone(op_id id) const {
+  if (!id.empty() && id.value <= graph_.newest().value) {
+    return make_error(errc::unknown_op, to_string(id) + " ended and is no longer described (the " +
+                                            std::to_string(options_.ended_kept) +
+                                            " newest ended operations are)");
+  }
+  return make_error(errc::unknown_op, to_string(id) + " was never registered");
+}
+
+void coordinator_state::subscribe_all(const op_listener& listener) {
+  if (!listener) return;
+  if (std::find(all_listeners_.begin(), all_listeners_.end(), listener) != all_listeners_.end()) {
+    return;
+  }
+  all_listeners_.push_back(listener);
+  self_->monitor(listener);
+}
+
+caf::result<op_state> coordinator_state::subscribe(op_id id, const op_listener& listener) {
+  if (!listener) return make_error(errc::invalid_argument, "subscribe: no listener");
+  if (auto found = records_.find(id); found != records_.end()) {
+    add_listener(found->second, listener);
+    return graph_.find(id)->state;
+  }
+  // Ended already: told now, so that a late subscriber still hears exactly once.
+  if (const op_info* ended = find_ended(id)) {
+    op_notice notice;
+    notice.id = id;
+    notice.state = ended->state;
+    notice.cause = ended->cause;
+    notice.stream = ended->stream;
+    notice.point = ended->point;
+    notice.registered_ns = ended->registered_ns;
+    notice.dispatched_ns = ended->dispatched_ns;
+    notice.ended_ns = ended->ended_ns;
+    notify(listener, notice);
+    flush();
+    return ended->state;
+  }
+  return gone(id);  // unknown, or ended too long ago: says which
+}
+
+void coordinator_state::unsubscribe(const caf::actor_addr& listener) {
+  auto gone = std::remove_if(all_listeners_.begin(), all_listeners_.end(),
+                             [&](const op_listener& l) { return l.address() == listener; });
+  if (gone != all_listeners_.end()) {
+    all_listeners_.erase(gone, all_listeners_.end());
+    self_->demonitor(listener);
+  }
+}
+
+caf::result<op_state> coordinator_state::cancel(op_id id) {
+  if (closing_) return refusal();
+  auto found = records_.find(id);
+  if (found == records_.end()) {
+    if (const op_info* ended = find_ended(id)) return ended->state;  // nothing left to cancel
+    return gone(id);
+  }
+  const op_state state = graph_.find(id)->state;
+  if (state != op_state::pending && state != op_state::ready) {
+    const auto& r = found->second;
+    return make_error(errc::invalid_state,
+                      to_string(id) + " is " + std::string{to_string(state)} +
+                          (r.stream != no_stream ? " on stream " + std::to_string(r.stream) : "") +
+                          ": work handed to a stream cannot be withdrawn");
+  }
+  graph_.cancel(id, make_error(errc::cancelled, to_string(id) + " was cancelled by request"),
+                ended_);
+  finish();
+  pump();  // a begin waiter ahead in line may have gone
+  flush();
+  return op_state::cancelled;
+}
+
+deadlock_report coordinator_state::detect_deadlocks(caf::timespan stall_after) {
+  deadlock_report report;
+  const std::int64_t now = now_ns();
+  // Cycles: refused when they would form (add_dependency, graph submission), so this search
+  // finds one only if that guard were broken. Iterative DFS over the open operations' deps.
+  std::unordered_map<std::uint64_t, int> color;  // 1: on the path, 2: done
+  graph_.for_each_node([&](const op_graph::node& start) {
+    if (is_terminal(start.state) || color[start.id.value] != 0) return;
+    std::vector<std::pair<op_id, std::size_t>> path{{start.id, 0}};
+    color[start.id.value] = 1;
+    while (!path.empty()) {
+      auto& [at, next] = path.back();
+      const op_graph::node* n = graph_.find(at);
+      if (n == nullptr || next >= n->deps.size()) {
+        color[at.value] = 2;
+        path.pop_back();
+        continue;
+      }
+      const op_id dep = n->deps[next++];
+      const op_graph::node* d = graph_.find(dep);
+      if (d == nullptr || is_terminal(d->state)) continue;
+      int& c = color[dep.value];
+      if (c == 1) {
+        std::vector<op_id> cycle;
+        auto from = std::find_if(path.begin(), path.end(), [&](auto& e) { return e.first == dep; });
+        for (auto it = from; it != path.end(); ++it) cycle.push_back(it->first);
+        cycle.push_back(dep);
+        report.cycles.push_back(std::move(cycle));
+      } else if (c == 0) {
+        c = 1;
+        path.emplace_back(dep, 0);
+      }
+    }
+  });
+
+  const std::int64_t threshold = stall_after.count();
+  graph_.for_each_node([&](const op_graph::node& n) {
+    if (is_terminal(n.state)) return;
+    auto r = records_.find(n.id);
+    if (r == records_.end()) return;
+    const std::int64_t age = now - r->second.registered_ns;
+    if (age < threshold) return;
+    op_stall stall;
+    stall.id = n.id;
+    stall.state = n.state;
+    stall.age_ns = age;
+    const std::string held = std::to_string(age / 1000000) + " ms";
+    // Follow unsubmitted dependencies to the operation that holds everything up.
+    const op_graph::node* root = &n;
+    while (root->state == op_state::pending) {
+      const op_graph::node* next = nullptr;
+      for (op_id d : root->deps) {
+        const op_graph::node* dep = graph_.find(d);
+        if (dep != nullptr && !is_terminal(dep->state) && dep->state != op_state::submitted) {
+          next = dep;
+          break;
+        }
+      }
+      if (next == nullptr) break;
+      root = next;
+    }
+    const bool root_manual = records_.count(root->id) != 0 && records_.at(root->id).manual;
+    std::string what;
+    switch (root->state) {
+      case op_state::ready:
+        what = root_manual ? "is ready and its caller has not begun it"
+                           : "is ready and no stream has room (every stream is at its in-flight "
+                             "cap or held by a begun operation)";
+        break;
+      case op_state::running:
+        what = root_manual ? "was begun and complete() has not come" : "is being dispatched";
+        break;
+      case op_state::submitted: {
+        const auto& rr = records_.at(root->id);
+        what = "is on stream " + std::to_string(rr.stream) + " at point " +
+               std::to_string(rr.point) + " and the stream has reached only " +
+               std::to_string(pool_.at(rr.stream).completed);
+        break;
+      }
+      default: what = "is " + std::string{to_string(root->state)}; break;
+    }
+    if (root != &n) {
+      stall.waiting_on = root->id;
+      stall.reason = "waiting " + held + " on " + to_string(root->id) + ", which " + what;
+    } else {
+      stall.reason = "open for " + held + ": it " + what;
+    }
+    report.stalls.push_back(std::move(stall));
+  });
+  std::sort(report.stalls.begin(), report.stalls.end(),
+            [](const op_stall& a, const op_stall& b) { return a.id < b.id; });
+  if (!report.empty()) ++deadlock_detections_;
+  return report;
+}
+
+coordinator_metrics coordinator_state::metrics() const {
+  coordinator_metrics out;
+  out.total = total_;
+  out.completed = completed_;
+  out.failed = failed_;
+  out.cancelled = cancelled_;
+  out.live = graph_.live();
+  out.dispatched = dispatched_;
+  out.mean_coordination_ns =
+      dispatched_ == 0 ? 0 : coordination_ns_ / static_cast<std::int64_t>(dispatched_);
+  out.device_waits = device_waits_;
+  out.redundant_waits_skipped = pool_.waits_skipped();
+  out.deadlock_detections = deadlock_detections_;
+  out.tracked = graph_.size() + records_.size();
+  return out;
+}
+
+}  // namespace cudactor::detail

@@ -1,0 +1,653 @@
+#include "cudactor/actors/detail/coordinator_state.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "cudactor/actors/detail/clock.hpp"
+#include "cudactor/actors/detail/progress.hpp"
+#include "cudactor/messaging/errc.hpp"
+
+namespace cudactor::detail {
+
+void coordinator_state::init(self_pointer self, const coordinator_context& context,
+                             coordinator_options options, std::vector<gpu::stream> streams) {
+  self_ = self;
+  context_ = context;
+  options_ = std::move(options);
+  graph_ = op_graph{options_.failures_kept};
+  pool_ = stream_pool{options_.strategy, options_.max_in_flight};
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    auto line = context_.device->timeline_of(streams[i].ref());
+    const gpu::stream_priority priority =
+        i < options_.high_priority_streams                    ? gpu::stream_priority::high
+        : i >= streams.size() - options_.low_priority_streams ? gpu::stream_priority::low
+                                                              : gpu::stream_priority::normal;
+    pool_.add(std::move(streams[i]), priority);
+    if (line) {
+      auto& slot = pool_.at(static_cast<std::uint32_t>(i));
+      slot.issued = slot.completed = slot.watched = (*line)->submitted();
+    }
+  }
+  subscribe_streams();
+}
+
+coordinator_state::~coordinator_state() {
+  if (self_ != nullptr && !closing_) shut_down();
+}
+
+void coordinator_state::subscribe_streams() {
+  auto weak = caf::actor_cast<caf::actor_addr>(self_);
+  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
+    const std::uint64_t epoch = epoch_;
+    auto subscribed = context_.poller->subscribe(
+        pool_.at(i).stream.ref(), [weak, i, epoch](const gpu::stream_progress& progress) {
+          if (auto strong = caf::actor_cast<coordinator_actor>(weak)) {
+            caf::anon_send(strong, progress_atom::value, epoch, to_batch(stream_id{i}, progress));
+          }
+        });
+    if (!subscribed.ok() && !lost_) lost_ = to_error(subscribed);
+  }
+}
+
+// --- registering -----------------------------------------------------------------------------
+
+caf::error coordinator_state::refusal() const {
+  if (closing_) return make_error(errc::shutting_down, "the coordinator is shutting down");
+  if (lost_) {
+    return make_error(errc::device_lost,
+                      "the coordinator refuses new work until reset: " + to_string(lost_) +
+                          " (reset the backend, then send reset_atom)");
+  }
+  return {};
+}
+
+caf::error coordinator_state::resolve(const work& w, gpu::work_fn& out) const {
+  if (w.is_local()) {  // the hot path builds no name
+    out = w.closure();
+    return {};
+  }
+  return resolve_work(w, context_.operations.get(), "the coordinator's node", out);
+}
+
+coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& spec,
+                                                            gpu::work_fn fn, bool manual) {
+  op_record& r = records_[id];
+  r.type = spec.type;
+  r.priority = spec.priority;
+  r.workload = spec.workload;
+  r.manual = manual;
+  r.description = std::move(spec.description);
+  r.deps = std::move(spec.deps);
+  r.fn = std::move(fn);
+  r.registered_ns = now_ns();
+  ++total_;
+  return r;
+}
+
+void coordinator_state::add_listener(op_record& r, const op_listener& listener) {
+  if (!listener) return;
+  if (std::find(r.listeners.begin(), r.listeners.end(), listener) == r.listeners.end()) {
+    r.listeners.push_back(listener);
+  }
+}
+
+caf::result<op_id> coordinator_state::register_op(op_spec& spec, const op_listener* listener) {
+  if (auto why = refusal()) return why;
+  const bool manual = spec.body.empty();
+  gpu::work_fn fn;
+  if (!manual) {
+    if (auto bad = resolve(spec.body, fn)) return bad;
+  }
+  const op_id id{graph_.newest().value + 1};
+  if (auto bad = graph_.add(id, spec.priority, manual, spec.deps)) return bad;
+  op_record& r = add_record(id, spec, std::move(fn), manual);
+  if (listener != nullptr) add_listener(r, *listener);
+  pump();
+  flush();
+  return id;
+}
+
+caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& graph,
+                                                                const op_listener* listener) {
+  if (auto why = refusal()) return why;
+  const std::size_t n = graph.ops.size();
+  if (n == 0 || n > options_.max_graph) {
+    return make_error(errc::invalid_argument, "a graph holds 1 to " +
+                                                  std::to_string(options_.max_graph) +
+                                                  " operations, not " + std::to_string(n));
+  }
+  // Local edges, checked and ordered (Kahn): ids are issued in that order, so every
+  // dependency is older than its dependent, as op_graph requires.
+  std::vector<std::uint32_t> waiting(n, 0);
+  std::vector<std::uint32_t> first(n + 1, 0);  // dependents of i: next_of[first[i] .. first[i+1])
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::uint32_t a : graph.ops[i].after) {
+      if (a >= n) {
+        return make_error(errc::invalid_argument, "graph op " + std::to_string(i) +
+                                                      " comes after op " + std::to_string(a) +
+                                                      ", beyond the graph's " + std::to_string(n));
+      }
+      if (a == i) {
+        return make_error(errc::dependency_cycle,
+                          "graph op " + std::to_string(i) + " comes after itself");
+      }
+      ++first[a + 1];
+      ++waiting[i];
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+  std::vector<std::uint32_t> next_of(first[n]);
+  {
+    std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      for (std::uint32_t a : graph.ops[i].after) next_of[fill[a]++] = i;
+    }
+  }
+  std::vector<std::uint32_t> order;
+  order.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (waiting[i] == 0) order.push_back(i);
+  }
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::uint32_t i = order[k];
+    for (std::uint32_t j = first[i]; j < first[i + 1]; ++j) {
+      if (--waiting[next_of[j]] == 0) order.push_back(next_of[j]);
+    }
+  }
+  if (order.size() < n) {
+    // Every op left waits on another op left: walk back along those until one repeats.
+    std::uint32_t at = 0;
+    while (waiting[at] == 0) ++at;
+    std::vector<std::uint32_t> seen(n, 0);
+    std::vector<std::uint32_t> path;
+    while (seen[at] == 0) {
+      seen[at] = static_cast<std::uint32_t>(path.size() + 1);
+      path.push_back(at);
+      for (std::uint32_t a : graph.ops[at].after) {
+        if (waiting[a] != 0) {
+          at = a;
+          break;
+        }
+      }
+    }
+    std::string cycle;
+    for (std::size_t k = seen[at] - 1; k < path.size(); ++k) {
+      cycle += "graph op " + std::to_string(path[k]) + " -> ";
+    }
+    cycle += "graph op " + std::to_string(at);
+    return make_error(errc::dependency_cycle,
+                      "the graph has the cycle " + cycle + " (each comes after the next)");
+  }
+  // Dependencies on operations registered before, and the work: all checked before any is
+  // registered.
+  std::vector<gpu::work_fn> fns(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (op_id dep : graph.ops[i].spec.deps) {
+      if (auto bad = graph_.check_dep(dep)) {
+        return make_error(static_cast<errc>(bad.code()),
+                          "graph op " + std::to_string(i) + ": " + to_string(bad));
+      }
+    }
+    if (!graph.ops[i].spec.body.empty()) {
+      if (auto bad = resolve(graph.ops[i].spec.body, fns[i])) {
+        return make_error(static_cast<errc>(bad.code()),
+                          "graph op " + std::to_string(i) + ": " + to_string(bad));
+      }
+    }
+  }
+  std::vector<op_id> ids(n);
+  std::vector<op_id> deps;
+  for (std::uint32_t i : order) {
+    op_spec& spec = graph.ops[i].spec;
+    const op_id id{graph_.newest().value + 1};
+    deps = spec.deps;
+    for (std::uint32_t a : graph.ops[i].after) deps.push_back(ids[a]);
+    const bool manual = spec.body.empty();
+    if (auto bad = graph_.add(id, spec.priority, manual, deps)) {
+      // Checked above: reaching this is a bug. What was added is withdrawn, so that the
+      // graph is still all or nothing.
+      for (op_id added : ids) {
+        if (!added.empty()) graph_.cancel(added, bad, ended_);
+      }
+      finish();
+      flush();
+      return make_error(errc::backend_error, "graph submission: " + to_string(bad));
+    }
+    spec.deps = std::move(deps);
+    op_record& r = add_record(id, spec, std::move(fns[i]), manual);
+    if (listener != nullptr) add_listener(r, *listener);
+    ids[i] = id;
+    deps = {};
+  }
+  pump();
+  flush();
+  return ids;
+}
+
+caf::result<op_state> coordinator_state::depend(op_id op, op_id dep) {
+  if (auto why = refusal()) return why;
+  if (auto bad = graph_.add_dependency(op, dep)) return bad;
+  auto found = records_.find(op);
+  if (found != records_.end() && std::find(found->second.deps.begin(), found->second.deps.end(),
+                                           dep) == found->second.deps.end()) {
+    found->second.deps.push_back(dep);
+  }
+  return graph_.find(op)->state;
+}
+
+// --- dispatching -----------------------------------------------------------------------------
+
+void coordinator_state::pump() {
+  while (!lost_ && !closing_ && pool_.any_available() && graph_.has_ready()) {
+    const op_id id = *graph_.next_ready();
+    op_record& r = records_.at(id);
+    const auto slot = pool_.choose(r.priority, r.workload);
+    dispatch(id, *slot);
+  }
+  serve_begin_waiters();
+  watch_all();
+  finish();
+}
+
+gpu::status coordinator_state::place_waits(op_id id, std::uint32_t slot) {
+  gpu::status out;
+  const gpu::stream_ref waiter = pool_.at(slot).stream.ref();
+  graph_.for_each_unfinished_dep(id, [&](op_id, const op_position& at) {
+    if (!out.ok() || !pool_.needs_wait(slot, at.stream, at.point)) return;
+    out = context_.device->wait_point(waiter, pool_.at(at.stream).stream.ref(), at.point);
+    ++device_waits_;
+  });
+  return out;
+}
+
+void coordinator_state::dispatch(op_id id, std::uint32_t slot) {
+  op_record& r = records_.at(id);
+  const gpu::stream_ref s = pool_.at(slot).stream.ref();
+  gpu::status launched = place_waits(id, slot);
+  if (launched.ok()) launched = context_.device->enqueue(s, std::move(r.fn));
+  if (!launched.ok()) {
+    launch_failed(id, launched);
+    return;
+  }
+  auto point = context_.device->signal(s);
+  if (!point) {
+    launch_failed(id, point.error());
+    return;
+  }
+  r.dispatched_ns = now_ns();
+  submitted(id, r, slot, *point, r.dispatched_ns);
+}
+
+void coordinator_state::submitted(op_id id, op_record& r, std::uint32_t slot, timeline_point point,
+                                  std::int64_t now) {
+  auto& s = pool_.at(slot);
+  pool_.note_dispatch(slot, now);
+  s.in_flight.emplace_back(point, id);
+  s.issued = point;
+  r.stream = slot;
+  r.point = point;
+  if (!r.manual) {
+    ++dispatched_;
+    coordination_ns_ += r.dispatched_ns - r.registered_ns;
+  }
+  graph_.submitted(id, op_position{slot, point});
+}
+
+void coordinator_state::launch_failed(op_id id, const gpu::status& why) {
+  if (why.code() == gpu::errc::device_lost) {
+    lose(to_error(why));
+    return;
+  }
+  graph_.fail(id,
+              make_error(errc::op_failed,
+                         to_string(id) + " could not be launched: " + to_string(to_error(why))),
+              ended_);
+}
+
+void coordinator_state::serve_begin_waiters() {
+  for (auto it = begin_waiters_.begin(); it != begin_waiters_.end() && !lost_;) {
+    const op_graph::node* n = graph_.find(it->id);
+    if (n == nullptr || n->state != op_state::ready) {
+      ++it;  // not ready yet; ended ones are answered by finish()
+      continue;
+    }
+    op_record& r = records_.at(it->id);
+    const auto slot = pool_.choose(r.priority, r.workload);
+    if (!slot) return;  // no stream free: later waiters wait as well, in order
+    auto promise = std::move(it->promise);
+    const op_id id = it->id;
+    it = begin_waiters_.erase(it);
+    op_lease lease = start_manual(id, r, *slot);
+    if (lease.op.empty()) {
+      promise.deliver(make_error(errc::op_failed, to_string(id) + " could not begin"));
+    } else {
+      promise.deliver(lease);
+    }
+  }
+}
+
+op_lease coordinator_state::start_manual(op_id id, op_record& r, std::uint32_t slot) {
+  if (graph_.begin(id)) return {};
+  if (auto placed = place_waits(id, slot); !placed.ok()) {
+    launch_failed(id, placed);
+    return {};
+  }
+  auto& s = pool_.at(slot);
+  s.reserved_by = id;
+  r.stream = slot;
+  r.dispatched_ns = now_ns();
+  ++dispatched_;
+  coordination_ns_ += r.dispatched_ns - r.registered_ns;
+  const gpu::handle_id handle = s.stream.ref().id();
+  return op_lease{id, stream_id{slot}, handle.instance, handle.slot, handle.generation};
+}
+
+void coordinator_state::watch_all() {
+  for (std::uint32_t i = 0; i < pool_.size() && !lost_; ++i) {
+    auto& s = pool_.at(i);
+    if (s.issued <= s.watched) continue;
+    const timeline_point first = s.watched + 1;
+    s.watched = s.issued;
+    if (auto watched = context_.poller->watch_points(s.stream.ref(), first, s.issued);
+        !watched.ok()) {
+      lose(to_error(watched));
+    }
+  }
+}
+
+void coordinator_state::lose(caf::error why) {
+  if (!lost_) lost_ = why;
+  graph_.fail_all(why, ended_);
+  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
+    pool_.at(i).in_flight.clear();
+    pool_.at(i).reserved_by = op_id{};
+  }
+  for (auto& [token, promise] : ready_waiters_) promise.deliver(why);
+  ready_waiters_.clear();
+  finish();
+}
+
+// --- caller-launched operations ----------------------------------------------------------
+
+caf::result<op_lease> coordinator_state::begin(op_id id) {
+  if (auto why = refusal()) return why;
+  auto found = records_.find(id);
+  if (found == records_.end()) {
+    if (const op_info* ended = find_ended(id)) {
+      return make_error(errc::invalid_state, to_string(id) + " has ended (" +
+                                                 std::string{to_string(ended->state)} + ")");
+    }
+    return make_error(errc::unknown_op, to_string(id) + " is unknown or long gone");
+  }
+  op_record& r = found->second;
+  if (!r.manual) {
+    return make_error(errc::invalid_state,
+                      to_string(id) + " carries its own work: the coordinator launches it");
+  }
+  for (const auto& waiter : begin_waiters_) {
+    if (waiter.id == id)
+      return make_error(errc::invalid_state, to_string(id) + " is already begun");
+  }
+  const op_state state = graph_.find(id)->state;
+  if (state != op_state::pending && state != op_state::ready) {
+    return make_error(errc::invalid_state,
+                      to_string(id) + " is " + std::string{to_string(state)} + ": already begun");
+  }
+  // Answered once the dependencies are submitted and a stream is free: now, if they are.
+  auto promise = self_->make_response_promise<op_lease>();
+  begin_waiters_.push_back({id, promise});
+  pump();
+  flush();
+  return promise;
+}
+
+caf::result<ticket> coordinator_state::complete(op_id id) {
+  ticket out;
+  if (auto bad = submit_manual(id, out)) return bad;
+  return out;
+}
+
+caf::error coordinator_state::submit_manual(op_id id, ticket& out) {
+  if (closing_) return refusal();
+  auto found = records_.find(id);
+  const op_graph::node* n = graph_.find(id);
+  if (found == records_.end() || n == nullptr || !found->second.manual ||
+      n->state != op_state::running) {
+    return make_error(errc::invalid_state,
+                      to_string(id) +
+                          (found == records_.end() ? " has ended or is unknown"
+                                                   : " is not a begun caller-launched op") +
+                          ": nothing to complete");
+  }
+  op_record& r = found->second;
+  auto& s = pool_.at(r.stream);
+  s.reserved_by = op_id{};
+  auto point = context_.device->signal(s.stream.ref());
+  if (!point) {
+    launch_failed(id, point.error());
+    pump();
+    flush();
+    return to_error(point.error());
+  }
+  submitted(id, r, r.stream, *point, now_ns());
+  out = ticket{stream_id{r.stream}, *point};
+  pump();
+  flush();
+  return {};
+}
+
+caf::result<op_state> coordinator_state::complete_failed(op_id id, const caf::error& why) {
+  if (!why) {
+    ticket ignored;
+    if (auto bad = submit_manual(id, ignored)) return bad;
+    return op_state::submitted;
+  }
+  auto found = records_.find(id);
+  const op_graph::node* n = graph_.find(id);
+  if (found == records_.end() || n == nullptr || !found->second.manual ||
+      n->state != op_state::running) {
+    return make_error(errc::invalid_state, to_string(id) + " is not a begun caller-launched op");
+  }
+  pool_.at(found->second.stream).reserved_by = op_id{};
+  graph_.fail(id, why, ended_);
+  pump();
+  flush();
+  return op_state::failed;
+}
+
+// --- completions -------------------------------------------------------------------------------
+
+void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch& batch) {
+  if (epoch != epoch_ || batch.stream.value >= pool_.size() || lost_) return;
+  const std::uint32_t index = batch.stream.value;
+  auto& s = pool_.at(index);
+  for (const auto& f : batch.failures) {
+    if (f.error.code() == static_cast<std::uint8_t>(errc::device_lost)) {
+      lose(f.error);
+      flush();
+      return;
+    }
+  }
+  std::array<std::uint32_t, stream_pool::workloads> ended_by_workload{};
+  std::size_t next_failure = 0;
+  while (!s.in_flight.empty() && s.in_flight.front().first <= batch.reached) {
+    const auto [point, id] = s.in_flight.front();
+    s.in_flight.pop_front();
+    while (next_failure < batch.failures.size() && batch.failures[next_failure].point < point) {
+      ++next_failure;
+    }
+    if (auto r = records_.find(id); r != records_.end()) {
+      ++ended_by_workload[static_cast<std::size_t>(r->second.workload)];
+    }
+    if (next_failure < batch.failures.size() && batch.failures[next_failure].point == point) {
+      const caf::error& why = batch.failures[next_failure].error;
+      // The host reports a wait on a failed point as dependency_failed: the operation's
+      // dependency failed, so it is cancelled, as the cascade would have done.
+      if (why.code() == static_cast<std::uint8_t>(errc::dependency_failed)) {
+        graph_.cancel(id, why, ended_);
+      } else {
+        graph_.fail(id, why, ended_);
+      }
+    } else if (graph_.complete(id)) {
+      ended_.push_back({id, op_state::completed, {}});
+    }
+  }
+  s.completed = std::max(s.completed, std::min(batch.reached, s.issued));
+  pool_.record_completions(index, ended_by_workload,
+                           batch.detected_ns != 0 ? batch.detected_ns : now_ns());
+  pump();
+  serve_ready_waiters();
+  flush();
+}
+
+void coordinator_state::finish() {
+  if (ended_.empty()) return;
+  const std::int64_t now = now_ns();
+  for (const ended_op& e : ended_) {
+    switch (e.state) {
+      case op_state::completed: ++completed_; break;
+      case op_state::failed: ++failed_; break;
+      default: ++cancelled_; break;
+    }
+    auto found = records_.find(e.id);
+    if (found == records_.end()) continue;
+    op_record& r = found->second;
+    op_notice notice;
+    notice.id = e.id;
+    notice.state = e.state;
+    notice.cause = e.cause;
+    if (r.stream != no_stream) notice.stream = stream_id{r.stream};
+    notice.point = r.point;
+    notice.registered_ns = r.registered_ns;
+    notice.dispatched_ns = r.dispatched_ns;
+    notice.ended_ns = now;
+    for (const auto& listener : r.listeners) {
+      if (std::find(all_listeners_.begin(), all_listeners_.end(), listener) ==
+          all_listeners_.end()) {
+        notify(listener, notice);
+      }
+    }
+    for (const auto& listener : all_listeners_) notify(listener, notice);
+    if (r.manual) {
+      for (auto it = begin_waiters_.begin(); it != begin_waiters_.end(); ++it) {
+        if (it->id == e.id) {
+          it->promise.deliver(
+              e.cause ? e.cause : make_error(errc::invalid_state, to_string(e.id) + " ended"));
+          begin_waiters_.erase(it);
+          break;
+        }
+      }
+      if (r.stream != no_stream && pool_.size() > r.stream &&
+          pool_.at(r.stream).reserved_by == e.id) {
+        pool_.at(r.stream).reserved_by = op_id{};
+      }
+    }
+    if (options_.ended_kept > 0) {
+      ended_kept_.push_back(info_of(e.id, r));
+      ended_kept_.back().state = e.state;
+      ended_kept_.back().cause = e.cause;
+      ended_kept_.back().ended_ns = now;
+      if (ended_kept_.size() > options_.ended_kept) ended_kept_.pop_front();
+    }
+    records_.erase(found);
+  }
+  ended_.clear();
+  (void)graph_.take_forgotten();  // records went with the end; the graph's own go here
+}
+
+void coordinator_state::notify(const op_listener& listener, const op_notice& notice) {
+  auto [at, added] = outbox_index_.emplace(listener.address(), outbox_.size());
+  if (added) outbox_.emplace_back(listener, std::vector<op_notice>{});
+  outbox_[at->second].second.push_back(notice);
+}
+
+void coordinator_state::flush() {
+  for (auto& [listener, notices] : outbox_) self_->send(listener, std::move(notices));
+  outbox_.clear();
+  outbox_index_.clear();
+}
+
+// --- the pool ------------------------------------------------------------------------------
+
+caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeout) {
+  if (auto why = refusal()) return why;
+  if (auto idle = pool_.any_idle()) return stream_id{*idle};
+  const std::uint64_t token = next_token_++;
+  auto promise = self_->make_response_promise<stream_id>();
+  ready_waiters_.emplace(token, promise);
+  self_->delayed_send(self_, timeout, expire_atom::value, token);
+  return promise;
+}
+
+void coordinator_state::expire(std::uint64_t token) {
+  auto found = ready_waiters_.find(token);
+  if (found == ready_waiters_.end()) return;
+  std::string busy;
+  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
+    const auto& s = pool_.at(i);
+    busy += (i == 0 ? "" : ", ") + std::string{"stream "} + std::to_string(i) + ": " +
+            std::to_string(s.in_flight.size()) + " in flight" +
+            (s.reserved_by.empty() ? "" : ", held by " + to_string(s.reserved_by));
+  }
+  found->second.deliver(make_error(errc::timeout, "no stream became idle in time (" + busy + ")"));
+  ready_waiters_.erase(found);
+}
+
+void coordinator_state::serve_ready_waiters() {
+  if (ready_waiters_.empty()) return;
+  const auto idle = pool_.any_idle();
+  if (!idle) return;
+  for (auto& [token, promise] : ready_waiters_) promise.deliver(stream_id{*idle});
+  ready_waiters_.clear();
+}
+
+caf::result<bool> coordinator_state::reset() {
+  if (closing_) return refusal();
+  if (!lost_) return false;  // nothing to recover from
+  if (auto health = context_.device->health(); !health.ok()) {
+    return make_error(errc::device_lost,
+                      "the backend is still lost (" + health.message() +
+                          "): reset it first, from outside any actor (backend::reset())");
+  }
+  std::vector<gpu::stream> streams;
+  std::vector<gpu::stream_priority> priorities;
+  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
+    auto& old = pool_.at(i);
+    auto made = context_.device->create_stream({"coordinator-" + std::to_string(i), old.priority});
+    if (!made) return to_error(made.error());
+    streams.push_back(std::move(made.value()));
+    priorities.push_back(old.priority);
+  }
+  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
+    context_.poller->subscribe(pool_.at(i).stream.ref(), {}).ignore();
+  }
+  pool_ = stream_pool{options_.strategy, options_.max_in_flight};
+  for (std::size_t i = 0; i < streams.size(); ++i) pool_.add(std::move(streams[i]), priorities[i]);
+  ++epoch_;
+  lost_ = caf::error{};
+  subscribe_streams();
+  return !lost_;
+}
+
+void coordinator_state::shut_down() {
+  if (closing_) return;
+  closing_ = true;
+  const caf::error why =
+      make_error(errc::shutting_down, "the coordinator shut down before the operation ended");
+  graph_.fail_all(why, ended_);
+  finish();
+  for (auto& waiter : begin_waiters_) waiter.promise.deliver(why);
+  begin_waiters_.clear();
+  for (auto& [token, promise] : ready_waiters_) promise.deliver(why);
+  ready_waiters_.clear();
+  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
+    context_.poller->subscribe(pool_.at(i).stream.ref(), {}).ignore();
+  }
+  flush();
+}
+
+}  // namespace cudactor::detail

@@ -1,0 +1,149 @@
+// actors/detail/coordinator_state.hpp
+//
+// What the coordinator actor owns and how it moves: the dependency graph (op_graph), a record
+// per live operation (its work, listeners and times), the stream pool, and the answers still
+// owed (begin waiting for a ready operation, wait_for_any_ready). The behaviour in
+// coordinator.cpp only unpacks messages and calls in here.
+//
+// Every handler ends with flush(): the notices of operations that ended while it ran go out as
+// one message per listener.
+#pragma once
+
+#include <caf/fwd.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "cudactor/actors/coordinator.hpp"
+#include "cudactor/actors/detail/op_graph.hpp"
+#include "cudactor/actors/detail/stream_pool.hpp"
+
+namespace cudactor::detail {
+
+class coordinator_state {
+ public:
+  using self_pointer = coordinator_actor::stateful_pointer<coordinator_state>;
+
+  void init(self_pointer self, const coordinator_context& context, coordinator_options options,
+            std::vector<gpu::stream> streams);
+  ~coordinator_state();
+
+  // --- registering ---------------------------------------------------------------------------
+  caf::result<op_id> register_op(op_spec& spec, const op_listener* listener);
+  caf::result<std::vector<op_id>> submit_graph(graph_spec& graph, const op_listener* listener);
+  caf::result<op_state> depend(op_id op, op_id dep);
+
+  // --- caller-launched operations ----------------------------------------------------------
+  caf::result<op_lease> begin(op_id id);
+  caf::result<ticket> complete(op_id id);
+  caf::result<op_state> complete_failed(op_id id, const caf::error& why);
+
+  // --- following and inspecting ------------------------------------------------------------
+  void subscribe_all(const op_listener& listener);
+  caf::result<op_state> subscribe(op_id id, const op_listener& listener);
+  void unsubscribe(const caf::actor_addr& listener);
+  caf::result<op_info> describe(op_id id) const;
+  caf::result<op_state> cancel(op_id id);
+  deadlock_report detect_deadlocks(caf::timespan stall_after);
+  [[nodiscard]] coordinator_metrics metrics() const;
+
+  // --- the pool ------------------------------------------------------------------------------
+  [[nodiscard]] bool has_ready_streams() const { return pool_.any_idle().has_value(); }
+  caf::result<stream_id> wait_for_any_ready(caf::timespan timeout);
+  void expire(std::uint64_t token);
+  caf::result<bool> reset();
+
+  // --- poller and runtime --------------------------------------------------------------------
+  void on_progress(std::uint64_t epoch, const completion_batch& batch);
+  void shut_down();
+  [[nodiscard]] const coordinator_options& options() const noexcept { return options_; }
+
+ private:
+  static constexpr std::uint32_t no_stream = ~std::uint32_t{0};
+
+  struct op_record {
+    op_type type = op_type::kernel;
+    op_priority priority = op_priority::normal;
+    op_workload workload = op_workload::compute;
+    bool manual = false;
+    std::string description;
+    std::vector<op_id> deps;
+    gpu::work_fn fn;
+    std::vector<op_listener> listeners;
+    std::int64_t registered_ns = 0;
+    std::int64_t dispatched_ns = 0;
+    std::uint32_t stream = no_stream;
+    timeline_point point = 0;
+  };
+  struct begin_waiter {
+    op_id id;
+    caf::typed_response_promise<op_lease> promise;
+  };
+
+  // Why nothing new is taken now (shut down, device lost), or an empty error.
+  [[nodiscard]] caf::error refusal() const;
+  [[nodiscard]] caf::error resolve(const work& w, gpu::work_fn& out) const;
+  op_record& add_record(op_id id, op_spec& spec, gpu::work_fn fn, bool manual);
+  void add_listener(op_record& r, const op_listener& listener);
+
+  // Dispatches ready operations while streams have room, serves begin waiters whose
+  // operation became ready, and tells the poller what went out.
+  void pump();
+  void dispatch(op_id id, std::uint32_t slot);
+  // Device waits for every dependency of `id` submitted on another stream and not yet reached.
+  [[nodiscard]] gpu::status place_waits(op_id id, std::uint32_t slot);
+  // Bookkeeping once `id` is on `slot` at `point` (its work enqueued, the point signalled).
+  void submitted(op_id id, op_record& r, std::uint32_t slot, timeline_point point,
+                 std::int64_t now);
+  void launch_failed(op_id id, const gpu::status& why);
+  void serve_begin_waiters();
+  op_lease start_manual(op_id id, op_record& r, std::uint32_t slot);
+  // complete(): the caller's work is enqueued; the operation takes the stream's next point.
+  [[nodiscard]] caf::error submit_manual(op_id id, ticket& out);
+  void watch_all();
+  // Fails every open operation with `why` and refuses new work until reset.
+  void lose(caf::error why);
+
+  // The operations in ended_ go out as notices and their records go.
+  void finish();
+  void notify(const op_listener& listener, const op_notice& notice);
+  void flush();
+  void serve_ready_waiters();
+  void subscribe_streams();
+  [[nodiscard]] const op_info* find_ended(op_id id) const;
+  // unknown_op for an id that is not live and not among the ended kept, saying which.
+  [[nodiscard]] caf::error gone(op_id id) const;
+  [[nodiscard]] op_info info_of(op_id id, const op_record& r) const;
+
+  self_pointer self_ = nullptr;
+  coordinator_context context_;
+  coordinator_options options_;
+  op_graph graph_;
+  stream_pool pool_{pool_strategy::load_balanced, 1};
+  std::uint64_t epoch_ = 1;  // of the pool's streams
+
+  std::unordered_map<op_id, op_record> records_;
+  std::vector<ended_op> ended_;  // ended during the current handler, not yet told
+  std::deque<op_info> ended_kept_;
+  std::vector<op_listener> all_listeners_;
+  std::vector<std::pair<op_listener, std::vector<op_notice>>> outbox_;
+  std::unordered_map<caf::actor_addr, std::size_t> outbox_index_;
+
+  std::deque<begin_waiter> begin_waiters_;
+  std::map<std::uint64_t, caf::typed_response_promise<stream_id>> ready_waiters_;
+  std::uint64_t next_token_ = 1;
+
+  caf::error lost_;
+  bool closing_ = false;
+
+  // metrics
+  std::uint64_t total_ = 0, completed_ = 0, failed_ = 0, cancelled_ = 0, dispatched_ = 0;
+  std::int64_t coordination_ns_ = 0;  // sum over dispatched
+  std::uint64_t device_waits_ = 0, deadlock_detections_ = 0;
+};
+
+}  // namespace cudactor::detail

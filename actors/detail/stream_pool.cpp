@@ -1,0 +1,201 @@
+#include "cudactor/actors/detail/stream_pool.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace cudactor::detail {
+
+namespace {
+
+constexpr double ewma_weight = 0.2;
+
+std::size_t index_of(op_workload w) { return static_cast<std::size_t>(w); }
+
+}  // namespace
+
+std::string_view to_string(pool_strategy x) noexcept {
+  switch (x) {
+    case pool_strategy::round_robin: return "round_robin";
+    case pool_strategy::load_balanced: return "load_balanced";
+    case pool_strategy::priority: return "priority";
+    case pool_strategy::workload: return "workload";
+    case pool_strategy::adaptive: return "adaptive";
+  }
+  return "unknown";
+}
+
+std::optional<pool_strategy> parse_pool_strategy(std::string_view text) noexcept {
+  for (auto x : {pool_strategy::round_robin, pool_strategy::load_balanced, pool_strategy::priority,
+                 pool_strategy::workload, pool_strategy::adaptive}) {
+    if (to_string(x) == text) return x;
+  }
+  return std::nullopt;
+}
+
+stream_pool::stream_pool(pool_strategy strategy, std::uint64_t max_in_flight)
+    : strategy_(strategy), max_in_flight_(std::max<std::uint64_t>(max_in_flight, 1)) {}
+
+void stream_pool::add(gpu::stream s, gpu::stream_priority priority) {
+  slot added;
+  added.stream = std::move(s);
+  added.priority = priority;
+  slots_.push_back(std::move(added));
+  for (auto& each : slots_) each.waited.resize(slots_.size(), 0);
+  assign_roles();
+}
+
+// One slot: it does everything. Two: compute / memory and coordination. More: the last one
+// coordinates, the rest split into compute (first half, rounded up) and memory.
+void stream_pool::assign_roles() {
+  const std::size_t n = slots_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    op_workload role = op_workload::mixed;
+    if (n == 2) {
+      role = i == 0 ? op_workload::compute : op_workload::memory;
+    } else if (n > 2) {
+      const std::size_t compute = n / 2;  // half of the n - 1 others, rounded up
+      role = i == n - 1 ? op_workload::coordination
+                        : (i < compute ? op_workload::compute : op_workload::memory);
+    }
+    slots_[i].role = role;
+  }
+}
+
+bool stream_pool::available(std::uint32_t index) const {
+  const slot& s = slots_[index];
+  return s.reserved_by.empty() && s.in_flight.size() < max_in_flight_;
+}
+
+bool stream_pool::any_available() const {
+  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+    if (available(i)) return true;
+  }
+  return false;
+}
+
+bool stream_pool::idle(std::uint32_t index) const {
+  const slot& s = slots_[index];
+  return s.reserved_by.empty() && s.in_flight.empty();
+}
+
+std::optional<std::uint32_t> stream_pool::any_idle() const {
+  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+    if (idle(i)) return i;
+  }
+  return std::nullopt;
+}
+
+std::uint64_t stream_pool::load(std::uint32_t index) const {
+  return slots_[index].in_flight.size();
+}
+
+template <class Accept>
+std::optional<std::uint32_t> stream_pool::least_loaded(Accept&& accept) const {
+  std::optional<std::uint32_t> best;
+  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+    if (!available(i) || !accept(i)) continue;
+    if (!best || load(i) < load(*best)) best = i;
+  }
+  return best;
+}
+
+std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_workload workload) {
+  auto any = [](std::uint32_t) { return true; };
+  switch (strategy_) {
+    case pool_strategy::round_robin: {
+      const auto n = static_cast<std::uint32_t>(slots_.size());
+      for (std::uint32_t k = 0; k < n; ++k) {
+        const std::uint32_t i = (next_ + k) % n;
+        if (available(i)) {
+          next_ = (i + 1) % n;
+          return i;
+        }
+      }
+      return std::nullopt;
+    }
+    case pool_strategy::load_balanced: return least_loaded(any);
+    case pool_strategy::priority: {
+      gpu::stream_priority wanted = gpu::stream_priority::normal;
+      if (priority == op_priority::critical || priority == op_priority::high) {
+        wanted = gpu::stream_priority::high;
+      } else if (priority == op_priority::low || priority == op_priority::cleanup) {
+        wanted = gpu::stream_priority::low;
+      }
+      if (auto own = least_loaded([&](std::uint32_t i) { return slots_[i].priority == wanted; })) {
+        return own;
+      }
+      // Another class: normal first, so urgent work does not land behind low-priority work
+      // and background work does not take the high-priority streams while others are free.
+      if (auto normal = least_loaded([&](std::uint32_t i) {
+            return slots_[i].priority == gpu::stream_priority::normal;
+          })) {
+        return normal;
+      }
+      return least_loaded(any);
+    }
+    case pool_strategy::workload: {
+      if (workload != op_workload::mixed) {
+        if (auto own = least_loaded([&](std::uint32_t i) { return slots_[i].role == workload; })) {
+          return own;
+        }
+      }
+      return least_loaded(any);
+    }
+    case pool_strategy::adaptive: {
+      const std::size_t w = index_of(workload);
+      std::optional<std::uint32_t> best;
+      double best_cost = std::numeric_limits<double>::infinity();
+      for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+        if (!available(i)) continue;
+        const slot& s = slots_[i];
+        // Unmeasured: cost 0, so each slot gets tried for each workload.
+        const double cost =
+            s.samples[w] == 0 ? 0.0 : static_cast<double>(load(i) + 1) * s.mean_interval_ns[w];
+        if (!best || cost < best_cost || (cost == best_cost && load(i) < load(*best))) {
+          best = i;
+          best_cost = cost;
+        }
+      }
+      return best;
+    }
+  }
+  return std::nullopt;
+}
+
+bool stream_pool::needs_wait(std::uint32_t waiter, std::uint32_t other, gpu::timeline_point point) {
+  if (waiter == other || point <= slots_[other].completed) return false;
+  auto& newest = slots_[waiter].waited[other];
+  if (point <= newest) {
+    ++skipped_;
+    return false;
+  }
+  newest = point;
+  return true;
+}
+
+void stream_pool::note_dispatch(std::uint32_t index, std::int64_t now_ns) {
+  slot& s = slots_[index];
+  if (s.in_flight.empty()) s.busy_since_ns = now_ns;
+}
+
+void stream_pool::record_completions(std::uint32_t index,
+                                     const std::array<std::uint32_t, workloads>& ended,
+                                     std::int64_t now_ns) {
+  slot& s = slots_[index];
+  std::uint32_t total = 0;
+  for (auto n : ended) total += n;
+  if (total == 0) return;
+  const double per_op =
+      static_cast<double>(std::max<std::int64_t>(now_ns - s.busy_since_ns, 0)) / total;
+  for (std::size_t w = 0; w < workloads; ++w) {
+    if (ended[w] == 0) continue;
+    // ended[w] samples of per_op at once: the weight they would have had one by one.
+    const double weight = s.samples[w] == 0 ? 1.0 : 1.0 - std::pow(1.0 - ewma_weight, ended[w]);
+    s.mean_interval_ns[w] += weight * (per_op - s.mean_interval_ns[w]);
+    s.samples[w] += ended[w];
+  }
+  s.busy_since_ns = now_ns;
+}
+
+}  // namespace cudactor::detail

@@ -1,0 +1,117 @@
+// actors/detail/stream_pool.hpp
+//
+// The coordinator's streams and how it picks one for an operation. Each slot owns a backend
+// stream with a priority class and knows what it has in flight (point -> operation, oldest
+// first), whether a caller-launched operation holds it, and, per other slot, the newest point
+// it already waits for on the device, so that a wait covered by an earlier one is skipped.
+//
+// Strategies (pool_strategy):
+//  - round_robin: the next available slot after the last one chosen;
+//  - load_balanced: the fewest operations in flight;
+//  - priority: critical and high operations on high-priority streams, low and cleanup on
+//    low-priority ones, normal on normal ones; the fewest in flight within the class; another
+//    class only when none of its own is available;
+//  - workload: each slot has a role (compute, memory, coordination; mixed goes anywhere),
+//    the fewest in flight among the role's slots, any slot when none is available;
+//  - adaptive: the smallest expected wait, (in flight + 1) x the mean completion interval
+//    measured on that slot for that workload; a slot with no measurement yet is tried first.
+// No CAF and no poller here: the coordinator drives it, tests drive it directly.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cudactor/gpu/stream.hpp"
+#include "cudactor/gpu/types.hpp"
+#include "cudactor/messaging/operation_types.hpp"
+
+namespace cudactor::detail {
+
+enum class pool_strategy : std::uint8_t {
+  round_robin,
+  load_balanced,
+  priority,
+  workload,
+  adaptive
+};
+
+[[nodiscard]] std::string_view to_string(pool_strategy x) noexcept;
+// round_robin, load_balanced, priority, workload or adaptive.
+[[nodiscard]] std::optional<pool_strategy> parse_pool_strategy(std::string_view text) noexcept;
+
+class stream_pool {
+ public:
+  static constexpr std::size_t workloads = 4;
+
+  struct slot {
+    gpu::stream stream;
+    gpu::stream_priority priority = gpu::stream_priority::normal;
+    op_workload role = op_workload::mixed;
+    gpu::timeline_point issued = 0;     // newest point signalled
+    gpu::timeline_point completed = 0;  // newest point the poller reported
+    gpu::timeline_point watched = 0;    // newest point the poller was asked to watch
+    std::deque<std::pair<gpu::timeline_point, op_id>> in_flight;  // oldest first
+    op_id reserved_by;                                            // a begun manual operation
+    std::vector<gpu::timeline_point> waited;                      // per slot
+    std::array<double, workloads> mean_interval_ns{};             // adaptive
+    std::array<std::uint64_t, workloads> samples{};
+    std::int64_t busy_since_ns = 0;  // the later of: went busy, last report
+  };
+
+  stream_pool(pool_strategy strategy, std::uint64_t max_in_flight);
+
+  // Adds a slot for `s`; roles are reassigned over all slots.
+  void add(gpu::stream s, gpu::stream_priority priority);
+  // Drops every slot (after a device reset their streams are gone).
+  void clear() { slots_.clear(); }
+
+  [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); }
+  [[nodiscard]] slot& at(std::uint32_t index) { return slots_.at(index); }
+  [[nodiscard]] const slot& at(std::uint32_t index) const { return slots_.at(index); }
+  [[nodiscard]] pool_strategy strategy() const noexcept { return strategy_; }
+
+  // Can take another operation: not reserved and below the in-flight cap.
+  [[nodiscard]] bool available(std::uint32_t index) const;
+  [[nodiscard]] bool any_available() const;
+  // Nothing in flight and not reserved.
+  [[nodiscard]] bool idle(std::uint32_t index) const;
+  [[nodiscard]] std::optional<std::uint32_t> any_idle() const;
+
+  // The slot for an operation of this priority and workload, among the available ones;
+  // nothing when none is available.
+  [[nodiscard]] std::optional<std::uint32_t> choose(op_priority priority, op_workload workload);
+
+  // Whether an operation on `waiter` that depends on point `point` of `other` needs a device
+  // wait, and if so remembers it as placed. Same slot, points already reached and points
+  // covered by a newer wait need none (the last are counted as skipped).
+  [[nodiscard]] bool needs_wait(std::uint32_t waiter, std::uint32_t other,
+                                gpu::timeline_point point);
+  [[nodiscard]] std::uint64_t waits_skipped() const noexcept { return skipped_; }
+
+  // Adaptive's measurement. note_dispatch before an operation goes on an idle slot; then, per
+  // poller report, how many operations of each workload it ended: the time since the slot
+  // was last busy-and-reported is shared out among them.
+  void note_dispatch(std::uint32_t index, std::int64_t now_ns);
+  void record_completions(std::uint32_t index, const std::array<std::uint32_t, workloads>& ended,
+                          std::int64_t now_ns);
+
+ private:
+  void assign_roles();
+  [[nodiscard]] std::uint64_t load(std::uint32_t index) const;
+  template <class Accept>
+  [[nodiscard]] std::optional<std::uint32_t> least_loaded(Accept&& accept) const;
+
+  pool_strategy strategy_;
+  std::uint64_t max_in_flight_;
+  std::vector<slot> slots_;
+  std::uint32_t next_ = 0;  // round robin
+  std::uint64_t skipped_ = 0;
+};
+
+}  // namespace cudactor::detail

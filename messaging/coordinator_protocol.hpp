@@ -1,0 +1,60 @@
+// messaging/coordinator_protocol.hpp
+//
+// What may be said to the coordinator, and what it answers. register and graph submission
+// answer with ids at once; the operations then run on the coordinator's streams as their
+// dependencies are submitted, and subscribers hear of each one's end exactly once, in batches
+// (one message per listener per completion-poller tick). A subscriber may ride on register
+// and on graph submission so that no end can be missed.
+//
+// begin answers when the operation is ready and a stream is free: the stream is reserved for
+// the caller until complete, which answers with the ticket the operation's end is tracked by.
+#pragma once
+
+#include <caf/replies_to.hpp>
+#include <caf/timespan.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "cudactor/messaging/atoms.hpp"
+#include "cudactor/messaging/coordinator_types.hpp"
+#include "cudactor/messaging/types.hpp"
+
+namespace cudactor {
+
+// Hears the ends of the operations it subscribed to.
+using op_listener = caf::typed_actor<caf::reacts_to<std::vector<op_notice>>>;
+
+using coordinator_actor = caf::typed_actor<
+    // registering: one operation, or a whole graph validated as a whole (ids by local index)
+    caf::replies_to<register_atom, op_spec>::with<op_id>,
+    caf::replies_to<register_atom, op_spec, op_listener>::with<op_id>,
+    caf::replies_to<submit_atom, graph_spec>::with<std::vector<op_id>>,
+    caf::replies_to<submit_atom, graph_spec, op_listener>::with<std::vector<op_id>>,
+    // makes the first also depend on the second
+    caf::replies_to<depend_atom, op_id, op_id>::with<op_state>,
+    // caller-launched work
+    caf::replies_to<begin_atom, op_id>::with<op_lease>,
+    caf::replies_to<complete_atom, op_id>::with<ticket>,
+    caf::replies_to<complete_atom, op_id, caf::error>::with<op_state>,
+    // following and inspecting
+    caf::reacts_to<subscribe_atom, op_listener>,
+    caf::replies_to<subscribe_atom, op_id, op_listener>::with<op_state>,
+    caf::reacts_to<unsubscribe_atom, op_listener>,
+    caf::replies_to<describe_atom, op_id>::with<op_info>,
+    caf::replies_to<cancel_atom, op_id>::with<op_state>,
+    caf::replies_to<deadlocks_atom>::with<deadlock_report>,
+    caf::replies_to<deadlocks_atom, caf::timespan>::with<deadlock_report>,
+    caf::replies_to<metrics_atom>::with<coordinator_metrics>,
+    // the stream pool
+    caf::replies_to<ready_streams_atom>::with<bool>,
+    caf::replies_to<wait_ready_atom, caf::timespan>::with<stream_id>,
+    caf::replies_to<reset_atom>::with<bool>,
+    // runtime and poller
+    // the poller's report carries the generation of the coordinator's streams (they are
+    // made anew after a device reset)
+    caf::reacts_to<shutdown_atom>, caf::reacts_to<progress_atom, std::uint64_t, completion_batch>,
+    caf::reacts_to<expire_atom, std::uint64_t>>;
+
+}  // namespace cudactor

@@ -1,0 +1,182 @@
+// messaging/coordinator_types.hpp
+//
+// The values the coordinator exchanges: what an operation is (op_spec) and a whole graph of
+// them, the notice a subscriber gets when one ends, what describe answers, the stream a
+// caller-launched operation is handed (op_lease), the coordinator's counters and its deadlock
+// report. Plain data with inspect(), registered by add_message_types(); the work inside an
+// op_spec is local-only when it is a closure (messaging/work.hpp).
+//
+// Times are nanoseconds on the coordinator's steady clock; 0 means "not yet".
+#pragma once
+
+#include <caf/error.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cudactor/gpu/stream.hpp"
+#include "cudactor/messaging/operation_types.hpp"
+#include "cudactor/messaging/types.hpp"
+#include "cudactor/messaging/work.hpp"
+
+namespace cudactor {
+
+// One operation to register. An empty `body` makes it manual: the caller launches its work
+// itself between begin() and complete().
+struct op_spec {
+  op_type type = op_type::kernel;
+  op_priority priority = op_priority::normal;
+  std::vector<op_id> deps;
+  std::string description;
+  op_workload workload = op_workload::compute;
+  work body;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_spec& x) {
+  return f(caf::meta::type_name("cudactor::op_spec"), x.type, x.priority, x.deps, x.description,
+           x.workload, x.body);
+}
+
+// An operation of a graph: its spec, plus dependencies on other operations of the same graph
+// by their index in it (spec.deps may name operations registered before).
+struct graph_op {
+  op_spec spec;
+  std::vector<std::uint32_t> after;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, graph_op& x) {
+  return f(caf::meta::type_name("cudactor::graph_op"), x.spec, x.after);
+}
+
+struct graph_spec {
+  std::vector<graph_op> ops;
+
+  // Appends an operation and answers its index.
+  std::uint32_t add(op_spec spec, std::vector<std::uint32_t> after = {}) {
+    ops.push_back({std::move(spec), std::move(after)});
+    return static_cast<std::uint32_t>(ops.size() - 1);
+  }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, graph_spec& x) {
+  return f(caf::meta::type_name("cudactor::graph_spec"), x.ops);
+}
+
+// Told to subscribers, once per operation, when it ends. `stream`/`point` are where it ran
+// (point 0: it never reached a stream).
+struct op_notice {
+  op_id id;
+  op_state state = op_state::completed;
+  caf::error cause;  // why it failed or was cancelled
+  stream_id stream;
+  timeline_point point = 0;
+  std::int64_t registered_ns = 0;
+  std::int64_t dispatched_ns = 0;
+  std::int64_t ended_ns = 0;  // the coordinator learnt of the end
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_notice& x) {
+  return f(caf::meta::type_name("cudactor::op_notice"), x.id, x.state, x.cause, x.stream, x.point,
+           x.registered_ns, x.dispatched_ns, x.ended_ns);
+}
+
+// describe(op): the operation as the coordinator knows it.
+struct op_info {
+  op_id id;
+  op_type type = op_type::kernel;
+  op_priority priority = op_priority::normal;
+  op_workload workload = op_workload::compute;
+  bool manual = false;
+  std::string description;
+  std::vector<op_id> deps;
+  op_state state = op_state::pending;
+  caf::error cause;
+  bool on_stream = false;  // stream and point are set
+  stream_id stream;
+  timeline_point point = 0;
+  std::int64_t registered_ns = 0;
+  std::int64_t ready_ns = 0;
+  std::int64_t dispatched_ns = 0;
+  std::int64_t ended_ns = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_info& x) {
+  return f(caf::meta::type_name("cudactor::op_info"), x.id, x.type, x.priority, x.workload,
+           x.manual, x.description, x.deps, x.state, x.cause, x.on_stream, x.stream, x.point,
+           x.registered_ns, x.ready_ns, x.dispatched_ns, x.ended_ns);
+}
+
+// begin(op): the stream reserved for a caller-launched operation until complete(op). The
+// backend handle is meaningful only in the coordinator's process.
+struct op_lease {
+  op_id op;
+  stream_id stream;
+  std::uint32_t instance = 0, slot = 0, generation = 0;
+
+  [[nodiscard]] gpu::stream_ref handle() const noexcept {
+    return gpu::stream_ref{gpu::handle_id{instance, slot, generation}};
+  }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_lease& x) {
+  return f(caf::meta::type_name("cudactor::op_lease"), x.op, x.stream, x.instance, x.slot,
+           x.generation);
+}
+
+struct coordinator_metrics {
+  std::uint64_t total = 0;  // registered
+  std::uint64_t completed = 0;
+  std::uint64_t failed = 0;
+  std::uint64_t cancelled = 0;
+  std::uint64_t live = 0;                     // registered, not ended
+  std::uint64_t dispatched = 0;               // reached a stream
+  std::int64_t mean_coordination_ns = 0;      // registered -> dispatched, over `dispatched`
+  std::uint64_t device_waits = 0;             // cross-stream waits placed on the device
+  std::uint64_t redundant_waits_skipped = 0;  // covered by a newer wait on the same pair
+  std::uint64_t deadlock_detections = 0;      // detect_deadlocks calls that found something
+  std::uint64_t tracked = 0;                  // operations the coordinator holds state for
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, coordinator_metrics& x) {
+  return f(caf::meta::type_name("cudactor::coordinator_metrics"), x.total, x.completed, x.failed,
+           x.cancelled, x.live, x.dispatched, x.mean_coordination_ns, x.device_waits,
+           x.redundant_waits_skipped, x.deadlock_detections, x.tracked);
+}
+
+// An operation that is stuck, and on what.
+struct op_stall {
+  op_id id;
+  op_state state = op_state::pending;
+  std::int64_t age_ns = 0;  // since it was registered
+  op_id waiting_on;         // the operation it waits for, when that is the reason
+  std::string reason;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_stall& x) {
+  return f(caf::meta::type_name("cudactor::op_stall"), x.id, x.state, x.age_ns, x.waiting_on,
+           x.reason);
+}
+
+struct deadlock_report {
+  std::vector<std::vector<op_id>> cycles;  // each as op -> dep -> ... -> op
+  std::vector<op_stall> stalls;
+
+  [[nodiscard]] bool empty() const noexcept { return cycles.empty() && stalls.empty(); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, deadlock_report& x) {
+  return f(caf::meta::type_name("cudactor::deadlock_report"), x.cycles, x.stalls);
+}
+
+}  // namespace cudactor

@@ -1,0 +1,405 @@
+// The coordinator through its messages: the seed patterns with their order checked by the
+// times the kernels recorded, failure and cancellation, priority under contention,
+// caller-launched operations, subscriptions, describe, deadlock reports, the pool's queries
+// and a lost device.
+#define BOOST_TEST_MODULE coordinator
+#include "coordinator_fixture.hpp"
+
+#include <set>
+#include <thread>
+
+#include "cudactor/gpu/host_backend.hpp"
+
+using namespace std::chrono_literals;
+using namespace cudactor;
+using namespace cudactor::test;
+
+namespace {
+
+std::vector<std::string> streams(int n, std::string strategy = "load_balanced") {
+  return {"--cudactor.coordinator.streams=" + std::to_string(n),
+          "--cudactor.coordinator.strategy=" + strategy};
+}
+
+struct four_streams : coordinator_fixture {
+  four_streams() : coordinator_fixture(streams(4)) {}
+};
+
+struct one_stream : coordinator_fixture {
+  one_stream() : coordinator_fixture(streams(1)) {}
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(coordinator, four_streams)
+
+BOOST_AUTO_TEST_CASE(sequential_operations_run_one_after_another) {
+  constexpr std::size_t n = 40;
+  auto log = std::make_shared<timeline_log>(n);
+  std::vector<op_id> ids;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<op_id> deps;
+    if (i > 0) deps.push_back(ids.back());
+    ids.push_back(add(spec_of(recorded(log, i, 20us), deps)));
+  }
+  auto notices = collect(ids);
+  std::set<std::uint32_t> used;
+  for (std::size_t i = 0; i < n; ++i) {
+    BOOST_TEST((notices.at(ids[i].value).state == op_state::completed));
+    used.insert(notices.at(ids[i].value).stream.value);
+    if (i > 0) BOOST_TEST(log->started[i].load() >= log->ended[i - 1].load());
+  }
+  const auto m = metrics();
+  BOOST_TEST(m.completed == n);
+  BOOST_TEST(m.live == 0u);
+  // A chain spread over streams waits on the device, never twice for what is covered.
+  BOOST_TEST(m.device_waits <= n);
+  BOOST_TEST_MESSAGE("chain of " << n << " used " << used.size() << " streams, " << m.device_waits
+                                 << " device waits");
+}
+
+BOOST_AUTO_TEST_CASE(a_parallel_pipeline_prepares_computes_and_reduces_in_order) {
+  // N preparations -> one compute per stream after all of them -> one all-reduce after all.
+  constexpr std::size_t prep = 8, computes = 4;
+  const std::size_t total = prep + computes + 1;
+  auto log = std::make_shared<timeline_log>(total);
+  graph_spec g;
+  std::vector<std::uint32_t> preps, comps;
+  for (std::size_t i = 0; i < prep; ++i) {
+    preps.push_back(g.add(
+        spec_of(recorded(log, i, 200us), {}, op_priority::normal, op_workload::memory, "prepare")));
+  }
+  for (std::size_t i = 0; i < computes; ++i) {
+    comps.push_back(g.add(spec_of(recorded(log, prep + i, 300us), {}, op_priority::high,
+                                  op_workload::compute, "compute"),
+                          preps));
+  }
+  auto reduce = g.add(spec_of(recorded(log, total - 1), {}, op_priority::critical,
+                              op_workload::coordination, "all-reduce"),
+                      comps);
+  g.ops[reduce].spec.type = op_type::all_reduce;
+  auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, g, me());
+  BOOST_REQUIRE_MESSAGE(ids, why(ids));
+  BOOST_REQUIRE_EQUAL(ids->size(), total);
+  auto notices = collect(*ids);
+  std::int64_t last_prep_end = 0, last_compute_end = 0;
+  for (std::size_t i = 0; i < prep; ++i)
+    last_prep_end = std::max(last_prep_end, log->ended[i].load());
+  std::set<std::uint32_t> compute_streams;
+  for (std::size_t i = 0; i < computes; ++i) {
+    BOOST_TEST(log->started[prep + i].load() >= last_prep_end);
+    last_compute_end = std::max(last_compute_end, log->ended[prep + i].load());
+    compute_streams.insert(notices.at((*ids)[prep + i].value).stream.value);
+  }
+  BOOST_TEST(log->started[total - 1].load() >= last_compute_end);
+  BOOST_TEST(compute_streams.size() > 1u);  // the computes ran side by side
+  for (auto& [id, n] : notices) BOOST_TEST((n.state == op_state::completed));
+  auto info = ask<op_info>(co(), describe_atom::value, (*ids)[reduce]);
+  BOOST_REQUIRE_MESSAGE(info, why(info));
+  BOOST_TEST(info->description == "all-reduce");
+  BOOST_TEST((info->type == op_type::all_reduce));
+  BOOST_TEST(info->deps.size() == computes);
+  BOOST_TEST((info->state == op_state::completed));
+  BOOST_TEST(info->on_stream);
+  BOOST_TEST(info->dispatched_ns >= info->registered_ns);
+  BOOST_TEST(info->ended_ns >= info->dispatched_ns);
+}
+
+BOOST_AUTO_TEST_CASE(a_failure_cancels_its_dependents_and_the_rest_goes_on) {
+  auto log = std::make_shared<timeline_log>(5);
+  gate g;
+  auto held = add(spec_of(g.hold()));
+  auto bad = add(spec_of(recorded(log, 0, 0us, true), {held}));
+  auto child = add(spec_of(recorded(log, 1), {bad}));
+  auto grandchild = add(spec_of(recorded(log, 2), {child}));
+  auto other = add(spec_of(recorded(log, 3), {held}));
+  g.open();
+  auto notices = collect({held, bad, child, grandchild, other});
+  BOOST_TEST((notices.at(bad.value).state == op_state::failed));
+  BOOST_TEST(render(notices.at(bad.value).cause).find("kernel 0 failed") != std::string::npos);
+  for (op_id dependent : {child, grandchild}) {
+    const auto& n = notices.at(dependent.value);
+    BOOST_TEST((n.state == op_state::cancelled));
+    BOOST_TEST(n.cause.code() == static_cast<std::uint8_t>(errc::dependency_failed));
+    BOOST_TEST(render(n.cause).find("kernel 0 failed") != std::string::npos);
+  }
+  BOOST_TEST((notices.at(other.value).state == op_state::completed));
+  // A dependency on the failed op is refused with its cause.
+  auto late = ask<op_id>(co(), register_atom::value, spec_of(noop(), {bad}));
+  BOOST_REQUIRE(!late);
+  BOOST_TEST(late.error().code() == static_cast<std::uint8_t>(errc::dependency_failed));
+  const auto m = metrics();
+  BOOST_TEST(m.failed == 1u);
+  BOOST_TEST(m.cancelled >= 1u);  // child and grandchild, unless they already ran
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_is_refused_with_a_clear_error_and_nothing_registered) {
+  const auto before = metrics().total;
+  auto unknown = ask<op_id>(co(), register_atom::value, spec_of(noop(), {op_id{999999}}));
+  BOOST_REQUIRE(!unknown);
+  BOOST_TEST(unknown.error().code() == static_cast<std::uint8_t>(errc::unknown_op));
+  BOOST_TEST(render(unknown.error()).find("never registered") != std::string::npos);
+  auto zero = ask<op_id>(co(), register_atom::value, spec_of(noop(), {op_id{}}));
+  BOOST_TEST(!zero);
+  auto named = ask<op_id>(co(), register_atom::value, spec_of(work::named("no-such-op")));
+  BOOST_REQUIRE(!named);
+  BOOST_TEST(named.error().code() == static_cast<std::uint8_t>(errc::unknown_operation));
+
+  graph_spec cyclic;
+  auto a = cyclic.add(spec_of(noop()));
+  auto b = cyclic.add(spec_of(noop()), {a});
+  auto c = cyclic.add(spec_of(noop()), {b});
+  cyclic.ops[a].after.push_back(c);
+  auto refused = ask<std::vector<op_id>>(co(), submit_atom::value, cyclic);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.error().code() == static_cast<std::uint8_t>(errc::dependency_cycle));
+  BOOST_TEST_MESSAGE(render(refused.error()));
+  BOOST_TEST(render(refused.error()).find("graph op 0") != std::string::npos);
+
+  graph_spec out_of_range;
+  out_of_range.add(spec_of(noop()), {7});
+  BOOST_TEST(!ask<std::vector<op_id>>(co(), submit_atom::value, out_of_range));
+  graph_spec bad_external;  // a valid first op, then one with an unknown dependency
+  bad_external.add(spec_of(noop()));
+  bad_external.add(spec_of(noop(), {op_id{123456}}));
+  auto partial = ask<std::vector<op_id>>(co(), submit_atom::value, bad_external);
+  BOOST_REQUIRE(!partial);
+  BOOST_TEST(render(partial.error()).find("graph op 1") != std::string::npos);
+  BOOST_TEST(metrics().total == before);  // all or nothing
+  auto empty = ask<std::vector<op_id>>(co(), submit_atom::value, graph_spec{});
+  BOOST_TEST(!empty);
+  // And the coordinator still serves.
+  auto fine = add(spec_of(noop()));
+  BOOST_TEST((told(fine).state == op_state::completed));
+}
+
+BOOST_AUTO_TEST_CASE(a_dependency_that_closes_a_cycle_is_refused_naming_it) {
+  auto root = add(spec_of({}));  // manual, never begun: holds everything below
+  auto a = add(spec_of(noop(), {root}));
+  auto b = add(spec_of(noop(), {a}));
+  auto c = add(spec_of(noop(), {b}));
+  auto refused = ask<op_state>(co(), depend_atom::value, a, c);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.error().code() == static_cast<std::uint8_t>(errc::dependency_cycle));
+  const std::string text = render(refused.error());
+  BOOST_TEST_MESSAGE(text);
+  BOOST_TEST(text.find("op " + std::to_string(a.value) + " -> op " + std::to_string(c.value)) !=
+             std::string::npos);
+  auto fine = ask<op_state>(co(), depend_atom::value, c, a);  // already implied: accepted
+  BOOST_TEST(fine);
+  for (op_id id : {root, a, b, c}) BOOST_TEST(ask<op_state>(co(), cancel_atom::value, id));
+  collect({root, a, b, c});
+}
+
+BOOST_AUTO_TEST_CASE(cancelling_withdraws_what_has_not_reached_a_stream) {
+  auto root = add(spec_of({}));  // manual, not begun
+  auto waiting = add(spec_of(noop(), {root}));
+  auto after = add(spec_of(noop(), {waiting}));
+  auto cancelled = ask<op_state>(co(), cancel_atom::value, waiting);
+  BOOST_REQUIRE_MESSAGE(cancelled, why(cancelled));
+  BOOST_TEST((*cancelled == op_state::cancelled));
+  auto notices = collect({waiting, after});
+  BOOST_TEST((notices.at(waiting.value).state == op_state::cancelled));
+  BOOST_TEST(notices.at(waiting.value).cause.code() == static_cast<std::uint8_t>(errc::cancelled));
+  BOOST_TEST((notices.at(after.value).state == op_state::cancelled));
+  // Cancelling again answers the state it ended in; an unknown id is an error.
+  auto again = ask<op_state>(co(), cancel_atom::value, waiting);
+  BOOST_TEST((again && *again == op_state::cancelled));
+  BOOST_TEST(!ask<op_state>(co(), cancel_atom::value, op_id{424242}));
+  // Work already on a stream cannot be withdrawn.
+  gate g;
+  auto running = add(spec_of(g.hold()));
+  std::this_thread::sleep_for(20ms);
+  auto refused = ask<op_state>(co(), cancel_atom::value, running);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.error().code() == static_cast<std::uint8_t>(errc::invalid_state));
+  g.open();
+  BOOST_TEST((told(running).state == op_state::completed));
+  BOOST_TEST(ask<op_state>(co(), cancel_atom::value, root));
+  told(root);
+}
+
+BOOST_AUTO_TEST_CASE(a_caller_launched_operation_holds_its_stream_from_begin_to_complete) {
+  auto log = std::make_shared<timeline_log>(2);
+  auto manual = add(spec_of({}, {}, op_priority::normal, op_workload::compute, "hand-made"));
+  auto after = add(spec_of(recorded(log, 1), {manual}));
+  auto lease = ask<op_lease>(co(), begin_atom::value, manual);
+  BOOST_REQUIRE_MESSAGE(lease, why(lease));
+  BOOST_TEST(lease->op == manual);
+  BOOST_TEST(!ask<op_lease>(co(), begin_atom::value, manual));  // once
+  auto info = ask<op_info>(co(), describe_atom::value, manual);
+  BOOST_TEST((info && info->state == op_state::running && info->manual));
+  // The caller enqueues its own work on the stream it was handed.
+  auto enqueued = rt().device().enqueue(lease->handle(), [log](const gpu::launch_context&) {
+    log->started[0] = detail::now_ns();
+    std::this_thread::sleep_for(5ms);
+    log->ended[0] = detail::now_ns();
+    return gpu::status{};
+  });
+  BOOST_REQUIRE(enqueued.ok());
+  auto done = ask<ticket>(co(), complete_atom::value, manual);
+  BOOST_REQUIRE_MESSAGE(done, why(done));
+  BOOST_TEST(done->stream == lease->stream);
+  auto notices = collect({manual, after});
+  BOOST_TEST((notices.at(manual.value).state == op_state::completed));
+  BOOST_TEST((notices.at(after.value).state == op_state::completed));
+  BOOST_TEST(log->started[1].load() >= log->ended[0].load());
+  BOOST_TEST(!ask<ticket>(co(), complete_atom::value, manual));  // ended: nothing to complete
+  auto automatic = add(spec_of(noop()));
+  BOOST_TEST(!ask<op_lease>(co(), begin_atom::value, automatic));  // carries its own work
+  told(automatic);
+}
+
+BOOST_AUTO_TEST_CASE(begin_is_answered_once_the_dependencies_are_submitted) {
+  auto first = add(spec_of({}));
+  auto second = add(spec_of({}, {first}));
+  auto second_lease = ask_later<op_lease>(begin_atom::value, second);
+  std::this_thread::sleep_for(20ms);  // the begin is waiting inside the coordinator
+  auto lease = ask<op_lease>(co(), begin_atom::value, first);
+  BOOST_REQUIRE_MESSAGE(lease, why(lease));
+  auto failed = ask<op_state>(co(), complete_atom::value, first,
+                              make_error(errc::op_failed, "the caller's launch failed"));
+  BOOST_TEST((failed && *failed == op_state::failed));
+  auto notices = collect({first, second});
+  BOOST_TEST((notices.at(second.value).state == op_state::cancelled));
+  auto answer = second_lease.get();  // the waiting begin is answered with the cancellation
+  BOOST_REQUIRE(!answer);
+  BOOST_TEST(answer.error().code() == static_cast<std::uint8_t>(errc::dependency_failed));
+}
+
+BOOST_AUTO_TEST_CASE(subscribers_hear_each_end_exactly_once) {
+  auto other = caf::actor_cast<op_listener>(self());
+  auto quiet = add(spec_of(noop()), false);  // nobody listens to it
+  BOOST_TEST(silent_for(50ms));
+  auto late = ask<op_state>(co(), subscribe_atom::value, quiet, me());
+  BOOST_REQUIRE_MESSAGE(late, why(late));
+  BOOST_TEST((*late == op_state::completed));
+  BOOST_TEST((told(quiet).state == op_state::completed));  // told at once, once
+  // Subscribed to all as well as to one op: still told once.
+  self()->send(co(), subscribe_atom::value, other);
+  auto both = add(spec_of(noop()));
+  told(both);
+  BOOST_TEST(silent_for(100ms));
+  self()->send(co(), unsubscribe_atom::value, other);
+  auto after = add(spec_of(noop()), false);
+  BOOST_TEST(silent_for(100ms));
+  (void)after;
+  BOOST_TEST(!ask<op_state>(co(), subscribe_atom::value, op_id{999999}, me()));
+}
+
+BOOST_AUTO_TEST_CASE(deadlock_detection_names_what_holds_operations_up) {
+  auto root = add(spec_of({}, {}, op_priority::normal, op_workload::compute, "never begun"));
+  auto a = add(spec_of(noop(), {root}));
+  auto b = add(spec_of(noop(), {a}));
+  auto none = ask<deadlock_report>(co(), deadlocks_atom::value, caf::timespan{1h});
+  BOOST_REQUIRE(none);
+  BOOST_TEST(none->empty());
+  std::this_thread::sleep_for(5ms);
+  auto report = ask<deadlock_report>(co(), deadlocks_atom::value, caf::timespan{1ms});
+  BOOST_REQUIRE_MESSAGE(report, why(report));
+  BOOST_TEST(report->cycles.empty());
+  BOOST_REQUIRE_EQUAL(report->stalls.size(), 3u);
+  for (const auto& stall : report->stalls) {
+    BOOST_TEST_MESSAGE(stall.reason);
+    if (stall.id != root) {
+      BOOST_TEST(stall.waiting_on == root);
+      BOOST_TEST(stall.reason.find("has not begun") != std::string::npos);
+    }
+  }
+  BOOST_TEST(metrics().deadlock_detections == 1u);
+  for (op_id id : {root, a, b}) (void)ask<op_state>(co(), cancel_atom::value, id);
+  collect({root, a, b});
+}
+
+BOOST_AUTO_TEST_CASE(wait_for_any_ready_answers_when_a_stream_goes_idle_or_times_out) {
+  auto idle = ask<bool>(co(), ready_streams_atom::value);
+  BOOST_TEST((idle && *idle));
+  auto now = ask<stream_id>(co(), wait_ready_atom::value, caf::timespan{1s});
+  BOOST_TEST(now);
+  std::vector<gate> gates(4);
+  std::vector<op_id> held;
+  for (auto& g : gates) held.push_back(add(spec_of(g.hold())));
+  std::this_thread::sleep_for(20ms);
+  auto busy = ask<bool>(co(), ready_streams_atom::value);
+  BOOST_TEST((busy && !*busy));
+  auto timed_out = ask<stream_id>(co(), wait_ready_atom::value, caf::timespan{30ms});
+  BOOST_REQUIRE(!timed_out);
+  BOOST_TEST(timed_out.error().code() == static_cast<std::uint8_t>(errc::timeout));
+  BOOST_TEST(render(timed_out.error()).find("stream 3: 1 in flight") != std::string::npos);
+  auto woke = ask_later<stream_id>(wait_ready_atom::value, caf::timespan{5s});
+  std::this_thread::sleep_for(20ms);
+  gates[2].open();
+  auto freed = woke.get();
+  BOOST_REQUIRE_MESSAGE(freed, why(freed));
+  BOOST_TEST(freed->value == told(held[2]).stream.value);
+  for (std::size_t i : {0, 1, 3}) gates[i].open();
+  collect(held);
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_device_fails_everything_and_work_is_refused_until_reset) {
+  auto manual = add(spec_of({}));
+  auto waiting = add(spec_of(noop(), {manual}));
+  auto lease = ask<op_lease>(co(), begin_atom::value, manual);
+  BOOST_REQUIRE_MESSAGE(lease, why(lease));
+  auto& host = static_cast<gpu::host_backend&>(rt().device());
+  BOOST_REQUIRE(host.inject_device_fault(lease->handle(), "illegal address").ok());
+  // The coordinator learns of it from the poller once the stream reaches the next point.
+  BOOST_REQUIRE(ask<ticket>(co(), complete_atom::value, manual) || true);
+  auto notices = collect({manual, waiting});
+  for (auto& [id, n] : notices) {
+    BOOST_TEST((n.state == op_state::failed));
+    BOOST_TEST(n.cause.code() == static_cast<std::uint8_t>(errc::device_lost));
+  }
+  auto refused = ask<op_id>(co(), register_atom::value, spec_of(noop()));
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.error().code() == static_cast<std::uint8_t>(errc::device_lost));
+  BOOST_TEST(render(refused.error()).find("reset") != std::string::npos);
+  auto early = ask<bool>(co(), reset_atom::value);  // the backend is still lost
+  BOOST_TEST(!early);
+  BOOST_REQUIRE(rt().device().reset().ok());  // from outside any actor
+  auto reset = ask<bool>(co(), reset_atom::value);
+  BOOST_REQUIRE_MESSAGE(reset, why(reset));
+  BOOST_TEST(*reset);
+  auto again = add(spec_of(noop()));
+  BOOST_TEST((told(again).state == op_state::completed));
+}
+
+BOOST_AUTO_TEST_CASE(work_after_shutdown_is_refused_clearly) {
+  auto root = add(spec_of({}));
+  self()->send(co(), shutdown_atom::value);
+  auto refused = ask<op_id>(co(), register_atom::value, spec_of(noop()));
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.error().code() == static_cast<std::uint8_t>(errc::shutting_down));
+  BOOST_TEST((told(root).state == op_state::failed));  // every op still ends once
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_FIXTURE_TEST_SUITE(contention, one_stream)
+
+BOOST_AUTO_TEST_CASE(ready_operations_go_out_in_priority_order) {
+  // One stream, held by a caller-launched op: everything registered meanwhile is ready and
+  // waits; on complete they go out by priority, then in the order they became ready.
+  auto holder = add(spec_of({}));
+  auto lease = ask<op_lease>(co(), begin_atom::value, holder);
+  BOOST_REQUIRE_MESSAGE(lease, why(lease));
+  const std::vector<op_priority> order{op_priority::cleanup,  op_priority::normal,
+                                       op_priority::critical, op_priority::low,
+                                       op_priority::high,     op_priority::normal};
+  auto log = std::make_shared<timeline_log>(order.size());
+  std::vector<op_id> ids;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    ids.push_back(add(spec_of(recorded(log, i), {}, order[i])));
+  }
+  BOOST_TEST(silent_for(20ms));  // nothing ran: the stream is held
+  BOOST_REQUIRE(ask<ticket>(co(), complete_atom::value, holder));
+  ids.push_back(holder);
+  collect(ids);
+  // critical(2), high(4), normal(1), normal(5), low(3), cleanup(0)
+  const std::vector<std::size_t> expected{2, 4, 1, 5, 3, 0};
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    BOOST_TEST(log->rank[expected[k]].load() == static_cast<int>(k));
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
