@@ -31,16 +31,19 @@
 #include <thread>
 #include <vector>
 
+#include "common/host_runs.hpp"
 #include "common/report.hpp"
 #include "cudactor/actors/runtime.hpp"
 
 namespace {
 
 using namespace cudactor;
+using bench::direct_run;
 using bench::fixed;
 using bench::now_ns;
+using bench::samples;
 
-constexpr std::uint64_t depth = 1024;
+constexpr std::uint64_t depth = bench::depth;
 
 work noop_work() {
   return work::local([](const gpu::launch_context&) { return gpu::status{}; });
@@ -112,123 +115,6 @@ double actor_run(runtime& rt, std::size_t streams, std::uint64_t total, std::siz
   return static_cast<double>(total * streams) / seconds;
 }
 
-// --- direct path -----------------------------------------------------------------------------
-
-double direct_run(gpu::backend& device, gpu::completion_poller& poller, std::size_t streams,
-                  std::uint64_t total, std::size_t batch) {
-  struct line {
-    gpu::stream s;
-    std::atomic<timeline_point> reached{0};
-    timeline_point base = 0;
-    std::uint64_t sent = 0;
-  };
-  // How the submitting thread waits for completions when it has nothing to submit: on a
-  // condition variable the progress callback signals (as a CAF worker waits for its next
-  // message), not by spinning, which on 2 cores takes the poller's core away.
-  struct waker {
-    std::mutex mutex;
-    std::condition_variable cv;
-    std::atomic<std::uint64_t> reports{0};
-    std::atomic<bool> waiting{false};
-  };
-  auto wake = std::make_shared<waker>();
-  std::vector<std::unique_ptr<line>> lines;
-  for (std::size_t i = 0; i < streams; ++i) {
-    auto l = std::make_unique<line>();
-    auto made = device.create_stream({"direct-" + std::to_string(i), gpu::stream_priority::normal});
-    if (!made) {
-      std::fprintf(stderr, "create_stream: %s\n", made.error().to_string().c_str());
-      std::exit(1);
-    }
-    l->s = std::move(made.value());
-    line* raw = l.get();
-    if (!poller
-             .subscribe(l->s,
-                        [raw, wake](const gpu::stream_progress& p) {
-                          raw->reached.store(p.reached, std::memory_order_release);
-                          wake->reports.fetch_add(1);
-                          if (wake->waiting.load()) {
-                            std::lock_guard<std::mutex> lock{wake->mutex};
-                            wake->cv.notify_one();
-                          }
-                        })
-             .ok()) {
-      std::exit(1);
-    }
-    lines.push_back(std::move(l));
-  }
-  const gpu::work_fn fn = [](const gpu::launch_context&) { return gpu::status{}; };
-  const auto start = now_ns();
-  bool all_done = false;
-  while (!all_done) {
-    all_done = true;
-    bool submitted = false;
-    const std::uint64_t seen = wake->reports.load();
-    for (auto& l : lines) {
-      const std::uint64_t completed = l->reached.load(std::memory_order_acquire) - l->base;
-      if (completed < total) all_done = false;
-      while (l->sent < total && l->sent - completed + batch <= depth) {
-        // As the stream actor does: enqueue and signal each operation, then watch the batch's
-        // points in one call.
-        gpu::timeline_point first = 0, last = 0;
-        for (std::size_t k = 0; k < batch; ++k) {
-          if (!device.enqueue(l->s, fn).ok()) std::exit(1);
-          auto point = device.signal(l->s);
-          if (!point) std::exit(1);
-          if (k == 0) first = *point;
-          last = *point;
-        }
-        if (!poller.watch_points(l->s, first, last).ok()) std::exit(1);
-        l->sent += batch;
-        submitted = true;
-      }
-    }
-    if (submitted || all_done) continue;
-    wake->waiting.store(true);
-    {
-      std::unique_lock<std::mutex> lock{wake->mutex};
-      wake->cv.wait(lock, [&] { return wake->reports.load() != seen; });
-    }
-    wake->waiting.store(false);
-  }
-  const double seconds = (now_ns() - start) * 1e-9;
-  for (auto& l : lines) poller.subscribe(l->s, {}).ignore();
-  return static_cast<double>(total * streams) / seconds;
-}
-
-std::unique_ptr<runtime> start_runtime(runtime_config& config, std::vector<std::string> args,
-                                       const std::vector<std::string>& passed_on) {
-  args.insert(args.begin(), {"--cudactor.backend=host", "--cudactor.streams=8"});
-  args.insert(args.end(), passed_on.begin(), passed_on.end());
-  if (auto err = config.parse(std::move(args))) {
-    std::fprintf(stderr, "options: %s\n", caf::to_string(err).c_str());
-    std::exit(2);
-  }
-  auto rt = runtime::start(config);
-  if (!rt) {
-    std::fprintf(stderr, "runtime: %s\n", rt.error().to_string().c_str());
-    std::exit(1);
-  }
-  return std::move(rt.value());
-}
-
-// Scenario results across fresh runtimes: on 2 cores with more threads than cores, one
-// process can settle into a slow schedule for all of its runs, so each round starts anew.
-struct samples {
-  std::vector<double> xs;
-  void add(double x) { xs.push_back(x); }
-  [[nodiscard]] double median() const {
-    auto v = xs;
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-  }
-  [[nodiscard]] std::string range() const {
-    if (xs.empty()) return "-";
-    auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
-    return fixed(*lo / 1e3, 0) + "k-" + fixed(*hi / 1e3, 0) + "k";
-  }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -243,7 +129,7 @@ int main(int argc, char** argv) {
   std::string backend;
   for (int round = 0; round < rounds; ++round) {
     runtime_config config;
-    auto rt = start_runtime(config, {}, mode.passed_on);
+    auto rt = bench::start_runtime(config, {"--cudactor.streams=8"}, mode.passed_on);
     workers = rt->system().scheduler().num_workers();
     backend = rt->backend_reason();
     actor_run(*rt, 1, n / 4, 1);  // warm-up
@@ -282,10 +168,11 @@ int main(int argc, char** argv) {
       samples one, batched, eight;
       for (int round = 0; round < sweep_rounds; ++round) {
         runtime_config c;
-        auto r = start_runtime(c,
-                               {"--scheduler.max-threads=" + std::to_string(threads),
-                                "--scheduler.policy=" + std::string{policy}},
-                               mode.passed_on);
+        auto r = bench::start_runtime(
+            c,
+            {"--cudactor.streams=8", "--scheduler.max-threads=" + std::to_string(threads),
+             "--scheduler.policy=" + std::string{policy}},
+            mode.passed_on);
         actor_run(*r, 1, n / 4, 1);
         one.add(actor_run(*r, 1, n, 1));
         batched.add(actor_run(*r, 1, n, b));

@@ -362,6 +362,7 @@ void coordinator_state::watch_all() {
 void coordinator_state::lose(caf::error why) {
   if (!lost_) lost_ = why;
   graph_.fail_all(why, ended_);
+  deferred_.clear();
   for (std::uint32_t i = 0; i < pool_.size(); ++i) {
     pool_.at(i).in_flight.clear();
     pool_.at(i).reserved_by = op_id{};
@@ -483,17 +484,32 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
     if (auto r = records_.find(id); r != records_.end()) {
       ++ended_by_workload[static_cast<std::size_t>(r->second.workload)];
     }
+    caf::error why;
     if (next_failure < batch.failures.size() && batch.failures[next_failure].point == point) {
-      const caf::error& why = batch.failures[next_failure].error;
-      // The host reports a wait on a failed point as dependency_failed: the operation's
-      // dependency failed, so it is cancelled, as the cascade would have done.
-      if (why.code() == static_cast<std::uint8_t>(errc::dependency_failed)) {
-        graph_.cancel(id, why, ended_);
+      why = batch.failures[next_failure].error;
+    }
+    if (deps_done(id)) {
+      settle(id, why);
+    } else {
+      deferred_.emplace_back(id, std::move(why));
+    }
+  }
+  // A dependency on another stream finished first on the device, but its stream's report
+  // may come after this one: its dependents are told only once it has ended.
+  for (bool moved = true; moved && !deferred_.empty();) {
+    moved = false;
+    for (auto it = deferred_.begin(); it != deferred_.end();) {
+      const op_graph::node* n = graph_.find(it->first);
+      if (n == nullptr || is_terminal(n->state)) {  // cancelled by its dependency's failure
+        it = deferred_.erase(it);
+        moved = true;
+      } else if (deps_done(it->first)) {
+        settle(it->first, it->second);
+        it = deferred_.erase(it);
+        moved = true;
       } else {
-        graph_.fail(id, why, ended_);
+        ++it;
       }
-    } else if (graph_.complete(id)) {
-      ended_.push_back({id, op_state::completed, {}});
     }
   }
   s.completed = std::max(s.completed, std::min(batch.reached, s.issued));
@@ -502,6 +518,28 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
   pump();
   serve_ready_waiters();
   flush();
+}
+
+bool coordinator_state::deps_done(op_id id) const {
+  const op_graph::node* n = graph_.find(id);
+  if (n == nullptr) return true;
+  for (op_id d : n->deps) {
+    const op_graph::node* dep = graph_.find(d);
+    if (dep != nullptr && dep->state != op_state::completed) return false;
+  }
+  return true;
+}
+
+void coordinator_state::settle(op_id id, const caf::error& why) {
+  if (!why) {
+    if (graph_.complete(id)) ended_.push_back({id, op_state::completed, {}});
+  } else if (why.code() == static_cast<std::uint8_t>(errc::dependency_failed)) {
+    // The host reports a wait on a failed point as dependency_failed: the operation's
+    // dependency failed, so it is cancelled, as the cascade would have done.
+    graph_.cancel(id, why, ended_);
+  } else {
+    graph_.fail(id, why, ended_);
+  }
 }
 
 void coordinator_state::finish() {
@@ -547,10 +585,16 @@ void coordinator_state::finish() {
       }
     }
     if (options_.ended_kept > 0) {
-      ended_kept_.push_back(info_of(e.id, r));
-      ended_kept_.back().state = e.state;
-      ended_kept_.back().cause = e.cause;
-      ended_kept_.back().ended_ns = now;
+      // The record goes now: its text and dependencies move to the ended ring.
+      std::string description = std::move(r.description);
+      std::vector<op_id> deps = std::move(r.deps);
+      op_info info = info_of(e.id, r);
+      info.description = std::move(description);
+      info.deps = std::move(deps);
+      info.state = e.state;
+      info.cause = e.cause;
+      info.ended_ns = now;
+      ended_kept_.push_back(std::move(info));
       if (ended_kept_.size() > options_.ended_kept) ended_kept_.pop_front();
     }
     records_.erase(found);

@@ -108,6 +108,11 @@ class coordinator_state {
   // Fails every open operation with `why` and refuses new work until reset.
   void lose(caf::error why);
 
+  // Every dependency of `id` has completed (a failed one would have cancelled it).
+  [[nodiscard]] bool deps_done(op_id id) const;
+  // The device finished `id`: completed, failed (`why`), or cancelled (its wait reported a
+  // failed dependency).
+  void settle(op_id id, const caf::error& why);
   // The operations in ended_ go out as notices and their records go.
   void finish();
   void notify(const op_listener& listener, const op_notice& notice);
@@ -128,6 +133,8 @@ class coordinator_state {
 
   std::unordered_map<op_id, op_record> records_;
   std::vector<ended_op> ended_;  // ended during the current handler, not yet told
+  // Finished on the device before a dependency's end was reported, with their own outcome.
+  std::vector<std::pair<op_id, caf::error>> deferred_;
   std::deque<op_info> ended_kept_;
   std::vector<op_listener> all_listeners_;
   std::vector<std::pair<op_listener, std::vector<op_notice>>> outbox_;

@@ -1,0 +1,352 @@
+// bench/coordinator_bench.cpp
+//
+// Operations per second through the coordinator, register -> every end told to a listener
+// actor, against driving the same backend directly in the same run (bench/common/
+// host_runs.hpp: independent no-op operations over 8 streams, pipelined). Host backend, every
+// operation a no-op host "kernel", so what is measured is the machinery. The coordinator runs
+// with 8 streams and the runtime's shipped defaults otherwise.
+//
+// Shapes, each as one graph message (graph) and, for independent operations, one op per
+// register message with up to 1024 in flight (single):
+//  - independent: no dependencies;
+//  - chain: each op after the one before (every op waits on the previous one; with the
+//    load-balanced strategy successive ops land on other streams, so this is the worst case
+//    for device waits);
+//  - fan: blocks of 1 root -> 62 middles -> 1 sink;
+//  - random: 100k ops, each after 0 to 3 ops among the 64 before it (>= 30% of edges cross
+//    streams in practice).
+// Latency: one op at a time with nothing else in flight, register sent -> listener told,
+// back to back and after 2 ms of idleness (the poller and the CAF worker asleep).
+// Memory: the coordinator's tracked state and the process's resident memory across many
+// graphs of independent ops (10M ops; 1M with --quick).
+//
+// Options after "--" go to every runtime started.
+#include <caf/all.hpp>
+
+#include <fstream>
+#include <future>
+#include <map>
+#include <random>
+
+#include "common/host_runs.hpp"
+#include "common/report.hpp"
+
+namespace {
+
+using namespace cudactor;
+using bench::fixed;
+using bench::now_ns;
+using bench::samples;
+
+work noop_work() {
+  return work::local([](const gpu::launch_context&) { return gpu::status{}; });
+}
+
+op_spec noop_spec(std::vector<op_id> deps = {}) {
+  op_spec s;
+  s.body = noop_work();
+  s.deps = std::move(deps);
+  return s;
+}
+
+// Counts notices until `expected` have come; fulfils `done` then.
+struct count_state {
+  std::uint64_t expected = 0;
+  std::uint64_t told = 0;
+  std::uint64_t not_completed = 0;
+  std::promise<void> done;
+};
+
+op_listener::behavior_type counter(op_listener::pointer self, std::shared_ptr<count_state> st) {
+  (void)self;
+  return {[st](const std::vector<op_notice>& notices) {
+    for (const auto& n : notices) {
+      if (n.state != op_state::completed) ++st->not_completed;
+    }
+    st->told += notices.size();
+    if (st->told == st->expected) st->done.set_value();
+  }};
+}
+
+enum class shape { independent, chain, fan, random };
+
+const char* name_of(shape s) {
+  switch (s) {
+    case shape::independent: return "independent";
+    case shape::chain: return "chain";
+    case shape::fan: return "fan-out/fan-in";
+    case shape::random: return "random DAG";
+  }
+  return "?";
+}
+
+graph_spec make_graph(shape s, std::size_t n, std::mt19937_64& rng) {
+  graph_spec g;
+  g.ops.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::vector<std::uint32_t> after;
+    switch (s) {
+      case shape::independent: break;
+      case shape::chain:
+        if (i > 0) after.push_back(i - 1);
+        break;
+      case shape::fan: {
+        const std::uint32_t block = i / 64 * 64, k = i % 64;
+        if (k > 0 && k < 63) after.push_back(block);
+        if (k == 63) {
+          for (std::uint32_t m = block + 1; m < block + 63; ++m) after.push_back(m);
+        }
+        break;
+      }
+      case shape::random: {
+        const std::uint32_t deps = i == 0 ? 0 : static_cast<std::uint32_t>(rng() % 4);
+        for (std::uint32_t d = 0; d < deps; ++d) {
+          const std::uint32_t window = std::min<std::uint32_t>(i, 64);
+          const std::uint32_t dep = i - 1 - static_cast<std::uint32_t>(rng() % window);
+          if (std::find(after.begin(), after.end(), dep) == after.end()) after.push_back(dep);
+        }
+        break;
+      }
+    }
+    g.add(noop_spec(), std::move(after));
+  }
+  return g;
+}
+
+struct outcome {
+  double ops_per_s = 0;
+  coordinator_metrics metrics;
+};
+
+// One graph message of `n` ops; every op's end told to a counting listener.
+outcome graph_run(runtime& rt, shape s, std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng{seed};
+  graph_spec g = make_graph(s, n, rng);
+  auto st = std::make_shared<count_state>();
+  st->expected = n;
+  auto done = st->done.get_future();
+  auto listener = rt.system().spawn(counter, st);
+  const auto start = now_ns();
+  caf::anon_send(rt.coordinator(), submit_atom::value, std::move(g), listener);
+  done.wait();
+  outcome out;
+  out.ops_per_s = static_cast<double>(n) / ((now_ns() - start) * 1e-9);
+  caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
+  if (st->not_completed != 0) {
+    std::fprintf(stderr, "%s: %llu ops did not complete\n", name_of(s),
+                 static_cast<unsigned long long>(st->not_completed));
+    std::exit(1);
+  }
+  return out;
+}
+
+// One op per register message, up to bench::depth registered and not yet told.
+struct pipeline_state {
+  std::uint64_t total = 0, sent = 0, told = 0;
+  std::promise<void> done;
+};
+
+caf::behavior pipelined_client(caf::event_based_actor* self, coordinator_actor co,
+                               std::shared_ptr<pipeline_state> st) {
+  auto me = caf::actor_cast<op_listener>(self);
+  auto one = noop_spec();
+  auto pump = [=] {
+    while (st->sent < st->total && st->sent - st->told < bench::depth) {
+      self->send(co, register_atom::value, one, me);
+      ++st->sent;
+    }
+  };
+  pump();
+  return {
+      [](op_id) {},
+      [=](const std::vector<op_notice>& notices) {
+        st->told += notices.size();
+        if (st->told == st->total) {
+          st->done.set_value();
+          self->quit();
+          return;
+        }
+        pump();
+      },
+  };
+}
+
+double pipelined_run(runtime& rt, std::uint64_t n) {
+  auto st = std::make_shared<pipeline_state>();
+  st->total = n;
+  auto done = st->done.get_future();
+  const auto start = now_ns();
+  rt.system().spawn(pipelined_client, rt.coordinator(), st);
+  done.wait();
+  return static_cast<double>(n) / ((now_ns() - start) * 1e-9);
+}
+
+// One op at a time: register -> listener told, `gap` of idleness between ops.
+struct latency_state {
+  std::size_t samples = 0;
+  std::chrono::microseconds gap{0};
+  std::vector<double> us;
+  std::int64_t sent_ns = 0;
+  std::promise<void> done;
+};
+
+caf::behavior latency_client(caf::event_based_actor* self, coordinator_actor co,
+                             std::shared_ptr<latency_state> st) {
+  auto me = caf::actor_cast<op_listener>(self);
+  auto one = noop_spec();
+  auto next = [=] {
+    st->sent_ns = now_ns();
+    self->send(co, register_atom::value, one, me);
+  };
+  next();
+  return {
+      [](op_id) {},
+      [=](const std::vector<op_notice>&) {
+        st->us.push_back((now_ns() - st->sent_ns) * 1e-3);
+        if (st->us.size() == st->samples) {
+          st->done.set_value();
+          self->quit();
+          return;
+        }
+        if (st->gap.count() > 0) {
+          self->delayed_send(self, st->gap, caf::tick_atom::value);
+        } else {
+          next();
+        }
+      },
+      [=](caf::tick_atom) { next(); },
+  };
+}
+
+bench::percentiles latency_run(runtime& rt, std::size_t n, std::chrono::microseconds gap) {
+  auto st = std::make_shared<latency_state>();
+  st->samples = n;
+  st->gap = gap;
+  auto done = st->done.get_future();
+  rt.system().spawn(latency_client, rt.coordinator(), st);
+  done.wait();
+  return bench::summarize_us(st->us);
+}
+
+std::uint64_t resident_bytes() {
+  std::ifstream statm{"/proc/self/statm"};
+  std::uint64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * 4096;
+}
+
+coordinator_metrics metrics_of(runtime& rt) {
+  caf::scoped_actor self{rt.system()};
+  coordinator_metrics out;
+  self->request(rt.coordinator(), std::chrono::seconds{10}, metrics_atom::value)
+      .receive([&](coordinator_metrics& m) { out = m; }, [](caf::error&) {});
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto mode = bench::run_mode::parse(argc, argv);
+  const int rounds = mode.quick ? 3 : 5;
+  const std::size_t n = mode.quick ? 50'000 : 100'000;
+  const std::vector<std::string> args{"--cudactor.streams=1", "--cudactor.coordinator.streams=8"};
+
+  std::map<shape, samples> graph;
+  samples single, direct;
+  samples chain_waits, random_waits, random_skipped, random_cross;
+  std::string backend;
+  for (int round = 0; round < rounds; ++round) {
+    runtime_config config;
+    auto rt = bench::start_runtime(config, args, mode.passed_on);
+    backend = rt->backend_reason();
+    graph_run(*rt, shape::independent, n / 4, 1);  // warm-up
+    direct.add(bench::direct_run(rt->device(), rt->poller(), 8, n / 8, 64));
+    for (shape s : {shape::independent, shape::chain, shape::fan, shape::random}) {
+      const auto before = metrics_of(*rt);
+      graph[s].add(graph_run(*rt, s, n, 7 + round).ops_per_s);
+      const auto after = metrics_of(*rt);
+      const double waits = static_cast<double>(after.device_waits - before.device_waits);
+      const double skipped =
+          static_cast<double>(after.redundant_waits_skipped - before.redundant_waits_skipped);
+      if (s == shape::chain) chain_waits.add(waits / n);
+      if (s == shape::random) {
+        random_waits.add(waits / n);
+        random_skipped.add(skipped / n);
+      }
+    }
+    single.add(pipelined_run(*rt, n));
+  }
+
+  bench::table results({"path", "shape", "ops", "ops/s (median)", "range", "direct/this"});
+  for (shape s : {shape::independent, shape::chain, shape::fan, shape::random}) {
+    results.add({"graph", name_of(s), std::to_string(n), fixed(graph[s].median(), 0),
+                 graph[s].range(), fixed(direct.median() / graph[s].median(), 2)});
+  }
+  results.add({"single, pipelined", "independent", std::to_string(n), fixed(single.median(), 0),
+               single.range(), fixed(direct.median() / single.median(), 2)});
+  results.add({"direct backend", "independent", std::to_string(n), fixed(direct.median(), 0),
+               direct.range(), "1.00"});
+  results.print("register -> end told to a listener, 8 coordinator streams, host backend, " +
+                std::to_string(rounds) + " fresh runtimes (" + backend + ")");
+  std::printf(
+      "device waits per op: chain %.2f, random %.2f (redundant ones skipped: %.2f per op)\n",
+      chain_waits.median(), random_waits.median(), random_skipped.median());
+
+  // Latency, in a fresh runtime: back to back, then with the runtime idle between ops.
+  runtime_config config;
+  auto rt = bench::start_runtime(config, args, mode.passed_on);
+  const std::size_t latency_samples = mode.quick ? 500 : 2000;
+  latency_run(*rt, 100, std::chrono::microseconds{0});  // warm-up
+  const auto hot = latency_run(*rt, latency_samples, std::chrono::microseconds{0});
+  const auto idle = latency_run(*rt, latency_samples / 2, std::chrono::microseconds{2000});
+  bench::table latency(
+      {"single op, nothing else in flight", "samples", "p50 us", "p99 us", "max us"});
+  latency.add(
+      {"back to back", std::to_string(hot.n), fixed(hot.p50), fixed(hot.p99), fixed(hot.max)});
+  latency.add({"after 2 ms idle", std::to_string(idle.n), fixed(idle.p50), fixed(idle.p99),
+               fixed(idle.max)});
+  latency.print("register sent -> listener told");
+
+  // Memory over many ops: graphs of independent ops, one after another.
+  const std::size_t chunks = mode.quick ? 10 : 100;
+  const std::size_t chunk = 100'000;
+  std::uint64_t rss_first = 0, rss_last = 0, tracked_max = 0;
+  const auto memory_start = now_ns();
+  for (std::size_t c = 0; c < chunks; ++c) {
+    graph_run(*rt, shape::independent, chunk, c);
+    const auto m = metrics_of(*rt);
+    tracked_max = std::max<std::uint64_t>(tracked_max, m.tracked);
+    if (c == 0) rss_first = resident_bytes();
+    rss_last = resident_bytes();
+  }
+  const double memory_seconds = (now_ns() - memory_start) * 1e-9;
+  const auto final_metrics = metrics_of(*rt);
+  std::printf(
+      "\nmemory over %zu ops in %.1f s: resident %.1f MiB after the first 100k, %.1f MiB after "
+      "all; coordinator state after each graph at most %llu entries; %llu completed in all\n",
+      chunks * chunk, memory_seconds, rss_first / 1048576.0, rss_last / 1048576.0,
+      static_cast<unsigned long long>(tracked_max),
+      static_cast<unsigned long long>(final_metrics.completed));
+  rt.reset();
+
+  bench::json_line json;
+  json.add("bench", std::string{"coordinator"});
+  json.add("quick", mode.quick);
+  json.add("graph_ops_per_s", graph[shape::random].median());
+  json.add("graph_independent_ops_per_s", graph[shape::independent].median());
+  json.add("graph_chain_ops_per_s", graph[shape::chain].median());
+  json.add("graph_fan_ops_per_s", graph[shape::fan].median());
+  json.add("single_ops_per_s", single.median());
+  json.add("direct_ops_per_s", direct.median());
+  json.add("direct_over_graph", direct.median() / graph[shape::random].median());
+  json.add("single_op_latency_p50_us", idle.p50);
+  json.add("single_op_latency_p99_us", idle.p99);
+  json.add("hot_latency_p50_us", hot.p50);
+  json.add("hot_latency_p99_us", hot.p99);
+  json.add("memory_ops", static_cast<double>(chunks * chunk));
+  json.add("rss_first_mib", rss_first / 1048576.0);
+  json.add("rss_last_mib", rss_last / 1048576.0);
+  json.add("tracked_max", static_cast<double>(tracked_max));
+  json.print();
+  return 0;
+}

@@ -1,0 +1,230 @@
+// Random DAGs through the coordinator against a reference model. 10k graphs of 1 to 500 ops
+// over 4 streams (CUDACTOR_DAGS to change), with ops that fail alone (>= 5%), graphs that lose
+// the device (>= 5%), hangs (a caller-launched op nobody begins until the test releases or
+// cancels it, seen by detect_deadlocks first) and cancels. Checked for every graph: each op is
+// told exactly once; no op starts before its dependencies end (times recorded by the kernels);
+// every dependent of an op that did not complete is cancelled (or failed with the device);
+// everything else completes. The seed is printed; CUDACTOR_SEED=<seed> replays a run.
+#define BOOST_TEST_MODULE coordinator_random
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "coordinator_fixture.hpp"
+#include "cudactor/gpu/host_backend.hpp"
+
+using namespace std::chrono_literals;
+using namespace cudactor;
+using namespace cudactor::test;
+
+namespace {
+
+struct dag {
+  std::size_t n = 0;
+  std::vector<std::vector<std::uint32_t>> deps;
+  std::vector<bool> bad;  // fails alone
+  int hang = -1;          // a manual op
+  bool release_hang = true;
+  int cancel = -1;  // cancelled after submission
+  bool lose_device = false;
+};
+
+dag make_dag(std::mt19937_64& rng) {
+  dag d;
+  d.n = 1 + rng() % 500;
+  d.deps.resize(d.n);
+  d.bad.resize(d.n);
+  for (std::uint32_t i = 0; i < d.n; ++i) {
+    const std::uint32_t k = i == 0 ? 0 : rng() % 4;
+    for (std::uint32_t j = 0; j < k; ++j) {
+      const std::uint32_t dep = i - 1 - static_cast<std::uint32_t>(rng() % std::min(i, 32u));
+      if (std::find(d.deps[i].begin(), d.deps[i].end(), dep) == d.deps[i].end()) {
+        d.deps[i].push_back(dep);
+      }
+    }
+    d.bad[i] = rng() % 100 < 6;
+  }
+  const auto roll = rng() % 100;
+  if (roll < 8) {
+    d.lose_device = true;
+  } else if (roll < 16) {
+    d.hang = static_cast<int>(rng() % d.n);
+    d.release_hang = rng() % 2 == 0;
+  } else if (roll < 24) {
+    d.cancel = static_cast<int>(rng() % d.n);
+  }
+  if (d.lose_device) d.hang = static_cast<int>(rng() % d.n);  // begun, then the device goes
+  return d;
+}
+
+struct totals {
+  std::size_t ops = 0, edges = 0, completed_edges = 0, cross_edges = 0, bad = 0, lost_dags = 0,
+              hangs = 0, cancels = 0, completed = 0, failed = 0, cancelled = 0;
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixture) {
+  const char* seed_text = std::getenv("CUDACTOR_SEED");
+  const std::uint64_t seed =
+      seed_text ? std::strtoull(seed_text, nullptr, 10) : std::random_device{}();
+  const char* dags_text = std::getenv("CUDACTOR_DAGS");
+  const std::size_t dags = dags_text ? std::strtoull(dags_text, nullptr, 10) : 10000;
+  std::printf("coordinator_random: seed %llu (CUDACTOR_SEED=%llu replays), %zu graphs\n",
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed), dags);
+  std::fflush(stdout);
+  std::mt19937_64 rng{seed};
+  auto& host = static_cast<gpu::host_backend&>(rt().device());
+  totals sum;
+
+  for (std::size_t g = 0; g < dags; ++g) {
+    const dag d = make_dag(rng);
+    auto log = std::make_shared<timeline_log>(d.n);
+    graph_spec spec;
+    for (std::uint32_t i = 0; i < d.n; ++i) {
+      work w = static_cast<int>(i) == d.hang ? work{} : recorded(log, i, 0us, d.bad[i]);
+      spec.add(spec_of(std::move(w), {}, static_cast<op_priority>(rng() % 5),
+                       static_cast<op_workload>(rng() % 4)),
+               d.deps[i]);
+    }
+    auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(spec), me());
+    BOOST_REQUIRE_MESSAGE(ids, "graph " << g << " (seed " << seed << "): " << why(ids));
+    bool cancel_took = false;
+    if (d.cancel >= 0) {
+      auto answer = ask<op_state>(co(), cancel_atom::value, (*ids)[d.cancel]);
+      cancel_took = answer && *answer == op_state::cancelled;
+      if (!answer) {
+        BOOST_REQUIRE_MESSAGE(
+            answer.error().code() == static_cast<std::uint8_t>(errc::invalid_state),
+            "graph " << g << ": cancel: " << why(answer));
+      }
+      ++sum.cancels;
+    }
+    if (d.hang >= 0 && !d.lose_device) {
+      ++sum.hangs;
+      const op_id hung = (*ids)[d.hang];
+      auto report = ask<deadlock_report>(co(), deadlocks_atom::value, caf::timespan{0});
+      BOOST_REQUIRE(report);
+      auto state = ask<op_info>(co(), describe_atom::value, hung);
+      BOOST_REQUIRE(state);
+      if (!is_terminal(state->state)) {  // not cancelled by a failed dependency meanwhile
+        bool named = false;
+        for (const auto& stall : report->stalls) {
+          named |= stall.id == hung || stall.waiting_on == hung;
+        }
+        BOOST_CHECK_MESSAGE(named, "graph " << g << ": the hang is not reported");
+      }
+      if (d.release_hang) {
+        auto lease = ask<op_lease>(co(), begin_atom::value, hung);
+        if (lease) {
+          // A dependency of the begun op may fail meanwhile, which cancels it: complete then
+          // says it has ended.
+          auto done = ask<ticket>(co(), complete_atom::value, hung);
+          BOOST_REQUIRE_MESSAGE(
+              done || done.error().code() == static_cast<std::uint8_t>(errc::invalid_state),
+              "graph " << g << ": complete: " << why(done));
+        }
+      } else {
+        BOOST_REQUIRE(ask<op_state>(co(), cancel_atom::value, hung));
+      }
+    }
+    bool injected = false;
+    if (d.lose_device) {
+      auto lease = ask<op_lease>(co(), begin_atom::value, (*ids)[d.hang]);
+      if (lease) {
+        BOOST_REQUIRE(host.inject_device_fault(lease->handle(), "injected loss").ok());
+        injected = true;
+        ++sum.lost_dags;
+        (void)ask<ticket>(co(), complete_atom::value, (*ids)[d.hang]);
+        // The coordinator learns of the loss when it next touches the device; if the begun
+        // op was cancelled meanwhile, nothing of it may be in flight: a probe touches it.
+        for (int i = 0; i < 5000 && rt().device().health().ok(); ++i)
+          std::this_thread::sleep_for(1ms);
+        BOOST_REQUIRE(!rt().device().health().ok());
+        auto probe = ask<op_id>(co(), register_atom::value, spec_of(noop()), me());
+        if (probe) ids->push_back(*probe);
+      }
+    }
+    auto told = collect(*ids, 30s);
+    if (ids->size() > d.n) {
+      BOOST_CHECK((told.at(ids->back().value).state == op_state::failed));
+      ids->pop_back();
+    }
+
+    // The reference model.
+    std::vector<op_state> expected(d.n, op_state::completed);
+    for (std::uint32_t i = 0; i < d.n; ++i) {
+      const auto& n = told.at((*ids)[i].value);
+      bool dep_ended_badly = false;
+      for (auto dep : d.deps[i]) {
+        dep_ended_badly |= told.at((*ids)[dep].value).state != op_state::completed;
+        ++sum.edges;
+        if (n.state == op_state::completed &&
+            told.at((*ids)[dep].value).state == op_state::completed) {
+          ++sum.completed_edges;
+          if (n.stream != told.at((*ids)[dep].value).stream) ++sum.cross_edges;
+        }
+        // No op starts before its dependencies end.
+        if (log->started[i] != 0 && log->ended[dep] != 0) {
+          BOOST_CHECK_MESSAGE(
+              log->started[i].load() >= log->ended[dep].load(),
+              "graph " << g << ": op " << i << " started before dep " << dep << " ended");
+        }
+      }
+      if (dep_ended_badly) {
+        // Cancelled, or failed with the device when the device was lost.
+        const bool ok =
+            n.state == op_state::cancelled || (d.lose_device && n.state == op_state::failed);
+        BOOST_CHECK_MESSAGE(ok, "graph " << g << ": op " << i << " is " << n.state
+                                         << " though a dependency did not complete");
+        continue;
+      }
+      if (d.lose_device) {
+        BOOST_CHECK_MESSAGE(n.state == op_state::completed ||
+                                (n.state == op_state::failed &&
+                                 n.cause.code() == static_cast<std::uint8_t>(errc::device_lost)) ||
+                                (n.state == op_state::failed && d.bad[i]),
+                            "graph " << g << ": op " << i << " is " << n.state << " ("
+                                     << render(n.cause) << ") after a lost device");
+        continue;
+      }
+      if (static_cast<int>(i) == d.cancel && cancel_took) {
+        expected[i] = op_state::cancelled;
+      } else if (static_cast<int>(i) == d.hang && !d.release_hang) {
+        expected[i] = op_state::cancelled;
+      } else if (d.bad[i] && static_cast<int>(i) != d.hang) {
+        expected[i] = op_state::failed;
+      }
+      BOOST_CHECK_MESSAGE(n.state == expected[i], "graph " << g << ": op " << i << " is " << n.state
+                                                           << ", expected " << expected[i] << " ("
+                                                           << render(n.cause) << ")");
+    }
+    for (const auto& [id, n] : told) {
+      ++sum.ops;
+      sum.completed += n.state == op_state::completed;
+      sum.failed += n.state == op_state::failed;
+      sum.cancelled += n.state == op_state::cancelled;
+    }
+    for (bool b : d.bad) sum.bad += b;
+    if (injected) {
+      BOOST_REQUIRE(rt().device().reset().ok());
+      auto reset = ask<bool>(co(), reset_atom::value);
+      BOOST_REQUIRE_MESSAGE(reset, "graph " << g << ": " << why(reset));
+      BOOST_REQUIRE_MESSAGE(*reset, "graph " << g << ": the coordinator did not see the loss");
+    }
+  }
+  const auto m = metrics();
+  BOOST_TEST(m.live == 0u);
+  BOOST_TEST(m.tracked == 0u);  // every ended op forgotten
+  std::printf(
+      "coordinator_random: %zu ops (%zu bad, %.1f%%), %zu edges, %.1f%% of completed edges "
+      "across streams; %zu graphs lost the device, %zu hung, %zu cancelled an op; ended "
+      "%zu completed / %zu failed / %zu cancelled\n",
+      sum.ops, sum.bad, 100.0 * sum.bad / std::max<std::size_t>(sum.ops, 1), sum.edges,
+      100.0 * sum.cross_edges / std::max<std::size_t>(sum.completed_edges, 1), sum.lost_dags,
+      sum.hangs, sum.cancels, sum.completed, sum.failed, sum.cancelled);
+  BOOST_TEST(100.0 * sum.bad / std::max<std::size_t>(sum.ops, 1) >= 5.0);
+  BOOST_TEST(sum.lost_dags * 100 >= dags * 5);
+  BOOST_TEST(sum.cross_edges * 100 >= sum.completed_edges * 30);
+}
