@@ -2,7 +2,7 @@
 //
 // The vocabulary of the coordinator's operations: their id, type, priority, workload class and
 // state. Plain values that cross process boundaries (enums serialize as their underlying
-// integer); each is registered by add_message_types() once the coordinator protocol lands.
+// integer); each is registered by add_message_types().
 // Priorities are ordered: a lower value is served first.
 #pragma once
 

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "cudactor/messaging/message_types.hpp"
+#include "cudactor/messaging/coordinator_protocol.hpp"
+#include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/stream_protocol.hpp"
 
 using namespace cudactor;
@@ -43,6 +45,72 @@ struct system_fixture {
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(message_types, system_fixture)
+
+BOOST_AUTO_TEST_CASE(the_coordinators_values_survive_serialization) {
+  graph_spec g;
+  op_spec first;
+  first.type = op_type::all_reduce;
+  first.priority = op_priority::critical;
+  first.deps = {op_id{4}, op_id{5}};
+  first.description = "reduce";
+  first.workload = op_workload::coordination;
+  first.body = work::named("saxpy", 2.0f, std::uint64_t{128});
+  g.add(first);
+  g.add(op_spec{}, {0});  // manual: no work
+  auto g2 = round_trip(g);
+  BOOST_REQUIRE_EQUAL(g2.ops.size(), 2u);
+  const op_spec& back = g2.ops[0].spec;
+  BOOST_TEST((back.type == op_type::all_reduce && back.priority == op_priority::critical));
+  BOOST_TEST((back.deps == std::vector<op_id>{op_id{4}, op_id{5}}));
+  BOOST_TEST(back.description == "reduce");
+  BOOST_TEST((back.workload == op_workload::coordination));
+  BOOST_TEST(back.body.name() == "saxpy");
+  const bool typed_args = back.body.args().match_elements<float, std::uint64_t>();
+  BOOST_TEST(typed_args);
+  BOOST_TEST(g2.ops[1].spec.body.empty());
+  BOOST_TEST((g2.ops[1].after == std::vector<std::uint32_t>{0}));
+
+  op_notice n;
+  n.id = op_id{7};
+  n.state = op_state::cancelled;
+  n.cause = make_error(errc::dependency_failed, "op 7 cancelled: op 3 failed");
+  n.stream = stream_id{2};
+  n.point = 11;
+  n.registered_ns = 1;
+  n.dispatched_ns = 2;
+  n.ended_ns = 3;
+  auto notices = round_trip(std::vector<op_notice>{n});
+  BOOST_REQUIRE_EQUAL(notices.size(), 1u);
+  BOOST_TEST((notices[0].id == op_id{7} && notices[0].state == op_state::cancelled));
+  BOOST_TEST((notices[0].cause == n.cause));
+  BOOST_TEST((notices[0].point == 11 && notices[0].ended_ns == 3));
+
+  deadlock_report r;
+  r.cycles.push_back({op_id{1}, op_id{2}, op_id{1}});
+  r.stalls.push_back({op_id{3}, op_state::pending, 5, op_id{1}, "waiting"});
+  auto r2 = round_trip(r);
+  BOOST_TEST(r2.cycles.size() == 1u);
+  BOOST_TEST((r2.stalls.at(0).waiting_on == op_id{1}));
+  BOOST_TEST(r2.stalls.at(0).reason == "waiting");
+
+  coordinator_metrics m;
+  m.total = 10;
+  m.redundant_waits_skipped = 4;
+  auto m2 = round_trip(m);
+  BOOST_TEST((m2.total == 10u && m2.redundant_waits_skipped == 4u));
+  op_lease l{op_id{8}, stream_id{1}, 2, 3, 4};
+  BOOST_TEST((round_trip(l).handle() == l.handle()));
+}
+
+BOOST_AUTO_TEST_CASE(a_local_closure_in_an_op_spec_is_refused_not_sent_empty) {
+  op_spec local;
+  local.body = work::local([](const gpu::launch_context&) { return gpu::status{}; });
+  std::vector<char> buffer;
+  caf::binary_serializer sink{sys, buffer};
+  auto msg = caf::make_message(local);
+  auto err = caf::inspect(sink, msg);
+  BOOST_TEST(err.code() == static_cast<std::uint8_t>(errc::local_only));
+}
 
 BOOST_AUTO_TEST_CASE(every_value_type_survives_serialization) {
   const ticket t{stream_id{3}, 42};

@@ -1,0 +1,130 @@
+// Graph submission: a whole DAG in one message, checked as a whole (indices, cycles,
+// dependencies on operations registered before, work) before any of it is registered.
+#include <caf/all.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cudactor/actors/detail/coordinator_state.hpp"
+#include "cudactor/messaging/errc.hpp"
+
+namespace cudactor::detail {
+
+caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& graph,
+                                                                const op_listener* listener) {
+  if (auto why = refusal()) return why;
+  const std::size_t n = graph.ops.size();
+  if (n == 0 || n > options_.max_graph) {
+    return make_error(errc::invalid_argument, "a graph holds 1 to " +
+                                                  std::to_string(options_.max_graph) +
+                                                  " operations, not " + std::to_string(n));
+  }
+  // Local edges, checked and ordered (Kahn): ids are issued in that order, so every
+  // dependency is older than its dependent, as op_graph requires.
+  std::vector<std::uint32_t> waiting(n, 0);
+  std::vector<std::uint32_t> first(n + 1, 0);  // dependents of i: next_of[first[i] .. first[i+1])
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::uint32_t a : graph.ops[i].after) {
+      if (a >= n) {
+        return make_error(errc::invalid_argument, "graph op " + std::to_string(i) +
+                                                      " comes after op " + std::to_string(a) +
+                                                      ", beyond the graph's " + std::to_string(n));
+      }
+      if (a == i) {
+        return make_error(errc::dependency_cycle,
+                          "graph op " + std::to_string(i) + " comes after itself");
+      }
+      ++first[a + 1];
+      ++waiting[i];
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+  std::vector<std::uint32_t> next_of(first[n]);
+  {
+    std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      for (std::uint32_t a : graph.ops[i].after) next_of[fill[a]++] = i;
+    }
+  }
+  std::vector<std::uint32_t> order;
+  order.reserve(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (waiting[i] == 0) order.push_back(i);
+  }
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::uint32_t i = order[k];
+    for (std::uint32_t j = first[i]; j < first[i + 1]; ++j) {
+      if (--waiting[next_of[j]] == 0) order.push_back(next_of[j]);
+    }
+  }
+  if (order.size() < n) {
+    // Every op left waits on another op left: walk back along those until one repeats.
+    std::uint32_t at = 0;
+    while (waiting[at] == 0) ++at;
+    std::vector<std::uint32_t> seen(n, 0);
+    std::vector<std::uint32_t> path;
+    while (seen[at] == 0) {
+      seen[at] = static_cast<std::uint32_t>(path.size() + 1);
+      path.push_back(at);
+      for (std::uint32_t a : graph.ops[at].after) {
+        if (waiting[a] != 0) {
+          at = a;
+          break;
+        }
+      }
+    }
+    std::string cycle;
+    for (std::size_t k = seen[at] - 1; k < path.size(); ++k) {
+      cycle += "graph op " + std::to_string(path[k]) + " -> ";
+    }
+    cycle += "graph op " + std::to_string(at);
+    return make_error(errc::dependency_cycle,
+                      "the graph has the cycle " + cycle + " (each comes after the next)");
+  }
+  // Dependencies on operations registered before, and the work: all checked before any is
+  // registered.
+  std::vector<gpu::work_fn> fns(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (op_id dep : graph.ops[i].spec.deps) {
+      if (auto bad = graph_.check_dep(dep)) {
+        return make_error(static_cast<errc>(bad.code()),
+                          "graph op " + std::to_string(i) + ": " + to_string(bad));
+      }
+    }
+    if (!graph.ops[i].spec.body.empty()) {
+      if (auto bad = resolve(graph.ops[i].spec.body, fns[i])) {
+        return make_error(static_cast<errc>(bad.code()),
+                          "graph op " + std::to_string(i) + ": " + to_string(bad));
+      }
+    }
+  }
+  std::vector<op_id> ids(n);
+  std::vector<op_id> deps;
+  for (std::uint32_t i : order) {
+    op_spec& spec = graph.ops[i].spec;
+    const op_id id{graph_.newest().value + 1};
+    deps = spec.deps;
+    for (std::uint32_t a : graph.ops[i].after) deps.push_back(ids[a]);
+    const bool manual = spec.body.empty();
+    if (auto bad = graph_.add(id, spec.priority, manual, deps)) {
+      // Checked above: reaching this is a bug. What was added is withdrawn, so that the
+      // graph is still all or nothing.
+      for (op_id added : ids) {
+        if (!added.empty()) graph_.cancel(added, bad, ended_);
+      }
+      finish();
+      flush();
+      return make_error(errc::backend_error, "graph submission: " + to_string(bad));
+    }
+    spec.deps = std::move(deps);
+    op_record& r = add_record(id, spec, std::move(fns[i]), manual);
+    if (listener != nullptr) add_listener(r, *listener);
+    ids[i] = id;
+    deps = {};
+  }
+  pump();
+  flush();
+  return ids;
+}
+
+}  // namespace cudactor::detail
