@@ -71,11 +71,8 @@ gpu::result<coordinator_actor> spawn_coordinator(caf::actor_system& system,
   }
   auto streams = std::make_shared<std::vector<gpu::stream>>();
   for (std::size_t i = 0; i < options.streams; ++i) {
-    const gpu::stream_priority priority =
-        i < options.high_priority_streams                     ? gpu::stream_priority::high
-        : i >= options.streams - options.low_priority_streams ? gpu::stream_priority::low
-                                                              : gpu::stream_priority::normal;
-    auto made = context.device->create_stream({"coordinator-" + std::to_string(i), priority});
+    auto made =
+        context.device->create_stream({"coordinator-" + std::to_string(i), options.priority_of(i)});
     if (!made) return made.error();
     streams->push_back(std::move(made.value()));
   }

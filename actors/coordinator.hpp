@@ -45,6 +45,13 @@ struct coordinator_options {
   std::size_t failures_kept = 65536;   // failed ids remembered to refuse dependencies on them
   caf::timespan stall_after{std::chrono::seconds{10}};  // detect_deadlocks' default age
   std::size_t max_graph = std::size_t{1} << 22;         // most operations in one graph
+
+  // The priority class of the pool's stream `index`.
+  [[nodiscard]] gpu::stream_priority priority_of(std::size_t index) const noexcept {
+    if (index < high_priority_streams) return gpu::stream_priority::high;
+    if (index >= streams - low_priority_streams) return gpu::stream_priority::low;
+    return gpu::stream_priority::normal;
+  }
 };
 
 // What the coordinator shares with the runtime. The backend and the poller must outlive it.

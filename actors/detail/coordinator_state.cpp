@@ -22,11 +22,7 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
   pool_ = stream_pool{options_.strategy, options_.max_in_flight};
   for (std::size_t i = 0; i < streams.size(); ++i) {
     auto line = context_.device->timeline_of(streams[i].ref());
-    const gpu::stream_priority priority =
-        i < options_.high_priority_streams                    ? gpu::stream_priority::high
-        : i >= streams.size() - options_.low_priority_streams ? gpu::stream_priority::low
-                                                              : gpu::stream_priority::normal;
-    pool_.add(std::move(streams[i]), priority);
+    pool_.add(std::move(streams[i]), options_.priority_of(i));
     if (line) {
       auto& slot = pool_.at(static_cast<std::uint32_t>(i));
       slot.issued = slot.completed = slot.watched = (*line)->submitted();

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/gate.hpp"
 #include "common/protocol_printing.hpp"
 #include "common/runtime_fixture.hpp"
 #include "cudactor/actors/detail/clock.hpp"
@@ -56,20 +57,6 @@ inline work recorded(std::shared_ptr<timeline_log> log, std::size_t index,
 inline work noop() {
   return work::local([](const gpu::launch_context&) { return gpu::status{}; });
 }
-
-// Holds whatever stream it runs on until opened (it blocks one host worker meanwhile).
-struct gate {
-  std::promise<void> open_promise;
-  std::shared_future<void> opened = open_promise.get_future().share();
-  void open() { open_promise.set_value(); }
-  work hold() {
-    auto f = opened;
-    return work::local([f](const gpu::launch_context&) {
-      f.wait();
-      return gpu::status{};
-    });
-  }
-};
 
 inline op_spec spec_of(work w, std::vector<op_id> deps = {},
                        op_priority priority = op_priority::normal,

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/gate.hpp"
 #include "common/runtime_fixture.hpp"
 #include "cudactor/messaging/errc.hpp"
 
@@ -19,19 +20,7 @@ namespace gpu = cudactor::gpu;
 
 namespace {
 
-// A host "kernel" that runs only once the test opens the gate: how a test holds a stream.
-struct gate {
-  std::promise<void> open_promise;
-  std::shared_future<void> opened = open_promise.get_future().share();
-  void open() { open_promise.set_value(); }
-  work hold() {
-    auto f = opened;
-    return work::local([f](const gpu::launch_context&) {
-      f.wait();
-      return gpu::status{};
-    });
-  }
-};
+using cudactor::test::gate;
 
 work noop() {
   return work::local([](const gpu::launch_context&) { return gpu::status{}; });
