@@ -149,12 +149,12 @@ void coordinator_state::dispatch(op_id id, std::uint32_t slot) {
   gpu::status launched = place_waits(id, slot);
   if (launched.ok()) launched = context_.device->enqueue(s, std::move(r.fn));
   if (!launched.ok()) {
-    launch_failed(id, launched);
+    launch_failed(id, slot, launched);
     return;
   }
   auto point = context_.device->signal(s);
   if (!point) {
-    launch_failed(id, point.error());
+    launch_failed(id, slot, point.error());
     return;
   }
   r.dispatched_ns = now_ns();
@@ -176,15 +176,28 @@ void coordinator_state::submitted(op_id id, op_record& r, std::uint32_t slot, ti
   graph_.submitted(id, op_position{slot, point});
 }
 
-void coordinator_state::launch_failed(op_id id, const gpu::status& why) {
-  if (why.code() == gpu::errc::device_lost) {
-    lose(to_error(why));
+void coordinator_state::launch_failed(op_id id, std::uint32_t slot, const gpu::status& why) {
+  caf::error sealed = why.code() == gpu::errc::device_lost ? to_error(why) : close_off(slot);
+  if (sealed) {
+    lose(std::move(sealed));
     return;
   }
   graph_.fail(id,
               make_error(errc::op_failed,
                          to_string(id) + " could not be launched: " + to_string(to_error(why))),
               ended_);
+}
+
+caf::error coordinator_state::close_off(std::uint32_t slot) {
+  auto& s = pool_.at(slot);
+  auto point = context_.device->signal(s.stream.ref());
+  if (!point) {
+    // Any other failure leaves nothing to seal: the stream's next launch reports it.
+    return point.error().code() == gpu::errc::device_lost ? to_error(point.error()) : caf::error{};
+  }
+  s.in_flight.emplace_back(*point, op_id{});
+  s.issued = *point;
+  return watch(slot);
 }
 
 void coordinator_state::serve_begin_waiters() {
@@ -212,7 +225,7 @@ void coordinator_state::serve_begin_waiters() {
 op_lease coordinator_state::start_manual(op_id id, op_record& r, std::uint32_t slot) {
   if (graph_.begin(id)) return {};
   if (auto placed = place_waits(id, slot); !placed.ok()) {
-    launch_failed(id, placed);
+    launch_failed(id, slot, placed);
     return {};
   }
   auto& s = pool_.at(slot);
@@ -227,15 +240,17 @@ op_lease coordinator_state::start_manual(op_id id, op_record& r, std::uint32_t s
 
 void coordinator_state::watch_all() {
   for (std::uint32_t i = 0; i < pool_.size() && !lost_; ++i) {
-    auto& s = pool_.at(i);
-    if (s.issued <= s.watched) continue;
-    const timeline_point first = s.watched + 1;
-    s.watched = s.issued;
-    if (auto watched = context_.poller->watch_points(s.stream.ref(), first, s.issued);
-        !watched.ok()) {
-      lose(to_error(watched));
-    }
+    if (auto why = watch(i)) lose(std::move(why));
   }
+}
+
+caf::error coordinator_state::watch(std::uint32_t slot) {
+  auto& s = pool_.at(slot);
+  if (s.issued <= s.watched) return {};
+  const timeline_point first = s.watched + 1;
+  s.watched = s.issued;
+  auto watched = context_.poller->watch_points(s.stream.ref(), first, s.issued);
+  return watched.ok() ? caf::error{} : to_error(watched);
 }
 
 void coordinator_state::lose(caf::error why) {
@@ -308,7 +323,7 @@ caf::error coordinator_state::submit_manual(op_id id, ticket& out) {
   s.reserved_by = op_id{};
   auto point = context_.device->signal(s.stream.ref());
   if (!point) {
-    launch_failed(id, point.error());
+    launch_failed(id, r.stream, point.error());
     pump();
     flush();
     return to_error(point.error());
@@ -333,7 +348,13 @@ caf::result<op_state> coordinator_state::complete_failed(op_id id, const caf::er
     return make_error(errc::invalid_state, to_string(id) + " is not a begun caller-launched op");
   }
   pool_.at(found->second.stream).reserved_by = op_id{};
-  graph_.fail(id, why, ended_);
+  // The caller's work on the stream may have failed too: that is this operation's, not the
+  // next one's.
+  if (auto sealed = close_off(found->second.stream)) {
+    lose(std::move(sealed));
+  } else {
+    graph_.fail(id, why, ended_);
+  }
   pump();
   flush();
   return op_state::failed;
@@ -357,6 +378,7 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
   while (!s.in_flight.empty() && s.in_flight.front().first <= batch.reached) {
     const auto [point, id] = s.in_flight.front();
     s.in_flight.pop_front();
+    if (id.empty()) continue;  // a seal (close_off): whatever failed there was its op's
     while (next_failure < batch.failures.size() && batch.failures[next_failure].point < point) {
       ++next_failure;
     }
@@ -424,6 +446,7 @@ void coordinator_state::settle(op_id id, const caf::error& why) {
 void coordinator_state::finish() {
   if (ended_.empty()) return;
   const std::int64_t now = now_ns();
+  std::vector<std::uint32_t> to_seal;
   for (const ended_op& e : ended_) {
     switch (e.state) {
       case op_state::completed: ++completed_; break;
@@ -460,7 +483,9 @@ void coordinator_state::finish() {
       }
       if (r.stream != no_stream && pool_.size() > r.stream &&
           pool_.at(r.stream).reserved_by == e.id) {
+        // Begun, then cancelled (or failed by a dependency) before complete: its waits stay.
         pool_.at(r.stream).reserved_by = op_id{};
+        to_seal.push_back(r.stream);
       }
     }
     if (options_.ended_kept > 0) {
@@ -480,6 +505,12 @@ void coordinator_state::finish() {
   }
   ended_.clear();
   (void)graph_.take_forgotten();  // records went with the end; the graph's own go here
+  for (std::uint32_t slot : to_seal) {
+    if (lost_) break;
+    if (auto sealed = close_off(slot)) {
+      lose(std::move(sealed));  // ends the rest; its own finish() runs with ended_ empty now
+    }
+  }
 }
 
 void coordinator_state::notify(const op_listener& listener, const op_notice& notice) {

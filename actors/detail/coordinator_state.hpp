@@ -99,12 +99,20 @@ class coordinator_state {
   // Bookkeeping once `id` is on `slot` at `point` (its work enqueued, the point signalled).
   void submitted(op_id id, op_record& r, std::uint32_t slot, timeline_point point,
                  std::int64_t now);
-  void launch_failed(op_id id, const gpu::status& why);
+  // `slot`: the stream the launch had begun on, whose waits close_off() then seals.
+  void launch_failed(op_id id, std::uint32_t slot, const gpu::status& why);
+  // Waits (or a caller's work) put on `slot` for an operation that will never take a point of
+  // its own stay in the stream's order; on the host a failed wait, or the caller's failed
+  // work, would be charged to the next operation's point. A point that is no operation's
+  // seals them off. A loss it runs into comes back for the caller to lose() with.
+  [[nodiscard]] caf::error close_off(std::uint32_t slot);
   void serve_begin_waiters();
   op_lease start_manual(op_id id, op_record& r, std::uint32_t slot);
   // complete(): the caller's work is enqueued; the operation takes the stream's next point.
   [[nodiscard]] caf::error submit_manual(op_id id, ticket& out);
   void watch_all();
+  // Tells the poller of the points issued on `slot` since it last did; the loss if that fails.
+  [[nodiscard]] caf::error watch(std::uint32_t slot);
   // Fails every open operation with `why` and refuses new work until reset.
   void lose(caf::error why);
 

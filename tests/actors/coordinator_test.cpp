@@ -267,6 +267,56 @@ BOOST_AUTO_TEST_CASE(begin_is_answered_once_the_dependencies_are_submitted) {
   BOOST_TEST(answer.error().code() == static_cast<std::uint8_t>(errc::dependency_failed));
 }
 
+// What a begun operation left on its stream (waits for its dependencies, the caller's work)
+// is its own: when it ends without completing, the next operation there must not inherit a
+// failure from it.
+BOOST_AUTO_TEST_CASE(a_begun_operation_that_never_completes_leaves_its_stream_clean) {
+  gate g;
+  auto shared = g.opened;
+  auto bad = add(spec_of(work::local([shared](const gpu::launch_context&) {
+    shared.wait();
+    return gpu::status{gpu::errc::op_failed, "the held kernel failed"};
+  })));
+  auto manual = add(spec_of({}, {bad}));
+  auto lease = ask<op_lease>(co(), begin_atom::value, manual);
+  BOOST_REQUIRE_MESSAGE(lease, why(lease));
+  auto held_on = ask<op_info>(co(), describe_atom::value, bad);
+  BOOST_REQUIRE(held_on);
+  // On another stream than its dependency, the begin put a device wait on the lease's stream.
+  BOOST_REQUIRE(lease->stream != held_on->stream);
+  g.open();
+  auto ended = collect({bad, manual});
+  BOOST_TEST((ended.at(manual.value).state == op_state::cancelled));
+  BOOST_TEST(!ask<ticket>(co(), complete_atom::value, manual));
+
+  // A second begun op whose caller's own work failed, reported with complete(error).
+  auto second = add(spec_of({}));
+  auto second_lease = ask<op_lease>(co(), begin_atom::value, second);
+  BOOST_REQUIRE_MESSAGE(second_lease, why(second_lease));
+  BOOST_REQUIRE(rt().device()
+                    .enqueue(second_lease->handle(),
+                             [](const gpu::launch_context&) {
+                               return gpu::status{gpu::errc::op_failed, "the caller's kernel"};
+                             })
+                    .ok());
+  auto failed = ask<op_state>(co(), complete_atom::value, second,
+                              make_error(errc::op_failed, "the caller saw its launch fail"));
+  BOOST_TEST((failed && *failed == op_state::failed));
+
+  std::vector<op_id> after;
+  for (int i = 0; i < 16; ++i) after.push_back(add(spec_of(noop())));
+  auto notices = collect(after);
+  std::set<std::uint32_t> used;
+  for (auto& [id, n] : notices) {
+    BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+    used.insert(n.stream.value);
+  }
+  BOOST_TEST(used.count(lease->stream.value) == 1u);
+  BOOST_TEST(used.count(second_lease->stream.value) == 1u);
+  const auto m = metrics();
+  BOOST_TEST(m.live == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(subscribers_hear_each_end_exactly_once) {
   auto other = caf::actor_cast<op_listener>(self());
   auto quiet = add(spec_of(noop()), false);  // nobody listens to it
