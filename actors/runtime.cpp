@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 #include <caf/logger.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <utility>
@@ -49,7 +50,8 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
       rt->shutdown();
       return spawned.error();
     }
-    rt->streams_.push_back(std::move(spawned.value()));
+    rt->streams_.push_back(spawned->actor);
+    rt->stream_members_.push_back({spawned->name, spawned->stream});
   }
   coordinator_context coordination;
   coordination.device = context.device;
@@ -66,6 +68,40 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
 }
 
 runtime::~runtime() { shutdown(); }
+
+gpu::result<barrier_actor> runtime::spawn_barrier(const std::vector<std::size_t>& members,
+                                                  barrier_options options) {
+  std::vector<barrier_member> chosen;
+  for (std::size_t index : members) {
+    if (index >= stream_members_.size()) {
+      return gpu::status{gpu::errc::invalid_argument,
+                         "barrier '" + options.name + "': the runtime has no stream " +
+                             std::to_string(index) + " (it has " +
+                             std::to_string(stream_members_.size()) + ")"};
+    }
+    chosen.push_back(stream_members_[index]);
+  }
+  std::lock_guard<std::mutex> lock{barriers_mutex_};
+  if (barriers_closed_ || !system_) {
+    return gpu::status{gpu::errc::invalid_argument, "barrier: the runtime has shut down"};
+  }
+  barrier_context context;
+  context.device = device_.get();
+  context.poller = poller_.get();
+  auto spawned = cudactor::spawn_barrier(*system_, context, std::move(chosen), std::move(options));
+  if (!spawned) return spawned.error();
+  // Forget barriers that are gone now and then, so the list does not grow with churn.
+  if (barriers_.size() >= 64 && barriers_.size() % 64 == 0) {
+    barriers_.erase(std::remove_if(barriers_.begin(), barriers_.end(),
+                                   [](const caf::actor_addr& weak) {
+                                     return !caf::actor_cast<caf::actor>(weak);
+                                   }),
+                    barriers_.end());
+  }
+  barriers_.push_back(caf::actor_cast<caf::actor_addr>(*spawned));
+  release_calling_thread();
+  return spawned;
+}
 
 void runtime::release_calling_thread() noexcept {
   // Spawning stores a strong reference to the system's logger in a thread_local, and
@@ -90,6 +126,12 @@ void runtime::shutdown() {
         self->send_exit(handle, caf::exit_reason::user_shutdown);
         ++alive;
       };
+      {
+        std::lock_guard<std::mutex> lock{barriers_mutex_};
+        barriers_closed_ = true;
+        for (const auto& weak : barriers_) stop(caf::actor_cast<barrier_actor>(weak));
+        barriers_.clear();
+      }
       stop(coordinator_);
       for (const auto& s : streams_) stop(s);
       stop(pool_);

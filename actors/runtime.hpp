@@ -2,10 +2,10 @@
 //
 // One object that brings cudactor up and down: the actor system (with cudactor's message
 // types), the backend (auto / host / cuda), the completion poller, the event pool, N stream
-// actors and the coordinator, all from a runtime_config. shutdown() (and the destructor) stops
-// them in the one order that cannot hang: the coordinator and the stream actors answer what
-// they hold and exit, then the pool, then the poller; the actor system goes last but one, the
-// backend last.
+// actors and the coordinator, all from a runtime_config; barriers over its streams on request.
+// shutdown() (and the destructor) stops them in the one order that cannot hang: the barriers,
+// the coordinator and the stream actors answer what they hold and exit, then the pool, then
+// the poller; the actor system goes last but one, the backend last.
 //
 // Actors and scoped_actors of the caller's own must be gone before shutdown: the actor
 // system waits for every actor when it is destroyed (CAF 0.17). It also waits for every
@@ -18,9 +18,11 @@
 #include <caf/actor_system.hpp>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "cudactor/actors/barrier_actor.hpp"
 #include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/event_pool_actor.hpp"
 #include "cudactor/actors/event_table.hpp"
@@ -55,6 +57,10 @@ class runtime {
   [[nodiscard]] const stream_actor& stream(std::size_t index) const { return streams_.at(index); }
   [[nodiscard]] const event_pool_actor& event_pool() const noexcept { return pool_; }
   [[nodiscard]] const coordinator_actor& coordinator() const noexcept { return coordinator_; }
+  // A barrier over the runtime's streams `members` (indices into streams(), at least one, none
+  // twice). The runtime stops it before the streams. Safe to call from any thread.
+  [[nodiscard]] gpu::result<barrier_actor> spawn_barrier(const std::vector<std::size_t>& members,
+                                                         barrier_options options = {});
   [[nodiscard]] gpu::backend& device() noexcept { return *device_; }
   [[nodiscard]] gpu::completion_poller& poller() noexcept { return *poller_; }
   [[nodiscard]] const runtime_options& options() const noexcept { return options_; }
@@ -73,6 +79,10 @@ class runtime {
   event_pool_actor pool_;
   coordinator_actor coordinator_;
   std::vector<stream_actor> streams_;
+  std::vector<barrier_member> stream_members_;  // the streams' names and backend views
+  std::mutex barriers_mutex_;
+  std::vector<caf::actor_addr> barriers_;  // weak: a barrier nobody holds may go
+  bool barriers_closed_ = false;           // set by shutdown(), under barriers_mutex_
   bool stopped_ = false;
 };
 

@@ -132,9 +132,9 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
 
 }  // namespace
 
-gpu::result<stream_actor> spawn_stream_actor(caf::actor_system& system,
-                                             const stream_context& context,
-                                             stream_actor_options options) {
+gpu::result<spawned_stream> spawn_stream_actor(caf::actor_system& system,
+                                               const stream_context& context,
+                                               stream_actor_options options) {
   if (context.device == nullptr || context.poller == nullptr || !context.events) {
     return gpu::status{gpu::errc::invalid_argument, "stream actor: incomplete context"};
   }
@@ -142,7 +142,11 @@ gpu::result<stream_actor> spawn_stream_actor(caf::actor_system& system,
   auto made = context.device->create_stream({options.name, options.priority});
   if (!made) return made.error();
   auto owned = std::make_shared<gpu::stream>(std::move(made.value()));
-  return system.spawn(stream_behavior, context, std::move(options), std::move(owned));
+  spawned_stream out;
+  out.stream = owned->ref();
+  out.name = options.name;
+  out.actor = system.spawn(stream_behavior, context, std::move(options), std::move(owned));
+  return out;
 }
 
 }  // namespace cudactor

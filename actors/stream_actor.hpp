@@ -52,9 +52,17 @@ struct stream_context {
   std::shared_ptr<const operation_registry> operations;
 };
 
+// A stream actor and a view of the backend stream it owns: barriers wait on the stream's
+// timeline without going through the actor.
+struct spawned_stream {
+  stream_actor actor;
+  gpu::stream_ref stream;
+  std::string name;
+};
+
 // Creates the backend stream and spawns its actor; the stream's creation error otherwise.
-[[nodiscard]] gpu::result<stream_actor> spawn_stream_actor(caf::actor_system& system,
-                                                           const stream_context& context,
-                                                           stream_actor_options options);
+[[nodiscard]] gpu::result<spawned_stream> spawn_stream_actor(caf::actor_system& system,
+                                                             const stream_context& context,
+                                                             stream_actor_options options);
 
 }  // namespace cudactor

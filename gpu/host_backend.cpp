@@ -473,11 +473,13 @@ status host_backend::synchronize(stream_ref s) {
   o.type = op_type::sync;
   o.point = point;
   impl_->engine->push(target, std::move(o));
+  impl_->engine->note_host_wait();
   point->wait();
   return point->outcome();
 }
 
 status host_backend::synchronize() {
+  impl_->engine->note_host_wait();
   impl_->engine->quiesce();
   return impl_->engine->loss();
 }
@@ -485,6 +487,7 @@ status host_backend::synchronize() {
 status host_backend::health() const { return impl_->engine->loss(); }
 
 status host_backend::reset() {
+  impl_->engine->note_host_wait();
   impl_->engine->quiesce();  // outstanding work ends first (fails fast when the device is lost)
   std::lock_guard<std::mutex> lock{impl_->mutex};
   impl_->streams.clear([](stream_ptr&) {});
@@ -540,5 +543,7 @@ status host_backend::inject_device_fault(stream_ref s, std::string why) {
 void host_backend::lose_device(std::string why) { impl_->engine->lose_device(std::move(why)); }
 
 std::size_t host_backend::memory_in_use() const { return impl_->allocations.bytes_in_use(); }
+
+std::uint64_t host_backend::host_waits() const noexcept { return impl_->engine->host_waits(); }
 
 }  // namespace cudactor::gpu

@@ -116,6 +116,9 @@ class host_backend final : public backend {
 
   // Device memory currently allocated, in bytes.
   [[nodiscard]] std::size_t memory_in_use() const;
+  // How often a host thread waited for the device: synchronize() (either form), reset() and
+  // waits on a stream's timeline. What must stay 0 while only actors drive the device.
+  [[nodiscard]] std::uint64_t host_waits() const noexcept;
 
  protected:
   [[nodiscard]] status release_memory(void* data, memory_kind kind, stream_ref s) override;

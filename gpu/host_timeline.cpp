@@ -19,6 +19,9 @@ timeline_point raise(std::atomic<timeline_point>& target, timeline_point value) 
 host_timeline::host_timeline(std::string name, timeline_point initial)
     : name_(std::move(name)), submitted_(initial), completed_(initial) {}
 
+host_timeline::host_timeline(std::string name, std::shared_ptr<std::atomic<std::uint64_t>> waits)
+    : name_(std::move(name)), submitted_(0), completed_(0), waits_(std::move(waits)) {}
+
 query_result host_timeline::query(timeline_point value) {
   if (completed_.load(std::memory_order_acquire) >= value) {
     std::lock_guard<std::mutex> lock{mutex_};
@@ -36,6 +39,7 @@ query_result host_timeline::query(timeline_point value) {
 }
 
 status host_timeline::wait(timeline_point value, std::chrono::milliseconds timeout) {
+  if (waits_) waits_->fetch_add(1, std::memory_order_relaxed);
   auto settled = [&] {
     return completed_.load(std::memory_order_acquire) >= value ||
            poisoned_.load(std::memory_order_acquire);

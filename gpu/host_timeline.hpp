@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -26,6 +27,9 @@ class host_timeline final : public timeline {
   static constexpr std::size_t failure_history = 256;
 
   explicit host_timeline(std::string name, timeline_point initial = 0);
+  // `waits` counts every wait() call: the host backend's tally of host threads held up on
+  // the device (host_backend::host_waits()).
+  host_timeline(std::string name, std::shared_ptr<std::atomic<std::uint64_t>> waits);
 
   [[nodiscard]] timeline_point submitted() const noexcept override {
     return submitted_.load(std::memory_order_acquire);
@@ -74,6 +78,7 @@ class host_timeline final : public timeline {
   std::mutex listener_mutex_;
   std::vector<std::pair<std::uint64_t, std::function<void()>>> listeners_;
   std::uint64_t next_listener_ = 1;
+  std::shared_ptr<std::atomic<std::uint64_t>> waits_;  // may be empty
 };
 
 }  // namespace cudactor::gpu

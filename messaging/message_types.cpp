@@ -1,5 +1,6 @@
 #include "cudactor/messaging/message_types.hpp"
 
+#include "cudactor/messaging/barrier_protocol.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/event_pool_protocol.hpp"
@@ -47,7 +48,13 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<op_stall>("cudactor::op_stall")
       .add_message_type<deadlock_report>("cudactor::deadlock_report")
       .add_message_type<op_listener>("cudactor::op_listener")
-      .add_message_type<coordinator_actor>("cudactor::coordinator_actor");
+      .add_message_type<coordinator_actor>("cudactor::coordinator_actor")
+      // barriers
+      .add_message_type<barrier_mode>("cudactor::barrier_mode")
+      .add_message_type<barrier_arrival>("cudactor::barrier_arrival")
+      .add_message_type<barrier_crossing>("cudactor::barrier_crossing")
+      .add_message_type<barrier_status>("cudactor::barrier_status")
+      .add_message_type<barrier_actor>("cudactor::barrier_actor");
 }
 
 }  // namespace cudactor

@@ -31,7 +31,7 @@ stream_ptr host_engine::open_stream(handle_id id, std::string name, stream_prior
   s->id = id;
   s->priority = priority;
   s->label = "stream '" + name + "' (" + to_string(id) + ")";
-  s->timeline = std::make_shared<host_timeline>(name);
+  s->timeline = std::make_shared<host_timeline>(name, host_waits_);
   s->name = std::move(name);
   std::lock_guard<std::mutex> lock{mutex_};
   // Drop streams that are gone now and then, so the list does not grow with churn.

@@ -126,6 +126,11 @@ class host_engine : public std::enable_shared_from_this<host_engine> {
   [[nodiscard]] std::uint64_t callback_exceptions() const noexcept {
     return callback_exceptions_.load(std::memory_order_relaxed);
   }
+  // Host threads held up on the device: synchronize and timeline waits, counted at the call.
+  void note_host_wait() noexcept { host_waits_->fetch_add(1, std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t host_waits() const noexcept {
+    return host_waits_->load(std::memory_order_relaxed);
+  }
 
  private:
   using clock = std::chrono::steady_clock;
@@ -147,6 +152,9 @@ class host_engine : public std::enable_shared_from_this<host_engine> {
 
   allocation_table& allocations_;
   std::atomic<std::uint64_t> callback_exceptions_{0};
+  // Shared with every stream's timeline, which may outlive the engine.
+  std::shared_ptr<std::atomic<std::uint64_t>> host_waits_ =
+      std::make_shared<std::atomic<std::uint64_t>>(0);
   mutable std::mutex mutex_;                              // guards every_stream_ and lost_status_
   std::vector<std::weak_ptr<host_stream>> every_stream_;  // live and destroyed-but-draining
   std::atomic<bool> lost_{false};

@@ -125,6 +125,29 @@ BOOST_AUTO_TEST_CASE(work_after_a_cross_stream_wait_starts_after_the_awaited_wor
   BOOST_TEST(violations == 0);
 }
 
+// What the barrier's device mode is checked with: only calls that hold a host thread up
+// count, device-side waits and queries do not.
+BOOST_AUTO_TEST_CASE(host_waits_count_the_calls_that_hold_a_host_thread) {
+  auto a = make_stream(backend(), "a");
+  auto b = make_stream(backend(), "b");
+  const std::uint64_t start = host().host_waits();
+  CUDACTOR_REQUIRE_OK(
+      backend().enqueue(a, [](const gpu::launch_context&) { return gpu::status{}; }));
+  auto point = backend().signal(a);
+  BOOST_REQUIRE(point.ok());
+  CUDACTOR_REQUIRE_OK(backend().wait_point(b, a, point.value()));
+  auto line = backend().timeline_of(a);
+  BOOST_REQUIRE(line.ok());
+  (void)line.value()->query(point.value());
+  BOOST_TEST(host().host_waits() == start);
+  CUDACTOR_REQUIRE_OK(backend().synchronize(a));
+  BOOST_TEST(host().host_waits() == start + 1);
+  CUDACTOR_REQUIRE_OK(line.value()->wait(point.value(), 1000ms));
+  BOOST_TEST(host().host_waits() == start + 2);
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+  BOOST_TEST(host().host_waits() == start + 3);
+}
+
 BOOST_AUTO_TEST_CASE(thirty_two_streams_waiting_on_each_other_finish_on_two_workers) {
   constexpr int streams = 32;
   constexpr int rounds = 20;

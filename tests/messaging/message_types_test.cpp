@@ -7,9 +7,10 @@
 
 #include <vector>
 
-#include "cudactor/messaging/message_types.hpp"
+#include "cudactor/messaging/barrier_protocol.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/message_types.hpp"
 #include "cudactor/messaging/stream_protocol.hpp"
 
 using namespace cudactor;
@@ -100,6 +101,41 @@ BOOST_AUTO_TEST_CASE(the_coordinators_values_survive_serialization) {
   BOOST_TEST((m2.total == 10u && m2.redundant_waits_skipped == 4u));
   op_lease l{op_id{8}, stream_id{1}, 2, 3, 4};
   BOOST_TEST((round_trip(l).handle() == l.handle()));
+}
+
+BOOST_AUTO_TEST_CASE(a_barriers_values_survive_serialization) {
+  barrier_crossing c;
+  c.generation = 7;
+  c.mode = barrier_mode::device;
+  c.duration = caf::timespan{1234};
+  c.began_ns = 99;
+  c.members.push_back({2, "stream-2", 41, 1000});
+  c.device_waits = 6;
+  auto c2 = round_trip(c);
+  BOOST_TEST(c2.generation == 7u);
+  BOOST_TEST((c2.mode == barrier_mode::device));
+  BOOST_TEST(c2.duration.count() == 1234);
+  BOOST_TEST(c2.began_ns == 99);
+  BOOST_REQUIRE(c2.members.size() == 1u);
+  BOOST_TEST(c2.members[0].member == 2u);
+  BOOST_TEST(c2.members[0].name == "stream-2");
+  BOOST_TEST(c2.members[0].point == 41u);
+  BOOST_TEST(c2.members[0].arrived_ns == 1000);
+  BOOST_TEST(c2.device_waits == 6u);
+
+  barrier_status s;
+  s.name = "step";
+  s.members = {"a", "b"};
+  s.timeout = caf::timespan{5};
+  s.generations = 3;
+  s.timed_out = 1;
+  s.pending = 2;
+  auto s2 = round_trip(s);
+  BOOST_TEST(s2.name == "step");
+  BOOST_TEST(s2.members.size() == 2u);
+  BOOST_TEST(s2.timeout.count() == 5);
+  BOOST_TEST((s2.generations == 3u && s2.timed_out == 1u && s2.pending == 2u));
+  BOOST_TEST(to_string(barrier_mode::host) == "host");
 }
 
 BOOST_AUTO_TEST_CASE(a_local_closure_in_an_op_spec_is_refused_not_sent_empty) {

@@ -1,0 +1,304 @@
+// The barrier actor over a runtime's stream actors: the seeds' multi-stream pattern (work on
+// every stream, the barrier, more work) with times recorded inside the work, generations
+// open side by side, a limit naming the stream that did not arrive, the device-side mode with
+// no poller watch and no host wait while it runs, failures, a lost device and shutdown.
+#define BOOST_TEST_MODULE barrier_actor
+#include "coordinator_fixture.hpp"
+
+#include <thread>
+
+#include "cudactor/gpu/host_backend.hpp"
+#include "cudactor/messaging/barrier_protocol.hpp"
+
+using namespace std::chrono_literals;
+using namespace cudactor;
+using namespace cudactor::test;
+
+namespace {
+
+struct four_streams : coordinator_fixture {
+  four_streams() : coordinator_fixture({"--cudactor.streams=4"}) {}
+
+  barrier_actor barrier(std::vector<std::size_t> members = {0, 1, 2, 3},
+                        barrier_options options = {}) {
+    auto made = rt().spawn_barrier(members, std::move(options));
+    BOOST_REQUIRE_MESSAGE(made.ok(), made.error().to_string());
+    return made.value();
+  }
+
+  ticket on(std::size_t stream, work w) {
+    auto t = ask<ticket>(rt().stream(stream), submit_atom::value, std::move(w));
+    BOOST_REQUIRE_MESSAGE(t, why(t));
+    return *t;
+  }
+
+  gpu::host_backend& host() { return static_cast<gpu::host_backend&>(rt().device()); }
+
+  barrier_status status_of(const barrier_actor& b) {
+    auto s = ask<barrier_status>(b, status_atom::value);
+    BOOST_REQUIRE_MESSAGE(s, why(s));
+    return *s;
+  }
+};
+
+// Host work that waits for the gate, then records its end as `index`.
+work held_then_recorded(gate& g, std::shared_ptr<timeline_log> log, std::size_t index,
+                        bool fail = false) {
+  auto opened = g.opened;
+  return work::local([opened, log, index, fail](const gpu::launch_context&) {
+    log->started[index] = detail::now_ns();
+    opened.wait();
+    log->ended[index] = detail::now_ns();
+    return fail
+               ? gpu::status{gpu::errc::op_failed, "held work " + std::to_string(index) + " failed"}
+               : gpu::status{};
+  });
+}
+
+bool says(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(barrier, four_streams)
+
+// The seeds' pattern: launch on every stream, synchronize, launch the next step everywhere.
+BOOST_AUTO_TEST_CASE(every_stream_reaches_the_barrier_before_it_is_crossed) {
+  auto b = barrier();
+  auto log = std::make_shared<timeline_log>(8);
+  std::vector<ticket> first;
+  for (std::size_t i = 0; i < 4; ++i) {
+    first.push_back(on(i, recorded(log, i, std::chrono::microseconds{2000 * (i + 1)})));
+  }
+  auto crossed = ask<barrier_crossing>(b, synchronize_atom::value);
+  const std::int64_t answered = detail::now_ns();
+  BOOST_REQUIRE_MESSAGE(crossed, why(crossed));
+  BOOST_TEST(crossed->generation == 1u);
+  BOOST_TEST((crossed->mode == barrier_mode::host));
+  BOOST_REQUIRE(crossed->members.size() == 4u);
+  std::int64_t last_end = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const auto& m = crossed->members[i];
+    BOOST_TEST(m.member == i);
+    BOOST_TEST(m.name == "stream-" + std::to_string(i));
+    BOOST_TEST(m.point == first[i].point);  // the barrier sat after the work
+    BOOST_TEST(log->ended[i].load() != 0);  // every stream's work ended before the answer
+    BOOST_TEST(log->ended[i].load() <= answered);
+    BOOST_TEST(m.arrived_ns >= log->ended[i].load());
+    last_end = std::max(last_end, log->ended[i].load());
+  }
+  BOOST_TEST(crossed->duration.count() >= last_end - crossed->began_ns);
+  BOOST_TEST(crossed->device_waits == 0u);
+
+  // The next step, then the barrier again: a new generation.
+  for (std::size_t i = 0; i < 4; ++i) on(i, recorded(log, 4 + i));
+  auto again = ask<barrier_crossing>(b, synchronize_atom::value);
+  BOOST_REQUIRE_MESSAGE(again, why(again));
+  BOOST_TEST(again->generation == 2u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    BOOST_TEST(log->started[4 + i].load() >= last_end);
+    BOOST_TEST(again->members[i].point > crossed->members[i].point);
+  }
+  const auto s = status_of(b);
+  BOOST_TEST(s.generations == 2u);
+  BOOST_TEST(s.crossed == 2u);
+  BOOST_TEST(s.pending == 0u);
+  BOOST_TEST(s.members.size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(generations_open_side_by_side_are_crossed_in_order) {
+  auto b = barrier({0, 1});
+  gate g;
+  auto log = std::make_shared<timeline_log>(2);
+  on(1, held_then_recorded(g, log, 0));
+  auto first = self()->request(b, 10s, synchronize_atom::value);
+  on(0, noop());
+  auto second = self()->request(b, 10s, synchronize_atom::value);
+  const auto s = status_of(b);  // answered after both requests: they are open now
+  BOOST_TEST(s.generations == 2u);
+  BOOST_TEST(s.pending == 2u);
+  g.open();
+  barrier_crossing one, two;
+  first.receive([&](barrier_crossing& c) { one = std::move(c); },
+                [&](caf::error& e) { BOOST_FAIL("first: " << render(e)); });
+  second.receive([&](barrier_crossing& c) { two = std::move(c); },
+                 [&](caf::error& e) { BOOST_FAIL("second: " << render(e)); });
+  BOOST_TEST(one.generation == 1u);
+  BOOST_TEST(two.generation == 2u);
+  BOOST_TEST(two.members[0].point > one.members[0].point);  // the noop came between
+  BOOST_TEST(two.members[1].point == one.members[1].point);
+  BOOST_TEST(one.members[1].arrived_ns >= log->ended[0].load());
+  BOOST_TEST(two.began_ns + two.duration.count() >= one.began_ns + one.duration.count());
+}
+
+BOOST_AUTO_TEST_CASE(a_limit_names_the_streams_that_did_not_arrive) {
+  auto b = barrier({0, 1, 2, 3}, barrier_options{"step", barrier_mode::host, 50ms});
+  gate g;
+  auto log = std::make_shared<timeline_log>(1);
+  for (std::size_t i : {0, 1, 3}) on(i, noop());
+  on(2, held_then_recorded(g, log, 0));
+  auto late = ask<barrier_crossing>(b, synchronize_atom::value);
+  BOOST_REQUIRE(!late);
+  BOOST_TEST(late.error().code() == static_cast<std::uint8_t>(errc::timeout));
+  const std::string text = render(late.error());
+  BOOST_TEST(says(text, "barrier 'step' generation 1"), text);
+  BOOST_TEST(says(text, "1 of 4 streams did not arrive within 50 ms"), text);
+  BOOST_TEST(says(text, "'stream-2' (passed point 0, the barrier is at 1)"), text);
+  for (const char* arrived : {"'stream-0'", "'stream-1'", "'stream-3'"}) {
+    BOOST_TEST(!says(text, arrived), text);
+  }
+  g.open();
+  // An explicit limit, and no limit at all: both cross now.
+  auto crossed =
+      ask<barrier_crossing>(b, synchronize_atom::value, barrier_mode::host, caf::timespan{5s});
+  BOOST_REQUIRE_MESSAGE(crossed, why(crossed));
+  BOOST_TEST(crossed->generation == 2u);
+  BOOST_TEST(
+      ask<barrier_crossing>(b, synchronize_atom::value, barrier_mode::host, caf::timespan{0}));
+  const auto s = status_of(b);
+  BOOST_TEST(s.timed_out == 1u);
+  BOOST_TEST(s.crossed == 2u);
+  BOOST_TEST(s.failed == 0u);
+}
+
+// The device-side mode: each stream waits for every other on the device. While it runs the
+// poller is not asked to watch anything and no host thread waits; the answer comes while a
+// stream is still held, and work after the barrier on the other streams waits for it.
+BOOST_AUTO_TEST_CASE(the_device_side_mode_neither_watches_nor_waits_on_the_host) {
+  auto b = barrier();
+  gate g;
+  auto log = std::make_shared<timeline_log>(8);
+  on(0, held_then_recorded(g, log, 0));
+  for (std::size_t i = 1; i < 4; ++i) on(i, recorded(log, i));
+
+  const std::uint64_t watches_before = rt().poller().stats().watches;
+  const std::uint64_t waits_before = host().host_waits();
+  auto crossed = ask<barrier_crossing>(b, synchronize_atom::value, barrier_mode::device);
+  const std::uint64_t watches_after = rt().poller().stats().watches;
+  const std::uint64_t waits_after = host().host_waits();
+  BOOST_REQUIRE_MESSAGE(crossed, why(crossed));
+  BOOST_TEST(watches_after == watches_before);
+  BOOST_TEST(waits_after == waits_before);
+  BOOST_TEST((crossed->mode == barrier_mode::device));
+  BOOST_TEST(log->ended[0].load() == 0);  // answered while stream 0 is still held
+  // Stream 0's point is not reached: each other stream waits for it; the others' points may
+  // already be passed, which needs no wait.
+  BOOST_TEST(crossed->device_waits >= 3u);
+  BOOST_TEST(crossed->device_waits <= 12u);
+
+  for (std::size_t i = 1; i < 4; ++i) on(i, recorded(log, 4 + i));
+  std::this_thread::sleep_for(20ms);
+  for (std::size_t i = 1; i < 4; ++i) {
+    BOOST_TEST(log->started[4 + i].load() == 0);  // held on the device behind stream 0
+  }
+  g.open();
+  for (std::size_t i = 1; i < 4; ++i) {
+    auto done = ask<completion>(rt().stream(i), synchronize_atom::value);
+    BOOST_REQUIRE_MESSAGE(done, why(done));
+    BOOST_TEST(log->started[4 + i].load() >= log->ended[0].load());
+  }
+  BOOST_TEST(status_of(b).device_waits == crossed->device_waits);
+}
+
+BOOST_AUTO_TEST_CASE(a_stream_that_reaches_the_barrier_with_failed_work_is_named) {
+  auto b = barrier({0, 1});
+  gate g;
+  auto log = std::make_shared<timeline_log>(2);
+  on(0, noop());
+  on(1, held_then_recorded(g, log, 0, true));
+  auto pending = self()->request(b, 10s, synchronize_atom::value);
+  g.open();
+  caf::error failed;
+  pending.receive([](barrier_crossing&) { BOOST_FAIL("crossed despite the failure"); },
+                  [&](caf::error& e) { failed = std::move(e); });
+  BOOST_TEST(failed.code() == static_cast<std::uint8_t>(errc::dependency_failed));
+  BOOST_TEST(says(render(failed), "stream 'stream-1' reached the barrier with failed work"),
+             render(failed));
+  BOOST_TEST(says(render(failed), "held work 0 failed"), render(failed));
+
+  // Device mode: the point is known to have failed, so the answer says so; the waits are
+  // placed anyway, and stream 0's next work fails with the dependency.
+  auto device = ask<barrier_crossing>(b, synchronize_atom::value, barrier_mode::device);
+  BOOST_REQUIRE(!device);
+  BOOST_TEST(device.error().code() == static_cast<std::uint8_t>(errc::dependency_failed));
+  auto next = on(0, noop());
+  auto outcome = ask<completion>(rt().stream(0), await_atom::value, next.point);
+  BOOST_REQUIRE(!outcome);
+  BOOST_TEST(outcome.error().code() == static_cast<std::uint8_t>(errc::dependency_failed),
+             render(outcome.error()));
+  BOOST_TEST(status_of(b).failed == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_lost_device_answers_device_lost) {
+  auto b = barrier({0, 1, 2});
+  gate g;
+  auto log = std::make_shared<timeline_log>(1);
+  on(2, held_then_recorded(g, log, 0));
+  auto pending = self()->request(b, 10s, synchronize_atom::value);
+  host().lose_device("pulled from the bus");
+  caf::error lost;
+  pending.receive([](barrier_crossing&) { BOOST_FAIL("crossed on a lost device"); },
+                  [&](caf::error& e) { lost = std::move(e); });
+  BOOST_TEST(lost.code() == static_cast<std::uint8_t>(errc::device_lost), render(lost));
+  BOOST_TEST(says(render(lost), "pulled from the bus"), render(lost));
+  g.open();
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_answers_every_open_generation_and_refuses_more) {
+  auto b = barrier({0, 1});
+  gate g;
+  auto log = std::make_shared<timeline_log>(1);
+  on(0, held_then_recorded(g, log, 0));
+  auto pending = self()->request(b, 10s, synchronize_atom::value);
+  self()->send(b, shutdown_atom::value);
+  caf::error why_not;
+  pending.receive([](barrier_crossing&) { BOOST_FAIL("crossed while held"); },
+                  [&](caf::error& e) { why_not = std::move(e); });
+  BOOST_TEST(why_not.code() == static_cast<std::uint8_t>(errc::shutting_down), render(why_not));
+  auto refused = ask<barrier_crossing>(b, synchronize_atom::value);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.error().code() == static_cast<std::uint8_t>(errc::shutting_down));
+  g.open();
+}
+
+BOOST_AUTO_TEST_CASE(the_runtime_stops_its_barriers_first_and_answers_what_they_hold) {
+  auto b = barrier({0, 1});
+  gate g;
+  auto log = std::make_shared<timeline_log>(1);
+  on(1, held_then_recorded(g, log, 0));
+  auto answer = std::async(std::launch::async, [this, b] {
+    caf::error out;
+    {
+      caf::scoped_actor other{rt().system()};
+      other->request(b, 10s, synchronize_atom::value)
+          .receive([](barrier_crossing&) {}, [&](caf::error& e) { out = std::move(e); });
+    }
+    runtime::release_calling_thread();
+    return out;
+  });
+  for (int i = 0; i < 1000 && status_of(b).pending == 0; ++i) std::this_thread::sleep_for(1ms);
+  BOOST_REQUIRE(status_of(b).pending == 1u);
+  std::thread opener{[&g] {
+    std::this_thread::sleep_for(200ms);  // the runtime shuts down with the stream still held
+    g.open();
+  }};
+  stop();
+  opener.join();
+  const caf::error why_not = answer.get();
+  BOOST_TEST(why_not.code() == static_cast<std::uint8_t>(errc::shutting_down));
+}
+
+BOOST_AUTO_TEST_CASE(bad_member_lists_are_refused) {
+  auto none = rt().spawn_barrier({});
+  BOOST_REQUIRE(!none.ok());
+  BOOST_TEST(says(none.error().message(), "needs at least one stream"));
+  auto twice = rt().spawn_barrier({1, 1});
+  BOOST_REQUIRE(!twice.ok());
+  BOOST_TEST(says(twice.error().message(), "'stream-1' is named twice"));
+  auto beyond = rt().spawn_barrier({0, 4});
+  BOOST_REQUIRE(!beyond.ok());
+  BOOST_TEST(says(beyond.error().message(), "the runtime has no stream 4 (it has 4)"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
