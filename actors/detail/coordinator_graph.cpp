@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/coordinator_state.hpp"
 #include "cudactor/messaging/errc.hpp"
 
@@ -100,6 +101,7 @@ caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& grap
   }
   std::vector<op_id> ids(n);
   std::vector<op_id> deps;
+  const std::int64_t arrived = now_ns();  // the whole graph came in one message
   for (std::uint32_t i : order) {
     op_spec& spec = graph.ops[i].spec;
     const op_id id{graph_.newest().value + 1};
@@ -117,7 +119,7 @@ caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& grap
       return make_error(errc::backend_error, "graph submission: " + to_string(bad));
     }
     spec.deps = std::move(deps);
-    op_record& r = add_record(id, spec, std::move(fns[i]), manual);
+    op_record& r = add_record(id, spec, std::move(fns[i]), manual, arrived);
     if (listener != nullptr) add_listener(r, *listener);
     ids[i] = id;
     deps = {};

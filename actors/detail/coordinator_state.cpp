@@ -70,7 +70,8 @@ caf::error coordinator_state::resolve(const work& w, gpu::work_fn& out) const {
 }
 
 coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& spec,
-                                                            gpu::work_fn fn, bool manual) {
+                                                            gpu::work_fn fn, bool manual,
+                                                            std::int64_t now) {
   op_record& r = records_[id];
   r.type = spec.type;
   r.priority = spec.priority;
@@ -79,7 +80,7 @@ coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& s
   r.description = std::move(spec.description);
   r.deps = std::move(spec.deps);
   r.fn = std::move(fn);
-  r.registered_ns = now_ns();
+  r.registered_ns = now;
   ++total_;
   return r;
 }
@@ -100,7 +101,7 @@ caf::result<op_id> coordinator_state::register_op(op_spec& spec, const op_listen
   }
   const op_id id{graph_.newest().value + 1};
   if (auto bad = graph_.add(id, spec.priority, manual, spec.deps)) return bad;
-  op_record& r = add_record(id, spec, std::move(fn), manual);
+  op_record& r = add_record(id, spec, std::move(fn), manual, now_ns());
   if (listener != nullptr) add_listener(r, *listener);
   pump();
   flush();
@@ -121,11 +122,17 @@ caf::result<op_state> coordinator_state::depend(op_id op, op_id dep) {
 // --- dispatching -----------------------------------------------------------------------------
 
 void coordinator_state::pump() {
-  while (!lost_ && !closing_ && pool_.any_available() && graph_.has_ready()) {
-    const op_id id = *graph_.next_ready();
+  // One clock read per few dispatches: a burst of them takes microseconds, not more.
+  constexpr unsigned stamp_reuse = 16;
+  std::int64_t now = 0;
+  for (unsigned n = 0; !lost_ && !closing_ && pool_.any_available(); ++n) {
+    const std::optional<op_id> next = graph_.next_ready();
+    if (!next) break;
+    const op_id id = *next;
     op_record& r = records_.at(id);
     const auto slot = pool_.choose(r.priority, r.workload);
-    dispatch(id, *slot);
+    if (n % stamp_reuse == 0) now = now_ns();
+    dispatch(id, *slot, now);
   }
   serve_begin_waiters();
   watch_all();
@@ -143,7 +150,7 @@ gpu::status coordinator_state::place_waits(op_id id, std::uint32_t slot) {
   return out;
 }
 
-void coordinator_state::dispatch(op_id id, std::uint32_t slot) {
+void coordinator_state::dispatch(op_id id, std::uint32_t slot, std::int64_t now) {
   op_record& r = records_.at(id);
   const gpu::stream_ref s = pool_.at(slot).stream.ref();
   gpu::status launched = place_waits(id, slot);
@@ -157,8 +164,8 @@ void coordinator_state::dispatch(op_id id, std::uint32_t slot) {
     launch_failed(id, slot, point.error());
     return;
   }
-  r.dispatched_ns = now_ns();
-  submitted(id, r, slot, *point, r.dispatched_ns);
+  r.dispatched_ns = now;
+  submitted(id, r, slot, *point, now);
 }
 
 void coordinator_state::submitted(op_id id, op_record& r, std::uint32_t slot, timeline_point point,
@@ -390,27 +397,11 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
       why = batch.failures[next_failure].error;
     }
     if (deps_done(id)) {
-      settle(id, why);
+      settle_and_wake(id, std::move(why));
     } else {
-      deferred_.emplace_back(id, std::move(why));
-    }
-  }
-  // A dependency on another stream finished first on the device, but its stream's report
-  // may come after this one: its dependents are told only once it has ended.
-  for (bool moved = true; moved && !deferred_.empty();) {
-    moved = false;
-    for (auto it = deferred_.begin(); it != deferred_.end();) {
-      const op_graph::node* n = graph_.find(it->first);
-      if (n == nullptr || is_terminal(n->state)) {  // cancelled by its dependency's failure
-        it = deferred_.erase(it);
-        moved = true;
-      } else if (deps_done(it->first)) {
-        settle(it->first, it->second);
-        it = deferred_.erase(it);
-        moved = true;
-      } else {
-        ++it;
-      }
+      // A dependency on another stream finished first on the device, but its stream's report
+      // comes later: this op is told once that dependency has ended.
+      deferred_.emplace(id, std::move(why));
     }
   }
   s.completed = std::max(s.completed, std::min(batch.reached, s.issued));
@@ -429,6 +420,41 @@ bool coordinator_state::deps_done(op_id id) const {
     if (dep != nullptr && dep->state != op_state::completed) return false;
   }
   return true;
+}
+
+void coordinator_state::settle_and_wake(op_id first, caf::error why) {
+  if (deferred_.empty()) {
+    settle(first, why);
+    return;
+  }
+  // Only a completion can finish a deferred dependent (a failure cancels it); its dependents
+  // are read before it is settled, since a settled op may be forgotten at once.
+  auto collect = [this](op_id id) {
+    if (const op_graph::node* n = graph_.find(id)) {
+      for (op_id d : n->dependents) {
+        if (deferred_.count(d) != 0) wake_.push_back(d);
+      }
+    }
+  };
+  wake_.clear();
+  collect(first);
+  settle(first, why);
+  while (!wake_.empty()) {
+    const op_id d = wake_.back();
+    wake_.pop_back();
+    auto it = deferred_.find(d);
+    if (it == deferred_.end()) continue;
+    const op_graph::node* n = graph_.find(d);
+    if (n == nullptr || is_terminal(n->state)) {  // cancelled by a dependency's failure
+      deferred_.erase(it);
+      continue;
+    }
+    if (!deps_done(d)) continue;  // another dependency has not ended yet
+    caf::error held = std::move(it->second);
+    deferred_.erase(it);
+    collect(d);
+    settle(d, held);
+  }
 }
 
 void coordinator_state::settle(op_id id, const caf::error& why) {
@@ -453,6 +479,7 @@ void coordinator_state::finish() {
       case op_state::failed: ++failed_; break;
       default: ++cancelled_; break;
     }
+    if (!deferred_.empty()) deferred_.erase(e.id);  // cancelled while its report was held
     auto found = records_.find(e.id);
     if (found == records_.end()) continue;
     op_record& r = found->second;

@@ -87,13 +87,14 @@ class coordinator_state {
   // Why nothing new is taken now (shut down, device lost), or an empty error.
   [[nodiscard]] caf::error refusal() const;
   [[nodiscard]] caf::error resolve(const work& w, gpu::work_fn& out) const;
-  op_record& add_record(op_id id, op_spec& spec, gpu::work_fn fn, bool manual);
+  // `now`: when it was registered (one stamp for a whole graph).
+  op_record& add_record(op_id id, op_spec& spec, gpu::work_fn fn, bool manual, std::int64_t now);
   void add_listener(op_record& r, const op_listener& listener);
 
   // Dispatches ready operations while streams have room, serves begin waiters whose
   // operation became ready, and tells the poller what went out.
   void pump();
-  void dispatch(op_id id, std::uint32_t slot);
+  void dispatch(op_id id, std::uint32_t slot, std::int64_t now);
   // Device waits for every dependency of `id` submitted on another stream and not yet reached.
   [[nodiscard]] gpu::status place_waits(op_id id, std::uint32_t slot);
   // Bookkeeping once `id` is on `slot` at `point` (its work enqueued, the point signalled).
@@ -121,6 +122,8 @@ class coordinator_state {
   // The device finished `id`: completed, failed (`why`), or cancelled (its wait reported a
   // failed dependency).
   void settle(op_id id, const caf::error& why);
+  // settle(), then settles every deferred op that was waiting only for it, transitively.
+  void settle_and_wake(op_id first, caf::error why);
   // The operations in ended_ go out as notices and their records go.
   void finish();
   void notify(const op_listener& listener, const op_notice& notice);
@@ -141,8 +144,9 @@ class coordinator_state {
 
   std::unordered_map<op_id, op_record> records_;
   std::vector<ended_op> ended_;  // ended during the current handler, not yet told
-  // Finished on the device before a dependency's end was reported, with their own outcome.
-  std::vector<std::pair<op_id, caf::error>> deferred_;
+  // Ops the device finished whose dependencies' reports have not come yet, with their outcome.
+  std::unordered_map<op_id, caf::error> deferred_;
+  std::vector<op_id> wake_;  // settle_and_wake()'s work list, kept for its capacity
   std::deque<op_info> ended_kept_;
   std::vector<op_listener> all_listeners_;
   std::vector<std::pair<op_listener, std::vector<op_notice>>> outbox_;

@@ -142,25 +142,34 @@ caf::error op_graph::add_dependency(op_id op, op_id dep) {
 void op_graph::make_ready(node& n) {
   n.state = op_state::ready;
   n.ready_seq = next_seq_++;
-  if (!n.manual) ready_.push({n.priority, n.ready_seq, n.id});
+  if (!n.manual) ready_[static_cast<std::size_t>(n.priority)].push_back({n.ready_seq, n.id});
 }
 
 bool op_graph::has_ready() {
-  while (!ready_.empty()) {
-    const ready_entry& top = ready_.top();
-    const node* n = find(top.id);
-    if (n != nullptr && n->state == op_state::ready && n->ready_seq == top.seq) return true;
-    ready_.pop();
+  for (auto& lane : ready_) {
+    while (!lane.empty()) {
+      const ready_entry& front = lane.front();
+      const node* n = find(front.id);
+      if (n != nullptr && n->state == op_state::ready && n->ready_seq == front.seq) return true;
+      lane.pop_front();  // stale: the op went back to pending, or ended
+    }
   }
   return false;
 }
 
 std::optional<op_id> op_graph::next_ready() {
-  if (!has_ready()) return std::nullopt;
-  const op_id id = ready_.top().id;
-  ready_.pop();
-  get(id)->state = op_state::running;
-  return id;
+  for (auto& lane : ready_) {
+    while (!lane.empty()) {
+      const ready_entry front = lane.front();
+      lane.pop_front();
+      node* n = get(front.id);
+      if (n != nullptr && n->state == op_state::ready && n->ready_seq == front.seq) {
+        n->state = op_state::running;
+        return front.id;
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 caf::error op_graph::begin(op_id id) {

@@ -18,11 +18,11 @@
 
 #include <caf/error.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <optional>
-#include <queue>
 #include <unordered_map>
 #include <vector>
 
@@ -133,16 +133,9 @@ class op_graph {
 
  private:
   struct ready_entry {
-    op_priority priority;
-    std::uint64_t seq;
+    std::uint64_t seq;  // matches the node's ready_seq while the entry is current
     op_id id;
-    bool operator<(const ready_entry& other) const noexcept {
-      // std::priority_queue serves the greatest: make that the most urgent, then the oldest.
-      if (priority != other.priority) return priority > other.priority;
-      return seq > other.seq;
-    }
   };
-
   node* get(op_id id);
   // What a dependency on `dep` means for an operation being added: an error, or whether it
   // is live (still to be waited for) rather than satisfied.
@@ -155,7 +148,10 @@ class op_graph {
   void remember_failure(op_id id, const caf::error& cause);
 
   std::unordered_map<op_id, node> nodes_;
-  std::priority_queue<ready_entry> ready_;
+  // One FIFO per priority, most urgent first: ops become ready in seq order, so each lane is
+  // sorted by readiness without a heap.
+  static constexpr std::size_t op_priorities = static_cast<std::size_t>(op_priority::cleanup) + 1;
+  std::array<std::deque<ready_entry>, op_priorities> ready_;
   std::uint64_t next_seq_ = 1;
   op_id newest_;  // the greatest id added
   std::size_t live_ = 0;
