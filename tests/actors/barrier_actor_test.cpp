@@ -34,6 +34,15 @@ struct four_streams : coordinator_fixture {
 
   gpu::host_backend& host() { return static_cast<gpu::host_backend&>(rt().device()); }
 
+  // The error a pending synchronize is answered with; a crossing fails the test with `why_not`.
+  template <class Pending>
+  caf::error refusal_of(Pending& pending, const char* why_not) {
+    caf::error out;
+    pending.receive([&](barrier_crossing&) { BOOST_FAIL(why_not); },
+                    [&](caf::error& e) { out = std::move(e); });
+    return out;
+  }
+
   barrier_status status_of(const barrier_actor& b) {
     auto s = ask<barrier_status>(b, status_atom::value);
     BOOST_REQUIRE_MESSAGE(s, why(s));
@@ -209,9 +218,7 @@ BOOST_AUTO_TEST_CASE(a_stream_that_reaches_the_barrier_with_failed_work_is_named
   on(1, held_then_recorded(g, log, 0, true));
   auto pending = self()->request(b, 10s, synchronize_atom::value);
   g.open();
-  caf::error failed;
-  pending.receive([](barrier_crossing&) { BOOST_FAIL("crossed despite the failure"); },
-                  [&](caf::error& e) { failed = std::move(e); });
+  const caf::error failed = refusal_of(pending, "crossed despite the failure");
   BOOST_TEST(failed.code() == static_cast<std::uint8_t>(errc::dependency_failed));
   BOOST_TEST(says(render(failed), "stream 'stream-1' reached the barrier with failed work"),
              render(failed));
@@ -237,9 +244,7 @@ BOOST_AUTO_TEST_CASE(a_lost_device_answers_device_lost) {
   on(2, held_then_recorded(g, log, 0));
   auto pending = self()->request(b, 10s, synchronize_atom::value);
   host().lose_device("pulled from the bus");
-  caf::error lost;
-  pending.receive([](barrier_crossing&) { BOOST_FAIL("crossed on a lost device"); },
-                  [&](caf::error& e) { lost = std::move(e); });
+  const caf::error lost = refusal_of(pending, "crossed on a lost device");
   BOOST_TEST(lost.code() == static_cast<std::uint8_t>(errc::device_lost), render(lost));
   BOOST_TEST(says(render(lost), "pulled from the bus"), render(lost));
   g.open();
@@ -252,9 +257,7 @@ BOOST_AUTO_TEST_CASE(shutdown_answers_every_open_generation_and_refuses_more) {
   on(0, held_then_recorded(g, log, 0));
   auto pending = self()->request(b, 10s, synchronize_atom::value);
   self()->send(b, shutdown_atom::value);
-  caf::error why_not;
-  pending.receive([](barrier_crossing&) { BOOST_FAIL("crossed while held"); },
-                  [&](caf::error& e) { why_not = std::move(e); });
+  const caf::error why_not = refusal_of(pending, "crossed while held");
   BOOST_TEST(why_not.code() == static_cast<std::uint8_t>(errc::shutting_down), render(why_not));
   auto refused = ask<barrier_crossing>(b, synchronize_atom::value);
   BOOST_REQUIRE(!refused);
