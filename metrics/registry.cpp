@@ -1,18 +1,33 @@
 #include "cudactor/metrics/registry.hpp"
 
+#include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "cudactor/metrics/process_metrics.hpp"
+
 namespace cudactor::metrics {
 
+// What the exposer holds (weakly): everything the registry serves.
+class registry::collector final : public prometheus::Collectable {
+ public:
+  explicit collector(const registry& owner) : owner_(owner) {}
+  std::vector<prometheus::MetricFamily> Collect() const override { return owner_.collect(); }
+
+ private:
+  const registry& owner_;
+};
+
 registry::registry(exposer_options options)
-    : options_(std::move(options)), registry_(std::make_shared<prometheus::Registry>()) {
+    : options_(std::move(options)),
+      registry_(std::make_shared<prometheus::Registry>()),
+      collector_(std::make_shared<collector>(*this)) {
   if (!options_.enabled) return;
   const std::string bind = options_.address + ":" + std::to_string(options_.port);
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(bind);
-    exposer_->RegisterCollectable(registry_);
+    exposer_->RegisterCollectable(collector_);
     const auto ports = exposer_->GetListeningPorts();
     if (ports.empty()) throw std::runtime_error("the exposer reports no listening port");
     port_ = static_cast<std::uint16_t>(ports.front());
@@ -31,8 +46,78 @@ std::string registry::endpoint() const {
   return "http://" + options_.address + ":" + std::to_string(*port_) + "/metrics";
 }
 
+template <class F>
+F& registry::find_or_make(const std::string& name, metric_kind kind,
+                          const std::vector<std::string>& label_names,
+                          const std::function<std::unique_ptr<F>()>& make) {
+  std::lock_guard<std::mutex> lock{families_mutex_};
+  auto& slot = families_[name];
+  if (!slot) {
+    slot = make();
+    return static_cast<F&>(*slot);
+  }
+  auto* same = dynamic_cast<F*>(slot.get());
+  if (same == nullptr || slot->kind() != kind || slot->label_names() != label_names) {
+    std::string labels;
+    for (const auto& l : label_names) labels += (labels.empty() ? "" : ",") + l;
+    std::string theirs;
+    for (const auto& l : slot->label_names()) theirs += (theirs.empty() ? "" : ",") + l;
+    throw std::logic_error{"metric family " + name + " exists as a " +
+                           std::string{to_string(slot->kind())} + " {" + theirs +
+                           "}; asked for a " + std::string{to_string(kind)} + " {" + labels + "}"};
+  }
+  return *same;
+}
+
+family<counter>& registry::counters(const std::string& name, const std::string& help,
+                                    std::vector<std::string> label_names) {
+  return find_or_make<family<counter>>(name, metric_kind::counter, label_names, [&] {
+    return std::make_unique<family<counter>>(name, help, label_names);
+  });
+}
+
+family<gauge>& registry::gauges(const std::string& name, const std::string& help,
+                                std::vector<std::string> label_names) {
+  return find_or_make<family<gauge>>(name, metric_kind::gauge, label_names, [&] {
+    return std::make_unique<family<gauge>>(name, help, label_names);
+  });
+}
+
+family<duration_histogram>& registry::histograms(const std::string& name, const std::string& help,
+                                                 std::vector<std::string> label_names,
+                                                 bucket_bounds bounds) {
+  return find_or_make<family<duration_histogram>>(name, metric_kind::histogram, label_names, [&] {
+    return std::make_unique<family<duration_histogram>>(name, help, label_names, bounds);
+  });
+}
+
+callback_family& registry::callbacks(const std::string& name, const std::string& help,
+                                     std::vector<std::string> label_names, metric_kind kind) {
+  return find_or_make<callback_family>(name, kind, label_names, [&] {
+    return std::make_unique<callback_family>(name, help, label_names, kind);
+  });
+}
+
+std::vector<prometheus::MetricFamily> registry::collect() const {
+  std::vector<prometheus::MetricFamily> out;
+  {
+    std::lock_guard<std::mutex> lock{families_mutex_};
+    out.reserve(families_.size());
+    for (const auto& [name, f] : families_) out.push_back(f->collect());
+  }
+  auto theirs = registry_->Collect();
+  out.insert(out.end(), std::make_move_iterator(theirs.begin()),
+             std::make_move_iterator(theirs.end()));
+  if (options_.process_metrics) {
+    auto process = process_families();
+    out.insert(out.end(), std::make_move_iterator(process.begin()),
+               std::make_move_iterator(process.end()));
+  }
+  return out;
+}
+
 std::string registry::serialize() const {
-  return prometheus::TextSerializer{}.Serialize(registry_->Collect());
+  return prometheus::TextSerializer{}.Serialize(collect());
 }
 
 }  // namespace cudactor::metrics
