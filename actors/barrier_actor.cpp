@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/messaging/errc.hpp"
 
@@ -46,6 +47,8 @@ class barrier_state {
     context_ = context;
     members_ = std::move(members);
     options_ = std::move(options);
+    registry_ = detail::registry_or_own(context_.metrics);
+    metrics_.emplace(*registry_, detail::gpu_label(*context_.device), options_.name);
   }
 
   barrier_state() = default;
@@ -134,6 +137,7 @@ class barrier_state {
     // stream's next work reports the failure too.
     if (known_failure) return refuse(std::move(known_failure));
     ++crossed_;
+    metrics_->crossed(now_ns() - crossing.began_ns);
     return crossing;
   }
 
@@ -222,6 +226,7 @@ class barrier_state {
     } else {
       gen.crossing.duration = caf::timespan{last - gen.crossing.began_ns};
       ++crossed_;
+      metrics_->crossed(now_ns() - gen.crossing.began_ns);
       gen.promise.deliver(std::move(gen.crossing));
     }
     open_.erase(at);
@@ -235,8 +240,10 @@ class barrier_state {
   caf::error refuse(caf::error why) {
     if (why.code() == static_cast<std::uint8_t>(errc::timeout)) {
       ++timed_out_;
+      metrics_->timed_out();
     } else {
       ++failed_;
+      metrics_->failed();
     }
     return why;
   }
@@ -270,6 +277,8 @@ class barrier_state {
   std::vector<barrier_member> members_;
   barrier_options options_;
   std::map<std::uint64_t, open_generation> open_;
+  std::shared_ptr<metrics::registry> registry_;  // keeps metrics_' cells alive
+  std::optional<detail::barrier_metrics> metrics_;
   std::uint64_t generations_ = 0, crossed_ = 0, timed_out_ = 0, failed_ = 0, device_waits_ = 0;
   bool closing_ = false;
 };

@@ -32,6 +32,7 @@
 #include "cudactor/gpu/backend.hpp"
 #include "cudactor/gpu/completion_poller.hpp"
 #include "cudactor/messaging/barrier_protocol.hpp"
+#include "cudactor/metrics/registry.hpp"
 
 namespace cudactor {
 
@@ -52,6 +53,7 @@ struct barrier_member {
 struct barrier_context {
   gpu::backend* device = nullptr;
   gpu::completion_poller* poller = nullptr;
+  std::shared_ptr<metrics::registry> metrics;  // empty: the barrier's metrics go nowhere
 };
 
 // Refuses an incomplete context, no members, an empty or repeated stream.

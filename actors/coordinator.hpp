@@ -25,15 +25,15 @@
 #include <cstdint>
 #include <memory>
 
-#include "cudactor/actors/detail/stream_pool.hpp"
 #include "cudactor/actors/operation_registry.hpp"
+#include "cudactor/actors/pool_strategy.hpp"
 #include "cudactor/gpu/backend.hpp"
 #include "cudactor/gpu/completion_poller.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
+#include "cudactor/metrics/registry.hpp"
 
 namespace cudactor {
 
-using detail::pool_strategy;
 
 struct coordinator_options {
   std::size_t streams = 4;
@@ -59,6 +59,7 @@ struct coordinator_context {
   gpu::backend* device = nullptr;
   gpu::completion_poller* poller = nullptr;
   std::shared_ptr<const operation_registry> operations;
+  std::shared_ptr<metrics::registry> metrics;  // empty: the coordinator's metrics go nowhere
 };
 
 // Creates the coordinator's streams and spawns it; the first stream's creation error otherwise.

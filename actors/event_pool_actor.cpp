@@ -3,10 +3,12 @@
 #include <caf/all.hpp>
 
 #include <array>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor {
@@ -16,6 +18,8 @@ namespace {
 struct pool_state {
   std::shared_ptr<event_table> events;
   event_pool_options options;
+  std::shared_ptr<metrics::registry> registry;  // keeps the cells below alive
+  std::optional<detail::event_pool_metrics> metrics;
   std::array<std::vector<std::uint32_t>, 2> free;  // slots, by event kind
   std::array<std::uint64_t, 2> leased{0, 0};
   std::uint64_t created = 0;
@@ -44,6 +48,11 @@ struct pool_state {
     return made;
   }
 
+  void report(gpu::event_kind kind) {
+    const std::size_t k = index(kind);
+    metrics->levels(k, free[k].size(), leased[k]);
+  }
+
   pool_utilization utilization() const {
     pool_utilization out;
     out.available = free[index(gpu::event_kind::regular)].size();
@@ -62,6 +71,8 @@ struct pool_state {
         --created;
       }
     }
+    report(gpu::event_kind::regular);
+    report(gpu::event_kind::timing);
   }
 };
 
@@ -71,9 +82,15 @@ caf::error shutting_down() {
 
 event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<pool_state> self,
                                            std::shared_ptr<event_table> events,
-                                           event_pool_options options) {
+                                           event_pool_options options,
+                                           std::shared_ptr<metrics::registry> registry) {
+  self->state.registry = detail::registry_or_own(std::move(registry));
+  self->state.metrics.emplace(*self->state.registry, detail::gpu_label(events->device()),
+                              options.max_events);
   self->state.events = std::move(events);
   self->state.options = options;
+  self->state.report(gpu::event_kind::regular);
+  self->state.report(gpu::event_kind::timing);
   if (options.grow_batch == 0) self->state.options.grow_batch = 1;
   auto arm_shrink = [self] {
     auto& st = self->state;
@@ -101,6 +118,8 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
           if (!made) return to_error(made.error());
         }
         if (slots.size() < count) {
+          st.metrics->exhausted(pool_state::index(kind));
+          st.report(kind);
           return make_error(errc::pool_exhausted,
                             "acquire " + std::to_string(count) + " " +
                                 std::string{gpu::to_string(kind)} + " events: the pool is at " +
@@ -115,6 +134,7 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
           slots.pop_back();
         }
         st.leased[pool_state::index(kind)] += count;
+        st.report(kind);
         st.acquired_since_check = true;
         arm_shrink();
         return out;
@@ -140,6 +160,8 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
           st.free[pool_state::index(ref.kind)].push_back(ref.slot);
           --st.leased[pool_state::index(ref.kind)];
         }
+        st.report(gpu::event_kind::regular);
+        st.report(gpu::event_kind::timing);
         arm_shrink();
         return caf::unit;
       },
@@ -164,8 +186,9 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
 }  // namespace
 
 event_pool_actor spawn_event_pool(caf::actor_system& system, std::shared_ptr<event_table> events,
-                                  event_pool_options options) {
-  return system.spawn(event_pool, std::move(events), options);
+                                  event_pool_options options,
+                                  std::shared_ptr<metrics::registry> metrics) {
+  return system.spawn(event_pool, std::move(events), options, std::move(metrics));
 }
 
 }  // namespace cudactor

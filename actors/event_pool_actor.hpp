@@ -15,6 +15,7 @@
 
 #include "cudactor/actors/event_table.hpp"
 #include "cudactor/messaging/event_pool_protocol.hpp"
+#include "cudactor/metrics/registry.hpp"
 
 namespace cudactor {
 
@@ -25,9 +26,10 @@ struct event_pool_options {
   std::chrono::milliseconds idle_period{5000};  // 0: never shrink
 };
 
-// Spawns the pool over `events` (which it fills; stream actors read it).
-[[nodiscard]] event_pool_actor spawn_event_pool(caf::actor_system& system,
-                                                std::shared_ptr<event_table> events,
-                                                event_pool_options options);
+// Spawns the pool over `events` (which it fills; stream actors read it). Its metrics go to
+// `metrics`, or nowhere when that is empty.
+[[nodiscard]] event_pool_actor spawn_event_pool(
+    caf::actor_system& system, std::shared_ptr<event_table> events, event_pool_options options,
+    std::shared_ptr<metrics::registry> metrics = nullptr);
 
 }  // namespace cudactor

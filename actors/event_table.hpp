@@ -42,6 +42,7 @@ class event_table {
   // The backend event a current lease names, or a status saying why not (stale, unknown).
   [[nodiscard]] gpu::result<gpu::event_ref> resolve(const event_ref& ref) const;
   [[nodiscard]] std::size_t size() const;
+  [[nodiscard]] const gpu::backend& device() const noexcept { return *device_; }
 
  private:
   struct entry {

@@ -1,5 +1,7 @@
 #include "cudactor/actors/runtime.hpp"
 
+#include "cudactor/actors/detail/actor_metrics.hpp"
+
 #include <caf/all.hpp>
 #include <caf/logger.hpp>
 
@@ -26,14 +28,32 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   std::unique_ptr<runtime> rt{new runtime(std::move(settings.value()))};
   const runtime_options& options = rt->options_;
 
+  try {
+    rt->metrics_ = std::make_shared<metrics::registry>(options.metrics);
+  } catch (const metrics::bind_error& e) {
+    return gpu::status{gpu::errc::invalid_argument,
+                       std::string{e.what()} +
+                           " (set cudactor.metrics.port, 0 for any free port, or "
+                           "cudactor.metrics.on-bind-failure=run-without)"};
+  }
+  if (!rt->metrics_->exposer_error().empty()) {
+    std::fprintf(stderr, "cudactor: running without a metrics endpoint: %s\n",
+                 rt->metrics_->exposer_error().c_str());
+  }
   auto chosen = gpu::open_backend(options.backend, options.device);
   if (!chosen) return chosen.error();
   rt->device_ = std::move(chosen->chosen);
   rt->backend_reason_ = std::move(chosen->reason);
-  rt->poller_ = std::make_unique<gpu::completion_poller>(*rt->device_, options.poller);
+  rt->poller_metrics_ =
+      std::make_unique<detail::poller_metrics>(*rt->metrics_, detail::gpu_label(*rt->device_));
+  gpu::poller_options poller_options = options.poller;
+  if (!poller_options.on_detected)
+    poller_options.on_detected = rt->poller_metrics_->detection_observer();
+  rt->poller_ = std::make_unique<gpu::completion_poller>(*rt->device_, std::move(poller_options));
+  rt->poller_metrics_->attach(*rt->poller_);
   rt->events_ = std::make_shared<event_table>(*rt->device_);
   rt->system_ = std::make_unique<caf::actor_system>(config);
-  rt->pool_ = spawn_event_pool(*rt->system_, rt->events_, options.pool);
+  rt->pool_ = spawn_event_pool(*rt->system_, rt->events_, options.pool, rt->metrics_);
 
   stream_context context;
   context.device = rt->device_.get();
@@ -41,6 +61,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   context.pool = rt->pool_;
   context.events = rt->events_;
   context.operations = std::make_shared<const operation_registry>(config.operations());
+  context.metrics = rt->metrics_;
   for (std::size_t i = 0; i < options.streams; ++i) {
     stream_actor_options stream_options = options.stream;
     stream_options.id = stream_id{static_cast<std::uint32_t>(i)};
@@ -57,6 +78,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   coordination.device = context.device;
   coordination.poller = context.poller;
   coordination.operations = context.operations;
+  coordination.metrics = rt->metrics_;
   auto coordinator = spawn_coordinator(*rt->system_, coordination, options.coordinator);
   if (!coordinator) {
     rt->shutdown();
@@ -66,6 +88,8 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   release_calling_thread();
   return rt;
 }
+
+runtime::runtime(runtime_options options) : options_(std::move(options)) {}
 
 runtime::~runtime() { shutdown(); }
 
@@ -88,6 +112,7 @@ gpu::result<barrier_actor> runtime::spawn_barrier(const std::vector<std::size_t>
   barrier_context context;
   context.device = device_.get();
   context.poller = poller_.get();
+  context.metrics = metrics_;
   auto spawned = cudactor::spawn_barrier(*system_, context, std::move(chosen), std::move(options));
   if (!spawned) return spawned.error();
   // Forget barriers that are gone now and then, so the list does not grow with churn.
@@ -151,11 +176,14 @@ void runtime::shutdown() {
     pool_ = nullptr;
     coordinator_ = nullptr;
   }
+  if (poller_metrics_) poller_metrics_->detach();  // reads the poller at scrape time
   if (poller_) poller_->stop();
   system_.reset();
   if (events_) events_->clear();
   poller_.reset();
   device_.reset();
+  poller_metrics_.reset();
+  metrics_.reset();  // the exposer stops here (every actor holding the registry is gone)
 }
 
 }  // namespace cudactor

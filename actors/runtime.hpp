@@ -33,6 +33,10 @@
 
 namespace cudactor {
 
+namespace detail {
+class poller_metrics;
+}  // namespace detail
+
 class runtime {
  public:
   // Starts everything, or says which part could not start (a bad option, no CUDA device
@@ -63,14 +67,19 @@ class runtime {
                                                          barrier_options options = {});
   [[nodiscard]] gpu::backend& device() noexcept { return *device_; }
   [[nodiscard]] gpu::completion_poller& poller() noexcept { return *poller_; }
+  // Where every actor's metrics go; its exposer (when serving) stops with shutdown(). Valid
+  // until shutdown() returns.
+  [[nodiscard]] metrics::registry& metrics() noexcept { return *metrics_; }
   [[nodiscard]] const runtime_options& options() const noexcept { return options_; }
   // Which backend "auto" chose, and why.
   [[nodiscard]] const std::string& backend_reason() const noexcept { return backend_reason_; }
 
  private:
-  explicit runtime(runtime_options options) : options_(std::move(options)) {}
+  explicit runtime(runtime_options options);
 
   runtime_options options_;
+  std::shared_ptr<metrics::registry> metrics_;  // first made, last gone
+  std::unique_ptr<detail::poller_metrics> poller_metrics_;
   std::unique_ptr<gpu::backend> device_;
   std::string backend_reason_;
   std::unique_ptr<gpu::completion_poller> poller_;

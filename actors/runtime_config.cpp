@@ -50,6 +50,12 @@ runtime_config::runtime_config() {
       .add(spin_window_, "spin-window", "poll without pause this long after a completion")
       .add(min_interval_, "min-interval", "first pause when polling finds nothing")
       .add(max_interval_, "max-interval", "longest pause when polling finds nothing");
+  opt_group{custom_options_, "cudactor.metrics"}
+      .add(metrics_off_, "no-exposer", "collect metrics but serve no /metrics endpoint")
+      .add(metrics_address_, "address", "address the /metrics endpoint binds (IPv4)")
+      .add(metrics_port_, "port", "port of the /metrics endpoint (0: any free port)")
+      .add(metrics_bind_failure_, "on-bind-failure",
+           "when the port cannot be bound: refuse (do not start) or run-without (no endpoint)");
 }
 
 gpu::result<runtime_options> runtime_config::runtime_settings() const {
@@ -93,7 +99,7 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
         "cudactor.coordinator.high-priority-streams + low-priority-streams exceed "
         "cudactor.coordinator.streams");
   }
-  auto strategy = detail::parse_pool_strategy(co_strategy_);
+  auto strategy = parse_pool_strategy(co_strategy_);
   if (!strategy) {
     return bad(
         "cudactor.coordinator.strategy must be round_robin, load_balanced, priority, "
@@ -133,6 +139,18 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.poller.spin_window = spin_window_;
   out.poller.min_interval = min_interval_;
   out.poller.max_interval = max_interval_;
+  out.metrics.enabled = !metrics_off_;
+  out.metrics.address = metrics_address_;
+  if (metrics_port_ > 65535) return bad("cudactor.metrics.port must be 0 to 65535");
+  out.metrics.port = static_cast<std::uint16_t>(metrics_port_);
+  if (metrics_bind_failure_ == "refuse") {
+    out.metrics.failure = metrics::on_bind_failure::refuse;
+  } else if (metrics_bind_failure_ == "run-without") {
+    out.metrics.failure = metrics::on_bind_failure::run_without;
+  } else {
+    return bad("cudactor.metrics.on-bind-failure must be refuse or run-without, not '" +
+               metrics_bind_failure_ + "'");
+  }
   return out;
 }
 

@@ -22,6 +22,7 @@
 #include "cudactor/actors/stream_actor.hpp"
 #include "cudactor/gpu/completion_poller.hpp"
 #include "cudactor/gpu/open_backend.hpp"
+#include "cudactor/metrics/registry.hpp"
 
 namespace cudactor {
 
@@ -36,6 +37,7 @@ struct runtime_options {
   coordinator_options coordinator;
   gpu::backend_options device;
   gpu::poller_options poller;
+  metrics::exposer_options metrics;  // collection is always on; this is about serving
 };
 
 class runtime_config : public caf::actor_system_config {
@@ -83,6 +85,10 @@ class runtime_config : public caf::actor_system_config {
   caf::timespan spin_window_{gpu::poller_options{}.spin_window};
   caf::timespan min_interval_{gpu::poller_options{}.min_interval};
   caf::timespan max_interval_{gpu::poller_options{}.max_interval};
+  bool metrics_off_ = false;
+  std::string metrics_address_ = metrics::exposer_options{}.address;
+  std::size_t metrics_port_ = metrics::exposer_options{}.port;
+  std::string metrics_bind_failure_ = "refuse";
   operation_registry operations_;
 };
 

@@ -26,6 +26,7 @@
 #include "cudactor/gpu/completion_poller.hpp"
 #include "cudactor/messaging/event_pool_protocol.hpp"
 #include "cudactor/messaging/stream_protocol.hpp"
+#include "cudactor/metrics/registry.hpp"
 
 namespace cudactor {
 
@@ -50,6 +51,7 @@ struct stream_context {
   event_pool_actor pool;
   std::shared_ptr<event_table> events;
   std::shared_ptr<const operation_registry> operations;
+  std::shared_ptr<metrics::registry> metrics;  // empty: the actor's metrics go nowhere
 };
 
 // A stream actor and a view of the backend stream it owns: barriers wait on the stream's

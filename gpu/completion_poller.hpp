@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,13 @@ struct poller_options {
   // and the stuck counters. Zero turns it off.
   std::chrono::nanoseconds stuck_after = std::chrono::seconds{10};
   stuck_callback on_stuck;  // runs on the poller's thread, like watch callbacks
+
+  // Called on the poller's thread each time a pass over a stream finds it has moved on, with
+  // how late that was seen: from the later of the last look that found the stream short of
+  // its oldest watch, the backend's last word that a stream moved (callback mode), and the
+  // moment the watch became the oldest, to the look that found it done. An upper bound of the
+  // detection delay when polling; close to it when told. Must be quick (a histogram).
+  std::function<void(std::chrono::nanoseconds)> on_detected;
 
   // Linux timer slack for the poller's thread. The default slack (50 µs) would stretch every
   // short sleep by that much.

@@ -26,15 +26,20 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
     const auto [point, id] = s.in_flight.front();
     s.in_flight.pop_front();
     if (id.empty()) continue;  // a seal (close_off): whatever failed there was its op's
+    if (index < slot_metrics_.size()) slot_metrics_[index].completed(1);
     while (next_failure < batch.failures.size() && batch.failures[next_failure].point < point) {
       ++next_failure;
     }
     if (auto r = records_.find(id); r != records_.end()) {
       ++ended_by_workload[static_cast<std::size_t>(r->second.workload)];
+      if (batch.detected_ns != 0 && index < slot_metrics_.size()) {
+        slot_metrics_[index].latency(batch.detected_ns - r->second.dispatched_ns);
+      }
     }
     caf::error why;
     if (next_failure < batch.failures.size() && batch.failures[next_failure].point == point) {
       why = batch.failures[next_failure].error;
+      if (index < slot_metrics_.size()) slot_metrics_[index].failed();
     }
     if (deps_done(id)) {
       settle_and_wake(id, std::move(why));

@@ -213,7 +213,11 @@ deadlock_report coordinator_state::detect_deadlocks(caf::timespan stall_after) {
   });
   std::sort(report.stalls.begin(), report.stalls.end(),
             [](const op_stall& a, const op_stall& b) { return a.id < b.id; });
-  if (!report.empty()) ++deadlock_detections_;
+  if (!report.empty()) {
+    ++deadlock_detections_;
+    op_metrics_->deadlock_detected();
+  }
+  op_metrics_->stalled(report.stalls.size());
   return report;
 }
 

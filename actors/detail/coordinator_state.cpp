@@ -18,6 +18,9 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
   self_ = self;
   context_ = context;
   options_ = std::move(options);
+  registry_ = registry_or_own(context_.metrics);
+  gpu_ = gpu_label(*context_.device);
+  op_metrics_.emplace(*registry_, gpu_);
   graph_ = op_graph{options_.failures_kept};
   pool_ = stream_pool{options_.strategy, options_.max_in_flight};
   for (std::size_t i = 0; i < streams.size(); ++i) {
@@ -28,6 +31,7 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
       slot.issued = slot.completed = slot.watched = (*line)->submitted();
     }
   }
+  report_levels();  // makes the streams' metrics before anything is dispatched
   subscribe_streams();
 }
 
@@ -82,6 +86,7 @@ coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& s
   r.fn = std::move(fn);
   r.registered_ns = now;
   ++total_;
+  op_metrics_->registered(r.type, r.priority);
   return r;
 }
 
@@ -146,6 +151,7 @@ gpu::status coordinator_state::place_waits(op_id id, std::uint32_t slot) {
     if (!out.ok() || !pool_.needs_wait(slot, at.stream, at.point)) return;
     out = context_.device->wait_point(waiter, pool_.at(at.stream).stream.ref(), at.point);
     ++device_waits_;
+    op_metrics_->device_waits(1);
   });
   return out;
 }
@@ -176,7 +182,9 @@ void coordinator_state::submitted(op_id id, op_record& r, std::uint32_t slot, ti
   s.issued = point;
   r.stream = slot;
   r.point = point;
+  if (slot < slot_metrics_.size()) slot_metrics_[slot].accepted();
   if (!r.manual) {
+    op_metrics_->dispatched(r.type, r.priority);
     ++dispatched_;
     coordination_ns_ += r.dispatched_ns - r.registered_ns;
   }
@@ -239,6 +247,7 @@ op_lease coordinator_state::start_manual(op_id id, op_record& r, std::uint32_t s
   s.reserved_by = id;
   r.stream = slot;
   r.dispatched_ns = now_ns();
+  op_metrics_->dispatched(r.type, r.priority);
   ++dispatched_;
   coordination_ns_ += r.dispatched_ns - r.registered_ns;
   const gpu::handle_id handle = s.stream.ref().id();
@@ -383,6 +392,7 @@ void coordinator_state::finish() {
     auto found = records_.find(e.id);
     if (found == records_.end()) continue;
     op_record& r = found->second;
+    op_metrics_->ended(r.type, r.priority, e.state, now - r.registered_ns);
     op_notice notice;
     notice.id = e.id;
     notice.state = e.state;
@@ -446,7 +456,22 @@ void coordinator_state::notify(const op_listener& listener, const op_notice& not
   outbox_[at->second].second.push_back(notice);
 }
 
+void coordinator_state::report_levels() {
+  while (slot_metrics_.size() < pool_.size()) {
+    slot_metrics_.emplace_back(*registry_, gpu_,
+                               "coordinator-" + std::to_string(slot_metrics_.size()));
+  }
+  std::size_t on_streams = 0;
+  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
+    const std::size_t n = pool_.at(i).in_flight.size();
+    on_streams += n;
+    slot_metrics_[i].occupancy(n, 0);
+  }
+  op_metrics_->live(graph_.live(), on_streams);
+}
+
 void coordinator_state::flush() {
+  report_levels();
   for (auto& [listener, notices] : outbox_) self_->send(listener, std::move(notices));
   outbox_.clear();
   outbox_index_.clear();

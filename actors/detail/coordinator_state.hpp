@@ -15,10 +15,13 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "cudactor/actors/coordinator.hpp"
+#include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/op_graph.hpp"
 #include "cudactor/actors/detail/stream_pool.hpp"
 
@@ -158,6 +161,13 @@ class coordinator_state {
 
   caf::error lost_;
   bool closing_ = false;
+
+  // Prometheus: by type and priority, and per stream of the pool (created as slots appear).
+  std::shared_ptr<metrics::registry> registry_;
+  std::optional<op_metrics> op_metrics_;
+  std::vector<stream_metrics> slot_metrics_;
+  std::string gpu_;
+  void report_levels();
 
   // metrics
   std::uint64_t total_ = 0, completed_ = 0, failed_ = 0, cancelled_ = 0, dispatched_ = 0;

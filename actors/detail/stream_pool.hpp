@@ -27,23 +27,17 @@
 #include <utility>
 #include <vector>
 
+#include "cudactor/actors/pool_strategy.hpp"
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/gpu/types.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 
 namespace cudactor::detail {
 
-enum class pool_strategy : std::uint8_t {
-  round_robin,
-  load_balanced,
-  priority,
-  workload,
-  adaptive
-};
-
-[[nodiscard]] std::string_view to_string(pool_strategy x) noexcept;
-// round_robin, load_balanced, priority, workload or adaptive.
-[[nodiscard]] std::optional<pool_strategy> parse_pool_strategy(std::string_view text) noexcept;
+// Tests and older code name these through detail.
+using cudactor::parse_pool_strategy;
+using cudactor::pool_strategy;
+using cudactor::to_string;
 
 class stream_pool {
  public:

@@ -32,6 +32,8 @@ void stream_state::init(self_pointer self, const stream_context& context,
   if (options_.max_in_flight == 0) options_.max_in_flight = 1;
   if (options_.event_batch == 0) options_.event_batch = 1;
   stream_ = std::move(s);
+  registry_ = registry_or_own(context_.metrics);
+  metrics_.emplace(*registry_, gpu_label(*context_.device), options_.name);
   allocator_.emplace(*context_.device, stream_.ref(), options_.reuse_limit);
   last_point_ = issued_ = completed_ = watched_ = 0;
   if (auto tl = context_.device->timeline_of(stream_.ref())) {
@@ -83,12 +85,14 @@ caf::error stream_state::resolve(const work& w, gpu::work_fn& out) const {
 ticket stream_state::accept(pending_op op) {
   op.point = ++last_point_;
   const ticket out{options_.id, op.point};
+  metrics_->accepted();
   if (queue_.empty() && in_flight() < options_.max_in_flight && events_ready(op)) {
     dispatch(op);
   } else {
     queue_.push_back(std::move(op));
     drain();
   }
+  metrics_->occupancy(in_flight(), queue_.size());
   return out;
 }
 
@@ -311,6 +315,7 @@ void stream_state::flush_watches() {
 
 void stream_state::note_failure(timeline_point point, caf::error error) {
   ++failure_count_;
+  metrics_->failed();
   failures_[point] = std::move(error);
   while (failures_.size() > options_.failure_history) failures_.erase(failures_.begin());
 }
@@ -355,6 +360,12 @@ void stream_state::on_progress(const completion_batch& batch) {
   for (timeline_point p = completed_ + 1; p <= reached; ++p) {
     op_record record = std::move(records_.front());
     records_.pop_front();
+    if (batch.detected_ns != 0) metrics_->latency(batch.detected_ns - record.submitted_ns);
+    if (record.start && record.end) {
+      if (auto took = context_.device->elapsed(record.start->device, record.end->device)) {
+        metrics_->gpu_time(took->count());
+      }
+    }
     const bool need_completion = awaiters_.count(p) != 0 || (record.end && !subscribers_.empty());
     if (need_completion) {
       const completion done = make_completion(p, &record, batch.detected_ns);
@@ -375,6 +386,7 @@ void stream_state::on_progress(const completion_batch& batch) {
     if (record.start) timing_cache.push_back(*record.start);
     if (record.end) timing_cache.push_back(*record.end);
   }
+  if (reached > completed_) metrics_->completed(reached - completed_);
   completed_ = std::max(completed_, reached);
   told.reached = completed_;
   allocator_->reached(completed_);
@@ -400,6 +412,7 @@ void stream_state::on_progress(const completion_batch& batch) {
     give_back_events(timing_cache, 2 * std::size_t{options_.event_batch});
   }
   drain();
+  metrics_->occupancy(in_flight(), queue_.size());
 }
 
 caf::result<completion> stream_state::await(timeline_point point) {

@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/stream_actor.hpp"
 #include "cudactor/gpu/stream_allocator.hpp"
 
@@ -145,6 +146,8 @@ class stream_state {
   std::int64_t base_ns_ = 0;
 
   std::vector<completion_listener> subscribers_;
+  std::shared_ptr<metrics::registry> registry_;  // keeps metrics_' cells alive
+  std::optional<stream_metrics> metrics_;
   caf::error broken_;  // set once the stream cannot go on (device lost)
   bool closing_ = false;
   std::int64_t burst_ns_ = 0;  // 0: outside a burst, every dispatch reads the clock

@@ -114,7 +114,8 @@ inline double direct_run(gpu::backend& device, gpu::completion_poller& poller, s
 // A runtime on the host backend with `args`, then the options the user passed on.
 inline std::unique_ptr<runtime> start_runtime(runtime_config& config, std::vector<std::string> args,
                                               const std::vector<std::string>& passed_on) {
-  args.insert(args.begin(), "--cudactor.backend=host");
+  // Metrics on, as shipped, on a free port so that benchmarks may run side by side.
+  args.insert(args.begin(), {"--cudactor.backend=host", "--cudactor.metrics.port=0"});
   args.insert(args.end(), passed_on.begin(), passed_on.end());
   if (auto err = config.parse(std::move(args))) {
     std::fprintf(stderr, "options: %s\n", caf::to_string(err).c_str());

@@ -91,6 +91,8 @@ struct poller_core {
   std::atomic<bool> notified{false};
   std::atomic<bool> watching{false};  // the loop holds pending watches
   std::atomic<std::uint64_t> wakeups{0};
+  // When a backend callback last said a watched stream moved (watch_clock, in ns).
+  std::atomic<std::int64_t> notified_ns{0};
   std::function<void()> on_wake;  // set once, before the loop starts
 
   void kick() {
@@ -104,7 +106,10 @@ struct poller_core {
   // made meanwhile wakes it itself, and its first tick queries the stream).
   void notify() {
     notified.store(true);
-    if (watching.load()) kick();
+    if (watching.load()) {
+      notified_ns.store(watch_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+      kick();
+    }
   }
 };
 
@@ -146,6 +151,7 @@ class completion_poller::impl {
     detail::watch_queue queue;
     detail::duration_learner learner;
     time_point head_since{};  // since when the front watch has been the front
+    time_point last_miss{};   // the last tick that found the front watch not yet done
     progress_callback progress;
     std::uint64_t stuck_reported = 0;  // sequence of the last watch reported stuck
     std::uint64_t listener = 0;        // callback mode: our listener on `line`, 0 if none
@@ -215,6 +221,7 @@ class completion_poller::impl {
   time_point last_activity_{};
   nanoseconds backoff_;
   time_point next_watchdog_{};
+  time_point tick_started_{};
 };
 
 }  // namespace cudactor::gpu

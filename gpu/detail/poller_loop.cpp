@@ -28,6 +28,7 @@ void completion_poller::impl::tick() {
   if (stopped_) return;
   bump(counters_.ticks);
   const time_point now = watch_clock::now();
+  tick_started_ = now;
   if (batch_next_ < batch_.size() || core_->inbox_ready.load()) drain_inbox();
   // Cleared before looking: a callback that fires from here on sets it again.
   core_->notified.store(false);
@@ -131,13 +132,27 @@ bool completion_poller::impl::poll(stream_state& s) {
     const query_result answer_now =
         head->is_event ? device_.query(head->event) : query_point(s, head->point);
     ++queries;
-    if (!answer_now.done()) break;
+    if (!answer_now.done()) {
+      if (!any) s.last_miss = tick_started_;
+      break;
+    }
     if (!any) {
       any = true;
       when = watch_clock::now();
       // Only the first answer of a pass measures how long the work took; the rest were done
       // before we looked.
-      if (options_.learn_durations) s.learner.observe(when - std::max(s.head_since, head->added));
+      const time_point became_head = std::max(s.head_since, head->added);
+      if (options_.learn_durations) s.learner.observe(when - became_head);
+      if (options_.on_detected) {
+        const time_point told{nanoseconds{core_->notified_ns.load(std::memory_order_relaxed)}};
+        time_point since = std::max(became_head, s.last_miss);
+        if (told <= when) since = std::max(since, told);
+        try {
+          options_.on_detected(when - since);
+        } catch (...) {
+          bump(counters_.callback_errors);
+        }
+      }
     }
     watch_entry entry = s.queue.pop_front();
     if (!entry.is_event) {

@@ -42,7 +42,8 @@ std::string self_path;
 int serve() {
   runtime_config config;
   config.load<caf::io::middleman>();
-  if (auto err = config.parse({"--cudactor.backend=host", "--cudactor.streams=1"})) {
+  if (auto err = config.parse(
+          {"--cudactor.backend=host", "--cudactor.streams=1", "--cudactor.metrics.port=0"})) {
     std::fprintf(stderr, "serve: %s\n", caf::to_string(err).c_str());
     return 1;
   }

@@ -16,9 +16,10 @@ using namespace cudactor;
 BOOST_AUTO_TEST_CASE(options_come_from_the_command_line_and_the_ini_file) {
   runtime_config config;
   std::istringstream ini{"[cudactor]\nstreams=3\nmax-in-flight=8\n"};
-  BOOST_REQUIRE(!config.parse({"--cudactor.backend=host", "--cudactor.high-priority-streams=1",
-                               "--scheduler.max-threads=2", "--cudactor.host.idle-spin=25us"},
-                              ini));
+  BOOST_REQUIRE(!config.parse(
+      {"--cudactor.backend=host", "--cudactor.metrics.port=0", "--cudactor.high-priority-streams=1",
+       "--scheduler.max-threads=2", "--cudactor.host.idle-spin=25us"},
+      ini));
   auto rt = runtime::start(config);
   BOOST_REQUIRE_MESSAGE(rt.ok(), rt.error().to_string());
   BOOST_TEST((*rt)->streams().size() == 3u);
@@ -93,8 +94,8 @@ BOOST_AUTO_TEST_CASE(timing_mode_gives_device_start_and_end_times) {
 
 BOOST_AUTO_TEST_CASE(every_request_is_answered_once_shutdown_begins) {
   runtime_config config;
-  BOOST_REQUIRE(!config.parse(
-      {"--cudactor.backend=host", "--cudactor.streams=2", "--cudactor.max-in-flight=2"}));
+  BOOST_REQUIRE(!config.parse({"--cudactor.backend=host", "--cudactor.metrics.port=0",
+                               "--cudactor.streams=2", "--cudactor.max-in-flight=2"}));
   auto started = runtime::start(config);
   BOOST_REQUIRE_MESSAGE(started.ok(), started.error().to_string());
   auto rt = std::move(started.value());

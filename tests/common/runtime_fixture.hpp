@@ -41,7 +41,8 @@ class runtime_fixture {
 
   void start(std::vector<std::string> args, preparation prepare = {}) {
     config_ = std::make_unique<runtime_config>();
-    args.insert(args.begin(), "--cudactor.backend=host");
+    // Ephemeral: tests run side by side, and 9464 may be taken on the machine.
+    args.insert(args.begin(), {"--cudactor.backend=host", "--cudactor.metrics.port=0"});
     if (auto err = config_->parse(std::move(args))) {
       BOOST_FAIL("bad test options: " << caf::to_string(err));
     }

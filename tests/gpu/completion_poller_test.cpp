@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -164,6 +165,35 @@ BOOST_AUTO_TEST_CASE(a_learned_duration_saves_most_polls) {
   // Every op after the first min_samples is slept through once it starts.
   BOOST_TEST(learned.learned_sleeps >= ops - gpu::detail::duration_learner::min_samples);
   BOOST_TEST(learned.queries < unlearned.queries);
+}
+
+BOOST_AUTO_TEST_CASE(detection_delay_is_measured_from_the_last_look_not_from_the_watch) {
+  for (auto mode : both_modes) {
+    BOOST_TEST_CONTEXT("mode " << mode) {
+      std::mutex mutex;
+      std::vector<std::chrono::nanoseconds> delays;
+      auto options = options_for(mode);
+      options.on_detected = [&](std::chrono::nanoseconds d) {
+        std::lock_guard<std::mutex> lock{mutex};
+        delays.push_back(d);
+      };
+      gpu::completion_poller poller{backend(), options};
+      auto s = make_stream(backend(), "detected");
+      CUDACTOR_REQUIRE_OK(busy(s, 200ms));
+      recorder answers;
+      watch(poller, s, signal(backend(), s), answers.callback());
+      BOOST_REQUIRE(answers.wait_for(1));
+      poller.stop();
+      std::lock_guard<std::mutex> lock{mutex};
+      BOOST_REQUIRE(!delays.empty());
+      // Measured from the watch, it would be the whole 200 ms; the poller looked (or was told)
+      // far more often than that.
+      for (auto d : delays) {
+        BOOST_TEST(d.count() >= 0);
+        BOOST_TEST(d < 100ms);
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

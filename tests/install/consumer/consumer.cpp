@@ -1,8 +1,9 @@
 // Uses each installed library once: the device layer (a copy round trip on the backend
 // open_backend picks, answered through the completion poller), messaging (a rendered cudactor error
-// from a real actor system) and metrics (a registry without an exposer). Prints "consumer ok" and
-// exits 0 on success.
+// from a real actor system), metrics (a registry without an exposer) and the actors (a runtime
+// that runs one operation and reports it). Prints "consumer ok" and exits 0 on success.
 #include <caf/all.hpp>
+#include <cudactor/actors/runtime.hpp>
 #include <cudactor/gpu/completion_poller.hpp>
 #include <cudactor/gpu/open_backend.hpp>
 #include <cudactor/messaging/errc.hpp>
@@ -60,6 +61,27 @@ int main() {
   off.enabled = false;
   metrics::registry registry{off};
   if (registry.port()) return 6;
+
+  {
+    runtime_config rc;
+    if (rc.parse({"--cudactor.backend=host", "--cudactor.streams=1", "--cudactor.metrics.port=0"})) {
+      return 7;
+    }
+    auto rt = runtime::start(rc);
+    if (!rt) return 8;
+    {
+      caf::scoped_actor self{(*rt)->system()};
+      bool done = false;
+      self->request((*rt)->stream(0), std::chrono::seconds{10}, submit_atom::value,
+                    work::local([](const gpu::launch_context&) { return gpu::status{}; }))
+          .receive([&](const ticket& t) { done = t.point > 0; }, [](caf::error&) {});
+      if (!done) return 9;
+    }
+    if ((*rt)->metrics().serialize().find("cudactor_stream_operations_total") ==
+        std::string::npos) {
+      return 10;
+    }
+  }
 
   std::printf("consumer ok (%s)\n", opened.value().reason.c_str());
   return 0;

@@ -1,0 +1,162 @@
+// actors/detail/actor_metrics.hpp
+//
+// What each actor reports to Prometheus, as members of the actor's state: every family is
+// asked for once, when the actor starts, and each label set is resolved then (or on the first
+// operation of a type and priority, for the coordinator), so the hot path only touches
+// atomics through references. docs/metrics.md lists every family these make.
+//
+// Labels are of bounded cardinality only: gpu (DCGM's name: the CUDA ordinal, "host" on the
+// host backend), stream, barrier, kind, type, priority, outcome. Never an operation id.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cudactor/gpu/backend.hpp"
+#include "cudactor/gpu/completion_poller.hpp"
+#include "cudactor/messaging/operation_types.hpp"
+#include "cudactor/metrics/registry.hpp"
+
+namespace cudactor::detail {
+
+// The value of the gpu label for `device`'s series.
+[[nodiscard]] std::string gpu_label(const gpu::backend& device);
+
+// `given`, or a registry of the actor's own (no exposer) when the actor was spawned without
+// one, so that the hot path never tests for "no metrics".
+[[nodiscard]] std::shared_ptr<metrics::registry> registry_or_own(
+    std::shared_ptr<metrics::registry> given);
+
+// One stream's operations: a stream actor's, or one of the coordinator's streams'.
+class stream_metrics {
+ public:
+  stream_metrics(metrics::registry& registry, const std::string& gpu, const std::string& stream);
+
+  void accepted() noexcept { accepted_.add(); }
+  void completed(std::uint64_t n) noexcept { completed_.add(n); }
+  void failed() noexcept { failed_.add(); }
+  void latency(std::int64_t ns) noexcept { latency_.observe(std::chrono::nanoseconds{ns}); }
+  void gpu_time(std::int64_t ns) noexcept { gpu_time_.observe(std::chrono::nanoseconds{ns}); }
+  void occupancy(std::uint64_t in_flight, std::uint64_t queued) noexcept {
+    in_flight_.set(static_cast<std::int64_t>(in_flight));
+    queued_.set(static_cast<std::int64_t>(queued));
+  }
+
+ private:
+  metrics::counter& accepted_;
+  metrics::counter& completed_;
+  metrics::counter& failed_;
+  metrics::gauge& in_flight_;
+  metrics::gauge& queued_;
+  metrics::duration_histogram& latency_;
+  metrics::duration_histogram& gpu_time_;
+};
+
+// The coordinator's operations by type and priority, and its own state.
+class op_metrics {
+ public:
+  op_metrics(metrics::registry& registry, std::string gpu);
+
+  void registered(op_type t, op_priority p) { cells(t, p).registered.add(); }
+  void dispatched(op_type t, op_priority p) { cells(t, p).dispatched.add(); }
+  // registered -> ended, for every end (completed, failed, cancelled).
+  void ended(op_type t, op_priority p, op_state how, std::int64_t latency_ns);
+  void device_waits(std::uint64_t n) noexcept { device_waits_.add(n); }
+  void deadlock_detected() noexcept { deadlocks_.add(); }
+  void stalled(std::size_t n) noexcept { stalled_.set(static_cast<std::int64_t>(n)); }
+  void live(std::size_t live, std::size_t on_streams) noexcept {
+    live_.set(static_cast<std::int64_t>(live));
+    queued_.set(static_cast<std::int64_t>(live > on_streams ? live - on_streams : 0));
+  }
+
+ private:
+  struct op_cells {
+    metrics::counter& registered;
+    metrics::counter& dispatched;
+    metrics::counter& completed;
+    metrics::counter& failed;
+    metrics::counter& cancelled;
+    metrics::duration_histogram& latency;
+  };
+  static constexpr std::size_t types = static_cast<std::size_t>(op_type::barrier) + 1;
+  static constexpr std::size_t priorities = static_cast<std::size_t>(op_priority::cleanup) + 1;
+
+  op_cells& cells(op_type t, op_priority p) {
+    auto& slot =
+        cells_[static_cast<std::size_t>(t) % types][static_cast<std::size_t>(p) % priorities];
+    if (!slot) slot = make(t, p);
+    return *slot;
+  }
+  [[nodiscard]] std::unique_ptr<op_cells> make(op_type t, op_priority p);
+
+  metrics::registry& registry_;
+  std::string gpu_;
+  std::array<std::array<std::unique_ptr<op_cells>, priorities>, types> cells_;
+  metrics::counter& device_waits_;
+  metrics::counter& deadlocks_;
+  metrics::gauge& stalled_;
+  metrics::gauge& live_;
+  metrics::gauge& queued_;
+};
+
+// The event pool's events by kind (regular, timing).
+class event_pool_metrics {
+ public:
+  event_pool_metrics(metrics::registry& registry, const std::string& gpu, std::uint32_t capacity);
+
+  void levels(std::size_t kind, std::uint64_t available, std::uint64_t in_use) noexcept {
+    available_[kind % 2]->set(static_cast<std::int64_t>(available));
+    in_use_[kind % 2]->set(static_cast<std::int64_t>(in_use));
+  }
+  void exhausted(std::size_t kind) noexcept { exhausted_[kind % 2]->add(); }
+
+ private:
+  std::array<metrics::gauge*, 2> available_{};
+  std::array<metrics::gauge*, 2> in_use_{};
+  std::array<metrics::counter*, 2> exhausted_{};
+};
+
+// One barrier's generations.
+class barrier_metrics {
+ public:
+  barrier_metrics(metrics::registry& registry, const std::string& gpu, const std::string& barrier);
+
+  void crossed(std::int64_t wait_ns) noexcept {
+    crossed_.add();
+    wait_.observe(std::chrono::nanoseconds{wait_ns});
+  }
+  void timed_out() noexcept { timeouts_.add(); }
+  void failed() noexcept { failed_.add(); }
+
+ private:
+  metrics::counter& crossed_;
+  metrics::counter& timeouts_;
+  metrics::counter& failed_;
+  metrics::duration_histogram& wait_;
+};
+
+// The completion poller's counters, read from its stats() at scrape time, and its detection
+// delay, which the poller reports through poller_options::on_detected (detection_observer()).
+// Owned by the runtime; must go before the poller does.
+class poller_metrics {
+ public:
+  poller_metrics(metrics::registry& registry, std::string gpu);
+  // What poller_options::on_detected should call. The histogram lives in the registry, so the
+  // function stays valid as long as the registry does.
+  [[nodiscard]] std::function<void(std::chrono::nanoseconds)> detection_observer() const;
+  // Starts reading `poller`'s stats() at scrape time, until detach() or destruction.
+  void attach(const gpu::completion_poller& poller);
+  void detach() noexcept { series_.clear(); }
+
+ private:
+  metrics::registry& registry_;
+  std::string gpu_;
+  metrics::duration_histogram& detection_;
+  std::vector<metrics::callback_series> series_;
+};
+
+}  // namespace cudactor::detail
