@@ -9,10 +9,12 @@
 
 #include <string>
 
+#include "common/http_get.hpp"
 #include "cudactor/metrics/process_metrics.hpp"
 #include "cudactor/metrics/registry.hpp"
 
 using namespace cudactor::metrics;
+using cudactor::test::http_get;
 namespace asio = boost::asio;
 
 namespace {
@@ -21,19 +23,6 @@ exposer_options ephemeral() {
   exposer_options options;
   options.port = 0;
   return options;
-}
-
-// A plain HTTP/1.0 GET: the server closes the connection after the body.
-std::string http_get(std::uint16_t port, const std::string& path) {
-  asio::io_context io;
-  asio::ip::tcp::socket socket{io};
-  socket.connect({asio::ip::make_address("127.0.0.1"), port});
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  asio::write(socket, asio::buffer(request));
-  std::string response;
-  boost::system::error_code ec;
-  asio::read(socket, asio::dynamic_buffer(response), ec);
-  return response;
 }
 
 }  // namespace
