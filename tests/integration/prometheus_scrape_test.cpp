@@ -15,6 +15,7 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/child_process.hpp"
 #include "common/http_get.hpp"
@@ -51,8 +52,7 @@ std::string read_file(const fs::path& p) {
   return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
 }
 
-// The value of the single sample an instant query answers, or "" while there is none.
-std::string query_value(std::uint16_t port, const std::string& promql) {
+std::string encode(const std::string& promql) {
   std::string encoded;
   for (unsigned char c : promql) {
     if (std::isalnum(c) || c == '_' || c == '.' || c == '-') {
@@ -63,7 +63,32 @@ std::string query_value(std::uint16_t port, const std::string& promql) {
       encoded += hex;
     }
   }
-  const std::string body = http_get(port, "/api/v1/query?query=" + encoded);
+  return encoded;
+}
+
+// Every "expr" of the Grafana dashboard, JSON-unescaped, with Grafana's variables filled in.
+std::vector<std::string> dashboard_queries() {
+  const std::string json =
+      read_file(fs::path{CUDACTOR_SOURCE_DIR} / "docs/grafana/cudactor-dashboard.json");
+  static const std::regex expr{R"re("expr": "((?:[^"\\]|\\.)*)")re"};
+  std::vector<std::string> out;
+  for (std::sregex_iterator i{json.begin(), json.end(), expr}, end; i != end; ++i) {
+    std::string q;
+    const std::string raw = (*i)[1];
+    for (std::size_t k = 0; k < raw.size(); ++k) {
+      if (raw[k] == '\\' && k + 1 < raw.size()) ++k;
+      q += raw[k];
+    }
+    q = std::regex_replace(q, std::regex{R"(\$__rate_interval)"}, "15s");
+    q = std::regex_replace(q, std::regex{R"(\$gpu)"}, ".*");
+    out.push_back(q);
+  }
+  return out;
+}
+
+// The value of the single sample an instant query answers, or "" while there is none.
+std::string query_value(std::uint16_t port, const std::string& promql) {
+  const std::string body = http_get(port, "/api/v1/query?query=" + encode(promql));
   static const std::regex value{R"re("value":\[[0-9.e+]+,"([^"]*)"\])re"};
   std::smatch m;
   if (!std::regex_search(body, m, value)) return {};
@@ -145,6 +170,14 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_the_values_the_runtime_produced) {
       R"(histogram_quantile(0.5, cudactor_stream_operation_latency_seconds_bucket{stream="stream-0"}))");
   BOOST_REQUIRE(!p50.empty());
   BOOST_TEST(std::stod(p50) > 0.0);
+
+  // Every query of the Grafana dashboard is valid PromQL that Prometheus evaluates.
+  const auto queries = dashboard_queries();
+  BOOST_TEST(queries.size() >= 10u);
+  for (const auto& q : queries) {
+    const std::string body = http_get(web, "/api/v1/query?query=" + encode(q));
+    BOOST_TEST(body.find("\"status\":\"success\"") != std::string::npos, q << " -> " << body);
+  }
 
   server.stop();
   BOOST_TEST(!server.running());
