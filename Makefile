@@ -35,6 +35,8 @@ test: build
 bench: build
 	$(BUILD_DIR)/bench/poller_bench --quick
 	$(BUILD_DIR)/bench/stream_bench --quick
+	$(BUILD_DIR)/bench/coordinator_bench --quick
+	$(BUILD_DIR)/bench/metrics_bench --quick
 
 asan:
 	$(MAKE) --no-print-directory test BUILD_DIR=build-asan CMAKE_ARGS="-DCUDACTOR_SANITIZE=address $(CMAKE_ARGS)"

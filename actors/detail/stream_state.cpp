@@ -92,7 +92,7 @@ ticket stream_state::accept(pending_op op) {
     queue_.push_back(std::move(op));
     drain();
   }
-  metrics_->occupancy(in_flight(), queue_.size());
+  if (burst_ns_ == 0) metrics_->occupancy(in_flight(), queue_.size());  // else at end_burst
   return out;
 }
 
