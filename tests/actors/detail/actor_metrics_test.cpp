@@ -1,11 +1,11 @@
 // What the actors report to Prometheus, checked against the counts the tests make themselves,
 // read back the way a scrape reads them.
 #define BOOST_TEST_MODULE actor_metrics
-#include <boost/asio.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include "actors/coordinator_fixture.hpp"
 #include "common/gate.hpp"
+#include "common/http_get.hpp"
 #include "common/metric_reader.hpp"
 #include "cudactor/metrics/process_metrics.hpp"
 
@@ -23,13 +23,7 @@ work failing() {
   });
 }
 
-bool port_answers(std::uint16_t port) {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::socket socket{io};
-  boost::system::error_code ec;
-  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
-  return !ec;
-}
+bool port_answers(std::uint16_t port) { return !http_get(port, "/metrics").empty(); }
 
 }  // namespace
 
