@@ -58,13 +58,15 @@ class duration_histogram {
  public:
   explicit duration_histogram(bucket_bounds bounds);
 
-  void observe(std::chrono::nanoseconds d) noexcept {
+  // `times` observations of the same duration: a caller that sees runs of equal values (a
+  // batch completed at once, submitted in one burst) pays two atomic adds per run.
+  void observe(std::chrono::nanoseconds d, std::uint64_t times = 1) noexcept {
     const std::int64_t ns = d.count() < 0 ? 0 : d.count();
     const auto& b = *bounds_;
     // Prometheus buckets are "less than or equal".
     const auto i = static_cast<std::size_t>(std::lower_bound(b.begin(), b.end(), ns) - b.begin());
-    counts_[i].fetch_add(1, std::memory_order_relaxed);
-    sum_ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+    counts_[i].fetch_add(times, std::memory_order_relaxed);
+    sum_ns_.fetch_add(static_cast<std::uint64_t>(ns) * times, std::memory_order_relaxed);
   }
 
   struct snapshot {

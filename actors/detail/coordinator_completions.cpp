@@ -22,11 +22,12 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
   }
   std::array<std::uint32_t, stream_pool::workloads> ended_by_workload{};
   std::size_t next_failure = 0;
+  std::uint64_t ended = 0;
   while (!s.in_flight.empty() && s.in_flight.front().first <= batch.reached) {
     const auto [point, id] = s.in_flight.front();
     s.in_flight.pop_front();
     if (id.empty()) continue;  // a seal (close_off): whatever failed there was its op's
-    if (index < slot_metrics_.size()) slot_metrics_[index].completed(1);
+    ++ended;
     while (next_failure < batch.failures.size() && batch.failures[next_failure].point < point) {
       ++next_failure;
     }
@@ -49,6 +50,7 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
       deferred_.emplace(id, std::move(why));
     }
   }
+  if (ended != 0 && index < slot_metrics_.size()) slot_metrics_[index].completed(ended);
   s.completed = std::max(s.completed, std::min(batch.reached, s.issued));
   pool_.record_completions(index, ended_by_workload,
                            batch.detected_ns != 0 ? batch.detected_ns : now_ns());

@@ -465,7 +465,7 @@ void coordinator_state::report_levels() {
   for (std::uint32_t i = 0; i < pool_.size(); ++i) {
     const std::size_t n = pool_.at(i).in_flight.size();
     on_streams += n;
-    slot_metrics_[i].occupancy(n, 0);
+    slot_metrics_[i].publish(n, 0);  // and what the slot accepted and completed since
   }
   op_metrics_->live(graph_.live(), on_streams);
 }

@@ -92,7 +92,7 @@ ticket stream_state::accept(pending_op op) {
     queue_.push_back(std::move(op));
     drain();
   }
-  if (burst_ns_ == 0) metrics_->occupancy(in_flight(), queue_.size());  // else at end_burst
+  if (burst_ns_ == 0) metrics_->publish(in_flight(), queue_.size());  // else at end_burst
   return out;
 }
 
@@ -412,7 +412,7 @@ void stream_state::on_progress(const completion_batch& batch) {
     give_back_events(timing_cache, 2 * std::size_t{options_.event_batch});
   }
   drain();
-  metrics_->occupancy(in_flight(), queue_.size());
+  metrics_->publish(in_flight(), queue_.size());
 }
 
 caf::result<completion> stream_state::await(timeline_point point) {

@@ -63,7 +63,7 @@ class stream_state {
   void end_burst() {
     burst_ns_ = 0;
     flush_watches();
-    metrics_->occupancy(in_flight(), queue_.size());
+    metrics_->publish(in_flight(), queue_.size());
   }
   caf::result<event_ref> accept_record(gpu::event_kind kind);
   caf::result<buffer_ref> allocate(std::uint64_t bytes);

@@ -36,6 +36,17 @@ BOOST_AUTO_TEST_CASE(an_observation_lands_in_the_first_bucket_whose_bound_it_doe
   BOOST_TEST(snap.sum_seconds == 2.0 + 1e-3 + 1e-6 + 1.001e-6, boost::test_tools::tolerance(1e-12));
 }
 
+BOOST_AUTO_TEST_CASE(a_run_of_equal_observations_counts_each_one) {
+  duration_histogram h{buckets_in_seconds({1e-6, 1e-3})};
+  h.observe(500us, 40);
+  h.observe(2us);
+  const auto snap = h.read();
+  BOOST_TEST(snap.counts[0] == 0u);
+  BOOST_TEST(snap.counts[1] == 41u);
+  BOOST_TEST(snap.count == 41u);
+  BOOST_TEST(snap.sum_seconds == 40 * 500e-6 + 2e-6, boost::test_tools::tolerance(1e-12));
+}
+
 BOOST_AUTO_TEST_CASE(bad_bounds_are_refused) {
   BOOST_CHECK_THROW(buckets_in_seconds({0.0}), std::invalid_argument);
   BOOST_CHECK_THROW(buckets_in_seconds({1.0, 1.0}), std::invalid_argument);

@@ -7,6 +7,7 @@
 #include "common/gate.hpp"
 #include "common/http_get.hpp"
 #include "common/metric_reader.hpp"
+#include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/metrics/process_metrics.hpp"
 
 using namespace cudactor;
@@ -51,6 +52,64 @@ BOOST_FIXTURE_TEST_CASE(a_stream_counts_what_it_was_given, coordinator_fixture) 
   BOOST_TEST(r.counter("cudactor_stream_operations_total", {{"stream", "stream-1"}}) == 0);
   // No timing events asked for: no device times.
   BOOST_TEST(r.observations("cudactor_stream_gpu_seconds", stream0) == 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(batched_submissions_are_counted_per_op, coordinator_fixture) {
+  // Bursts are accumulated in the actor and published once: every op must still be there.
+  constexpr int batches = 50;
+  constexpr int per_batch = 100;
+  for (int b = 0; b < batches; ++b) {
+    std::vector<work> many(per_batch, noop());
+    auto t = ask<std::vector<ticket>>(rt().stream(1), submit_atom::value, many);
+    BOOST_REQUIRE_MESSAGE(t, why(t));
+    BOOST_REQUIRE_EQUAL(t->size(), std::size_t{per_batch});
+  }
+  BOOST_REQUIRE(ask<completion>(rt().stream(1), synchronize_atom::value));
+  BOOST_REQUIRE(ask<stream_status>(rt().stream(1), status_atom::value));
+  const label_map stream1{{"gpu", "host"}, {"stream", "stream-1"}};
+  const metric_reader r{rt().metrics()};
+  BOOST_TEST(r.counter("cudactor_stream_operations_total", stream1) == batches * per_batch);
+  BOOST_TEST(r.counter("cudactor_stream_operations_completed_total", stream1) ==
+             batches * per_batch);
+  BOOST_TEST(r.observations("cudactor_stream_operation_latency_seconds", stream1) ==
+             std::uint64_t{batches * per_batch});
+  BOOST_TEST(r.gauge("cudactor_stream_in_flight", stream1) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(stream_metrics_hold_counts_until_published) {
+  metrics::exposer_options off;
+  off.enabled = false;
+  metrics::registry registry{off};
+  detail::stream_metrics m{registry, "host", "s"};
+  const label_map s{{"gpu", "host"}, {"stream", "s"}};
+  for (int i = 0; i < 5; ++i) m.accepted();
+  // Runs of equal latencies, then a different one, then the first value again.
+  for (int i = 0; i < 3; ++i) m.latency(2'000);
+  m.latency(7'000'000);
+  m.latency(2'000);
+  {
+    const metric_reader r{registry};
+    BOOST_TEST(r.counter("cudactor_stream_operations_total", s) == 0);
+    // A run is flushed when a different value comes: the three and the 7 ms one are in, the
+    // last waits.
+    BOOST_TEST(r.observations("cudactor_stream_operation_latency_seconds", s) == 4u);
+  }
+  m.publish(2, 1);
+  const metric_reader r{registry};
+  BOOST_TEST(r.counter("cudactor_stream_operations_total", s) == 5);
+  BOOST_TEST(r.gauge("cudactor_stream_in_flight", s) == 2);
+  BOOST_TEST(r.gauge("cudactor_stream_queued", s) == 1);
+  const auto& h = r.sample("cudactor_stream_operation_latency_seconds", s).histogram;
+  BOOST_TEST(h.sample_count == 5u);
+  BOOST_TEST(h.sample_sum == 4 * 2e-6 + 7e-3, boost::test_tools::tolerance(1e-12));
+  // Cumulative buckets: le=2.5e-06 holds the four short ones, le=0.01 all five.
+  for (const auto& b : h.bucket) {
+    if (b.upper_bound == 2.5e-6) BOOST_TEST(b.cumulative_count == 4u);
+    if (b.upper_bound == 0.01) BOOST_TEST(b.cumulative_count == 5u);
+  }
+  // Publishing again adds nothing.
+  m.publish(0, 0);
+  BOOST_TEST(metric_reader{registry}.counter("cudactor_stream_operations_total", s) == 5);
 }
 
 BOOST_FIXTURE_TEST_CASE(timing_mode_observes_device_time, runtime_fixture) {
