@@ -17,12 +17,15 @@
 //    streams in practice).
 // Latency: one op at a time with nothing else in flight, register sent -> listener told,
 // back to back and after 2 ms of idleness (the poller and the CAF worker asleep).
+// The client API (actors/client.hpp) from a plain thread, beside the actor client: pipelined
+// futures (up to the same depth in flight) and one future at a time.
 // Memory: the coordinator's tracked state and the process's resident memory across many
 // graphs of independent ops (10M ops; 1M with --quick).
 //
 // Options after "--" go to every runtime started.
 #include <caf/all.hpp>
 
+#include <deque>
 #include <fstream>
 #include <future>
 #include <map>
@@ -30,6 +33,7 @@
 
 #include "common/host_runs.hpp"
 #include "common/report.hpp"
+#include "cudactor/actors/client.hpp"
 
 namespace {
 
@@ -228,6 +232,40 @@ bench::percentiles latency_run(runtime& rt, std::size_t n, std::chrono::microsec
   return bench::summarize_us(st->us);
 }
 
+// The same through cudactor::client from a plain thread: futures, up to `depth` in flight.
+double client_run(runtime& rt, std::uint64_t n) {
+  client c{rt};
+  std::deque<std::future<op_notice>> window;
+  const auto one = noop_spec();
+  const auto start = now_ns();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (window.size() == bench::depth) {
+      (void)window.front().get();
+      window.pop_front();
+    }
+    window.push_back(c.submit(one));
+  }
+  while (!window.empty()) {
+    (void)window.front().get();
+    window.pop_front();
+  }
+  return static_cast<double>(n) / ((now_ns() - start) * 1e-9);
+}
+
+// One op at a time from a plain thread: submit -> its future ready.
+bench::percentiles client_latency_run(runtime& rt, std::size_t n, std::chrono::microseconds gap) {
+  client c{rt};
+  const auto one = noop_spec();
+  std::vector<double> us;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto sent = now_ns();
+    (void)c.submit(one).get();
+    us.push_back((now_ns() - sent) * 1e-3);
+    if (gap.count() > 0) std::this_thread::sleep_for(gap);
+  }
+  return bench::summarize_us(us);
+}
+
 std::uint64_t resident_bytes() {
   std::ifstream statm{"/proc/self/statm"};
   std::uint64_t pages = 0, resident = 0;
@@ -252,7 +290,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args{"--cudactor.streams=1", "--cudactor.coordinator.streams=8"};
 
   std::map<shape, samples> graph;
-  samples single, direct;
+  samples single, direct, via_client;
   samples chain_waits, random_waits, random_skipped, random_cross;
   std::string backend;
   for (int round = 0; round < rounds; ++round) {
@@ -275,6 +313,7 @@ int main(int argc, char** argv) {
       }
     }
     single.add(pipelined_run(*rt, n));
+    via_client.add(client_run(*rt, n));
   }
 
   bench::table results({"path", "shape", "ops", "ops/s (median)", "range", "direct/this"});
@@ -284,6 +323,9 @@ int main(int argc, char** argv) {
   }
   results.add({"single, pipelined", "independent", std::to_string(n), fixed(single.median(), 0),
                single.range(), fixed(direct.median() / single.median(), 2)});
+  results.add({"client, futures, pipelined", "independent", std::to_string(n),
+               fixed(via_client.median(), 0), via_client.range(),
+               fixed(direct.median() / via_client.median(), 2)});
   results.add({"direct backend", "independent", std::to_string(n), fixed(direct.median(), 0),
                direct.range(), "1.00"});
   results.print("register -> end told to a listener, 8 coordinator streams, host backend, " +
@@ -305,6 +347,14 @@ int main(int argc, char** argv) {
       {"back to back", std::to_string(hot.n), fixed(hot.p50), fixed(hot.p99), fixed(hot.max)});
   latency.add({"after 2 ms idle", std::to_string(idle.n), fixed(idle.p50), fixed(idle.p99),
                fixed(idle.max)});
+  client_latency_run(*rt, 100, std::chrono::microseconds{0});  // warm-up
+  const auto client_hot = client_latency_run(*rt, latency_samples, std::chrono::microseconds{0});
+  const auto client_idle =
+      client_latency_run(*rt, latency_samples / 2, std::chrono::microseconds{2000});
+  latency.add({"client future, back to back", std::to_string(client_hot.n), fixed(client_hot.p50),
+               fixed(client_hot.p99), fixed(client_hot.max)});
+  latency.add({"client future, after 2 ms idle", std::to_string(client_idle.n),
+               fixed(client_idle.p50), fixed(client_idle.p99), fixed(client_idle.max)});
   latency.print("register sent -> listener told");
 
   // Memory over many ops: graphs of independent ops, one after another.
@@ -337,12 +387,16 @@ int main(int argc, char** argv) {
   json.add("graph_chain_ops_per_s", graph[shape::chain].median());
   json.add("graph_fan_ops_per_s", graph[shape::fan].median());
   json.add("single_ops_per_s", single.median());
+  json.add("client_ops_per_s", via_client.median());
   json.add("direct_ops_per_s", direct.median());
   json.add("direct_over_graph", direct.median() / graph[shape::random].median());
   json.add("single_op_latency_p50_us", idle.p50);
   json.add("single_op_latency_p99_us", idle.p99);
   json.add("hot_latency_p50_us", hot.p50);
   json.add("hot_latency_p99_us", hot.p99);
+  json.add("client_latency_p50_us", client_idle.p50);
+  json.add("client_latency_p99_us", client_idle.p99);
+  json.add("client_hot_latency_p50_us", client_hot.p50);
   json.add("memory_ops", static_cast<double>(chunks * chunk));
   json.add("rss_first_mib", rss_first / 1048576.0);
   json.add("rss_last_mib", rss_last / 1048576.0);

@@ -1,6 +1,7 @@
 #include "cudactor/messaging/message_types.hpp"
 
 #include "cudactor/messaging/barrier_protocol.hpp"
+#include "cudactor/messaging/client_protocol.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/event_pool_protocol.hpp"
@@ -49,6 +50,9 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<deadlock_report>("cudactor::deadlock_report")
       .add_message_type<op_listener>("cudactor::op_listener")
       .add_message_type<coordinator_actor>("cudactor::coordinator_actor")
+      .add_message_type<op_callback>("cudactor::op_callback")
+      .add_message_type<graph_callback>("cudactor::graph_callback")
+      .add_message_type<client_actor>("cudactor::client_actor")
       // barriers
       .add_message_type<barrier_mode>("cudactor::barrier_mode")
       .add_message_type<barrier_arrival>("cudactor::barrier_arrival")
