@@ -1,5 +1,7 @@
 # cudactor: one command from a bare Debian bookworm machine to green tests.
 #
+#   make demo        install missing packages, build and run cudactor-demo, the main job
+#                    (ARGS="--steps=100 --streams=4 ..." passes options; ARGS=--help lists them)
 #   make test        install missing packages, configure, build, run every test
 #   make build       the same without running the tests
 #   make asan        address + undefined-behaviour sanitizers, all tests (build-asan/)
@@ -15,10 +17,11 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
+ARGS ?=
 
 SOURCES = $(shell git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null)
 
-.PHONY: deps configure build test bench asan tsan format clean
+.PHONY: deps configure build demo test bench asan tsan format clean
 
 deps:
 	@scripts/install-deps
@@ -28,6 +31,10 @@ configure: deps
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target cudactor-demo
+	$(BUILD_DIR)/demo/cudactor-demo $(ARGS)
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)

@@ -1,0 +1,284 @@
+// demo/main.cpp — cudactor-demo
+//
+// cudactor doing its main job: a training-step control plane. Every step is one graph
+// submitted to the coordinator (demo/training_step.hpp): the next batch copied in, forward
+// and backward per layer, a gradient all-reduce per layer, the optimizer, a barrier, spread
+// over the coordinator's priority streams. The control plane is an ordinary loop using
+// cudactor::client: it submits a step, learns of its end through a future, checks it,
+// submits the next. A progress line runs meanwhile; metrics are served for Prometheus; at
+// the end a summary table, and the weights checked against the same arithmetic on the host.
+//
+//   cudactor-demo                      # the host backend, or the GPU when there is one
+//   cudactor-demo --steps=50 --layers=4 --streams=4 --backend=host --metrics-port=0
+//   cudactor-demo --help
+#include <caf/all.hpp>
+
+#include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cudactor/actors/client.hpp"
+#include "cudactor/actors/runtime.hpp"
+#include "kernels.hpp"
+#include "training_step.hpp"
+
+using namespace cudactor;
+
+namespace {
+
+volatile std::sig_atomic_t interrupted = 0;
+
+class demo_config : public runtime_config {
+ public:
+  demo_config() {
+    opt_group{custom_options_, "global"}
+        .add(steps, "steps", "training steps to run (0: as many as fit in --duration)")
+        .add(duration, "duration", "seconds to run when --steps is 0")
+        .add(layers, "layers", "layers of the model")
+        .add(replicas, "replicas", "data-parallel replicas whose gradients are all-reduced (1-8)")
+        .add(width, "width", "floats per layer")
+        .add(streams, "streams", "coordinator streams (shorthand for cudactor.coordinator.streams)")
+        .add(backend, "backend", "auto, host or cuda (shorthand for cudactor.backend)")
+        .add(metrics_port, "metrics-port",
+             "serve metrics on 127.0.0.1:PORT; 0: off (shorthand for cudactor.metrics.*)")
+        .add(quiet, "quiet", "no progress line");
+  }
+  std::size_t steps = 0;
+  std::size_t duration = 15;
+  std::size_t layers = 8;
+  std::size_t replicas = 4;
+  std::size_t width = std::size_t{1} << 16;
+  std::size_t streams = 6;
+  std::string backend = "auto";
+  std::size_t metrics_port = 9464;
+  bool quiet = false;
+};
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+// Time during which the stream had an operation outstanding (dispatched, its end not yet
+// seen): the union of [dispatched, ended] over its operations.
+struct busy_time {
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+  std::uint64_t ops = 0;
+  [[nodiscard]] std::int64_t total() {
+    std::sort(spans.begin(), spans.end());
+    std::int64_t sum = 0, start = 0, end = -1;
+    for (const auto& [a, b] : spans) {
+      if (a > end) {
+        if (end > start) sum += end - start;
+        start = a;
+        end = b;
+      } else {
+        end = std::max(end, b);
+      }
+    }
+    if (end > start) sum += end - start;
+    return sum;
+  }
+};
+
+// Quantile of a Prometheus histogram, as the upper bound of the bucket it falls in.
+double histogram_quantile(const prometheus::ClientMetric::Histogram& h, double q) {
+  const double rank = q * static_cast<double>(h.sample_count);
+  for (const auto& b : h.bucket) {
+    if (static_cast<double>(b.cumulative_count) >= rank && b.cumulative_count > 0) {
+      return b.upper_bound;
+    }
+  }
+  return 0;
+}
+
+std::string us(double ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", ns / 1e3);
+  return buf;
+}
+
+// The demo's defaults, then the command line, then the shorthands spelled out as the
+// runtime's own options (CAF takes the last value given).
+std::vector<std::string> arguments(int argc, char** argv) {
+  std::vector<std::string> out{"--cudactor.coordinator.streams=6",
+                               "--cudactor.coordinator.high-priority-streams=1",
+                               "--cudactor.coordinator.low-priority-streams=1"};
+  std::vector<std::string> spelled;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    out.push_back(a);
+    auto value_of = [&](const std::string& name) -> std::optional<std::string> {
+      const std::string prefix = "--" + name + "=";
+      if (a.rfind(prefix, 0) == 0) return a.substr(prefix.size());
+      return std::nullopt;
+    };
+    if (auto v = value_of("streams")) {
+      spelled.push_back("--cudactor.coordinator.streams=" + *v);
+      if (*v == "1" || *v == "2")
+        spelled.push_back("--cudactor.coordinator.low-priority-streams=0");
+      if (*v == "1") spelled.push_back("--cudactor.coordinator.high-priority-streams=0");
+    } else if (auto b = value_of("backend")) {
+      spelled.push_back("--cudactor.backend=" + *b);
+    } else if (auto p = value_of("metrics-port")) {
+      spelled.push_back(*p == "0" ? "--cudactor.metrics.no-exposer"
+                                  : "--cudactor.metrics.port=" + *p);
+    }
+  }
+  out.insert(out.end(), spelled.begin(), spelled.end());
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  demo_config config;
+  if (auto err = config.parse(arguments(argc, argv))) {
+    std::fprintf(stderr, "cudactor-demo: %s\n", caf::to_string(err).c_str());
+    return 2;
+  }
+  if (config.cli_helptext_printed) return 0;
+  auto started = runtime::start(config);
+  if (!started) {
+    std::fprintf(stderr, "cudactor-demo: %s\n", started.error().to_string().c_str());
+    return 1;
+  }
+  auto rt = std::move(started.value());
+  std::signal(SIGINT, [](int) { interrupted = 1; });
+
+  demo::model_shape shape;
+  shape.layers = config.layers;
+  shape.replicas = config.replicas;
+  shape.width = config.width;
+  auto made = demo::training_model::make(rt->device(), shape);
+  if (!made) {
+    std::fprintf(stderr, "cudactor-demo: %s\n", made.error().to_string().c_str());
+    return 1;
+  }
+  // Its memory is the backend's: it must go before the runtime shuts down.
+  std::optional<demo::training_model> held{std::move(made.value())};
+  demo::training_model& model = *held;
+  const bool on_gpu = rt->device().kind() == gpu::backend_kind::cuda;
+  const std::string how_long = config.steps != 0 ? std::to_string(config.steps) + " steps"
+                                                 : std::to_string(config.duration) + " seconds";
+  std::printf(
+      "cudactor-demo: %s of training steps, %zu ops each (%zu layers, %zu replicas, %zu "
+      "floats per layer)\n",
+      how_long.c_str(), model.ops_per_step(), shape.layers, shape.replicas, shape.width);
+  const std::string endpoint = rt->metrics().endpoint();
+  std::printf("backend: %s; coordinator streams: %zu; metrics: %s\n", rt->backend_reason().c_str(),
+              rt->options().coordinator.streams,
+              endpoint.empty() ? "not served" : endpoint.c_str());
+  if (on_gpu && !demo::built_with_cuda()) {
+    std::fprintf(stderr, "cudactor-demo: a GPU is present but this build has no CUDA kernels\n");
+    return 1;
+  }
+  std::fflush(stdout);
+
+  std::vector<double> latency_ns;
+  std::map<std::uint32_t, busy_time> streams;
+  std::uint64_t ops = 0, failed = 0;
+  std::string first_failure;
+  auto account = [&](const std::vector<op_notice>& ends) {
+    for (const auto& n : ends) {
+      ++ops;
+      if (n.state != op_state::completed) {
+        if (failed++ == 0) first_failure = rt->system().render(n.cause);
+        continue;
+      }
+      latency_ns.push_back(static_cast<double>(n.ended_ns - n.registered_ns));
+      if (n.point != 0) {
+        auto& s = streams[n.stream.value];
+        s.spans.emplace_back(n.dispatched_ns, n.ended_ns);
+        ++s.ops;
+      }
+    }
+  };
+
+  const bool live = !config.quiet && isatty(STDOUT_FILENO);
+  std::size_t steps_done = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto last_print = start;
+  {
+    client control{*rt};
+    account(control.submit(model.prepare()).get());
+    const auto until = start + std::chrono::seconds{config.duration};
+    const std::string of = config.steps != 0 ? "/" + std::to_string(config.steps) : "";
+    for (std::uint64_t step = 0; !interrupted && failed == 0; ++step) {
+      if (config.steps != 0 ? step >= config.steps : std::chrono::steady_clock::now() >= until) {
+        break;
+      }
+      model.fill_next(step);
+      account(control.submit(model.step_graph(step)).get());
+      ++steps_done;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_print > std::chrono::milliseconds{live ? 200 : 2000}) {
+        last_print = now;
+        const double s = std::chrono::duration<double>(now - start).count();
+        std::printf("%sstep %zu%s  %.0f steps/s  %.0f ops/s  latency p99 %s us%s", live ? "\r" : "",
+                    steps_done, of.c_str(), steps_done / s, ops / s,
+                    us(percentile(latency_ns, 0.99)).c_str(), live ? "   " : "\n");
+        std::fflush(stdout);
+      }
+    }
+  }
+  runtime::release_calling_thread();
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (live) std::printf("\n");
+
+  // Summary.
+  std::printf("\n%-34s %s\n", "steps", std::to_string(steps_done).c_str());
+  std::printf("%-34s %.2f s\n", "wall time", wall_s);
+  std::printf("%-34s %.1f\n", "steps/s", steps_done / wall_s);
+  std::printf("%-34s %.0f\n", "ops/s", ops / wall_s);
+  std::printf("%-34s %s / %s us\n", "op latency p50 / p99", us(percentile(latency_ns, 0.5)).c_str(),
+              us(percentile(latency_ns, 0.99)).c_str());
+  for (const auto& family : rt->metrics().collect()) {
+    if (family.name != "cudactor_poller_detection_delay_seconds") continue;
+    for (const auto& m : family.metric) {
+      const auto& h = m.histogram;
+      if (h.sample_count == 0) continue;
+      std::printf("%-34s mean %s us, p50 <= %s us, p99 <= %s us (%llu detections)\n",
+                  "detection delay",
+                  us(h.sample_sum / static_cast<double>(h.sample_count) * 1e9).c_str(),
+                  us(histogram_quantile(h, 0.5) * 1e9).c_str(),
+                  us(histogram_quantile(h, 0.99) * 1e9).c_str(),
+                  static_cast<unsigned long long>(h.sample_count));
+    }
+  }
+  std::printf("\n%-12s %10s %22s\n", "stream", "ops", "utilisation (busy %)");
+  for (auto& [id, s] : streams) {
+    std::printf("%-12s %10llu %22.1f\n", ("#" + std::to_string(id)).c_str(),
+                static_cast<unsigned long long>(s.ops),
+                100.0 * static_cast<double>(s.total()) / (wall_s * 1e9));
+  }
+  int rc = 0;
+  if (failed != 0) {
+    std::printf("\n%llu operations failed; the first: %s\n",
+                static_cast<unsigned long long>(failed), first_failure.c_str());
+    rc = 1;
+  } else {
+    const double diff = model.max_difference(steps_done);
+    std::printf(
+        "\nweights: sum %.6f after %zu steps; largest difference from the host "
+        "reference %.3g: %s\n",
+        model.weight_sum(), steps_done, diff,
+        diff == 0     ? "exact"
+        : diff < 1e-5 ? "ok"
+                      : "WRONG");
+    if (diff >= 1e-5) rc = 1;
+  }
+  held.reset();
+  rt->shutdown();
+  return rc;
+}

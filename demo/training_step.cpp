@@ -1,0 +1,206 @@
+// demo/training_step.cpp
+#include "training_step.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels.hpp"
+
+namespace cudactor::demo {
+
+namespace {
+
+op_spec op(op_type type, op_priority priority, op_workload workload, std::string what,
+           gpu::work_fn fn) {
+  op_spec s;
+  s.type = type;
+  s.priority = priority;
+  s.workload = workload;
+  s.description = std::move(what);
+  s.body = work::local(std::move(fn));
+  return s;
+}
+
+// The scale replica r applies to its gradient: replicas see different data.
+float replica_factor(std::size_t r) { return 0.001f * static_cast<float>(r + 1); }
+
+}  // namespace
+
+void fill_batch(float* x, std::size_t width, std::uint64_t step) {
+  for (std::size_t i = 0; i < width; ++i) {
+    x[i] = static_cast<float>((i * 7 + step * 13) % 101) / 101.0f;
+  }
+}
+
+gpu::result<training_model> training_model::make(gpu::backend& device, model_shape shape) {
+  if (shape.layers == 0 || shape.layers > 256 || shape.replicas == 0 ||
+      shape.replicas > max_inputs || shape.width == 0 || shape.width > (std::size_t{1} << 26)) {
+    return gpu::status{gpu::errc::invalid_argument,
+                       "model: 1-256 layers, 1-8 replicas, 1 to 2^26 floats per layer"};
+  }
+  training_model m{shape};
+  const std::size_t bytes = shape.width * sizeof(float);
+  auto managed = [&](std::vector<gpu::buffer>& into, std::size_t count) -> gpu::status {
+    for (std::size_t i = 0; i < count; ++i) {
+      auto b = device.allocate_managed(bytes);
+      if (!b) return b.error();
+      into.push_back(std::move(b.value()));
+    }
+    return {};
+  };
+  if (auto s = managed(m.weights_, shape.layers); !s) return s;
+  if (auto s = managed(m.activations_, shape.layers); !s) return s;
+  if (auto s = managed(m.gradients_, shape.layers * shape.replicas); !s) return s;
+  if (auto s = managed(m.reduced_, shape.layers); !s) return s;
+  if (auto s = managed(m.inputs_, 2); !s) return s;
+  for (int i = 0; i < 2; ++i) {
+    auto b = device.allocate_pinned(bytes);
+    if (!b) return b.error();
+    m.staged_.push_back(std::move(b.value()));
+  }
+  for (std::size_t l = 0; l < shape.layers; ++l) std::fill_n(m.weights(l), shape.width, 1.0f);
+  return m;
+}
+
+graph_spec training_model::prepare() {
+  fill_batch(staged(0), shape_.width, 0);
+  graph_spec g;
+  float* dst = input(0);
+  const float* src = staged(0);
+  const std::size_t bytes = shape_.width * sizeof(float);
+  g.add(op(op_type::memory_transfer, op_priority::high, op_workload::memory, "copy batch 0",
+           [=](const gpu::launch_context& ctx) { return copy(ctx, dst, src, bytes); }));
+  return g;
+}
+
+void training_model::fill_next(std::uint64_t step) {
+  fill_batch(staged(step + 1), shape_.width, step + 1);
+}
+
+graph_spec training_model::step_graph(std::uint64_t step) const {
+  const std::size_t n = shape_.width;
+  const std::size_t layers = shape_.layers;
+  const std::size_t replicas = shape_.replicas;
+  const float lr = shape_.learning_rate;
+  graph_spec g;
+  std::vector<std::uint32_t> last;  // what the barrier waits for
+
+  // The next step's batch, copied while this step computes.
+  {
+    float* dst = input(step + 1);
+    const float* src = staged(step + 1);
+    last.push_back(g.add(op(
+        op_type::memory_transfer, op_priority::high, op_workload::memory, "copy next batch",
+        [=](const gpu::launch_context& ctx) { return copy(ctx, dst, src, n * sizeof(float)); })));
+  }
+  // Forward: a[l] = w[l] * a[l-1], a[-1] being this step's batch.
+  std::vector<std::uint32_t> forward(layers);
+  for (std::size_t l = 0; l < layers; ++l) {
+    float* out = activation(l);
+    const float* w = weights(l);
+    const float* in = l == 0 ? input(step) : activation(l - 1);
+    std::vector<std::uint32_t> after;
+    if (l > 0) after.push_back(forward[l - 1]);
+    forward[l] =
+        g.add(op(op_type::kernel, op_priority::normal, op_workload::compute,
+                 "forward " + std::to_string(l),
+                 [=](const gpu::launch_context& ctx) { return multiply(ctx, out, w, in, n); }),
+              std::move(after));
+  }
+  // Backward, last layer first, one chain per replica: grad[l][r] = a[l-1] * factor(r).
+  std::vector<std::uint32_t> previous(replicas, forward[layers - 1]);
+  for (std::size_t l = layers; l-- > 0;) {
+    std::vector<std::uint32_t> grads(replicas);
+    for (std::size_t r = 0; r < replicas; ++r) {
+      float* out = gradient(l, r);
+      const float* in = l == 0 ? input(step) : activation(l - 1);
+      const float f = replica_factor(r);
+      grads[r] =
+          g.add(op(op_type::kernel, op_priority::normal, op_workload::compute,
+                   "backward " + std::to_string(l),
+                   [=](const gpu::launch_context& ctx) { return scale(ctx, out, in, f, n); }),
+                {previous[r]});
+      previous[r] = grads[r];
+    }
+    // The all-reduce of this layer's gradients starts as soon as they exist, while the
+    // backward pass goes on below it.
+    std::vector<const float*> inputs(replicas);
+    for (std::size_t r = 0; r < replicas; ++r) inputs[r] = gradient(l, r);
+    float* mean = reduced(l);
+    const auto reduce = g.add(op(op_type::all_reduce, op_priority::high, op_workload::mixed,
+                                 "all-reduce " + std::to_string(l),
+                                 [=](const gpu::launch_context& ctx) {
+                                   return mean_of(ctx, mean, inputs.data(), inputs.size(), n);
+                                 }),
+                              grads);
+    // The update must not change w[l] while forward (done) or backward of the layer above
+    // still reads it; backward reads activations only, so the all-reduce is enough.
+    float* w = weights(l);
+    last.push_back(
+        g.add(op(op_type::kernel, op_priority::normal, op_workload::compute,
+                 "optimizer " + std::to_string(l),
+                 [=](const gpu::launch_context& ctx) { return axpy(ctx, w, -lr, mean, n); }),
+              {reduce}));
+  }
+  // Backward chains read activations the next step's forward overwrites: the barrier waits
+  // for them too (they precede the all-reduces, so the updates cover them).
+  op_spec barrier;
+  barrier.type = op_type::barrier;
+  barrier.priority = op_priority::critical;
+  barrier.workload = op_workload::coordination;
+  barrier.description = "step " + std::to_string(step) + " barrier";
+  barrier.body = work::local([](const gpu::launch_context&) { return gpu::status{}; });
+  g.add(std::move(barrier), std::move(last));
+  return g;
+}
+
+double training_model::weight_sum() const {
+  double sum = 0;
+  for (std::size_t l = 0; l < shape_.layers; ++l) {
+    for (std::size_t i = 0; i < shape_.width; ++i) sum += weights(l)[i];
+  }
+  return sum;
+}
+
+double training_model::max_difference(std::uint64_t steps) const {
+  const auto expected = reference(shape_, steps);
+  double worst = 0;
+  for (std::size_t l = 0; l < shape_.layers; ++l) {
+    for (std::size_t i = 0; i < shape_.width; ++i) {
+      worst = std::max(worst, std::fabs(static_cast<double>(weights(l)[i]) - expected[l][i]));
+    }
+  }
+  return worst;
+}
+
+std::vector<std::vector<float>> reference(const model_shape& shape, std::uint64_t steps) {
+  const std::size_t n = shape.width;
+  std::vector<std::vector<float>> w(shape.layers, std::vector<float>(n, 1.0f));
+  std::vector<std::vector<float>> a(shape.layers, std::vector<float>(n));
+  std::vector<float> x(n), grad(n), mean(n);
+  for (std::uint64_t step = 0; step < steps; ++step) {
+    fill_batch(x.data(), n, step);
+    for (std::size_t l = 0; l < shape.layers; ++l) {
+      const std::vector<float>& in = l == 0 ? x : a[l - 1];
+      for (std::size_t i = 0; i < n; ++i) a[l][i] = w[l][i] * in[i];
+    }
+    for (std::size_t l = shape.layers; l-- > 0;) {
+      const std::vector<float>& in = l == 0 ? x : a[l - 1];
+      std::fill(mean.begin(), mean.end(), 0.0f);
+      for (std::size_t r = 0; r < shape.replicas; ++r) {
+        const float f = replica_factor(r);
+        for (std::size_t i = 0; i < n; ++i) mean[i] = mean[i] + in[i] * f;
+      }
+      const float c = static_cast<float>(shape.replicas);
+      for (std::size_t i = 0; i < n; ++i) {
+        const float m = mean[i] / c;
+        const float ax = -shape.learning_rate * m;
+        w[l][i] = w[l][i] + ax;
+      }
+    }
+  }
+  return w;
+}
+
+}  // namespace cudactor::demo

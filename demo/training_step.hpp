@@ -1,0 +1,80 @@
+// demo/training_step.hpp
+//
+// A data-parallel training step as one coordinator graph, the shape a training control plane
+// submits every step: the next batch copied host -> device (prefetched during this step),
+// forward through every layer, backward per replica, a gradient all-reduce per layer, the
+// optimizer update, and a barrier that ends the step. Priorities follow what a real step
+// wants first: the copy and the all-reduces high, the compute normal, the barrier critical.
+//
+// The model is small and element-wise (a layer multiplies by its weights), so that each
+// step's numbers can be recomputed on the host and checked: reference() runs the same
+// arithmetic in plain loops, and the weights after N steps must equal it on either backend.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cudactor/gpu/backend.hpp"
+#include "cudactor/messaging/coordinator_types.hpp"
+
+namespace cudactor::demo {
+
+struct model_shape {
+  std::size_t layers = 8;
+  std::size_t replicas = 4;      // gradients averaged by the all-reduce (at most 8)
+  std::size_t width = 1u << 16;  // floats per layer
+  float learning_rate = 0.01f;
+};
+
+// The batch of step `step`: a fixed pattern, so the reference can make it too.
+void fill_batch(float* x, std::size_t width, std::uint64_t step);
+
+// The model's memory on the device (managed memory: the host can read it for the check) and
+// the two pinned host batches the copies come from.
+class training_model {
+ public:
+  // invalid_argument for a shape out of range; out_of_memory as the backend says.
+  [[nodiscard]] static gpu::result<training_model> make(gpu::backend& device, model_shape shape);
+
+  // The graph of step `step`. It reads the batch that step `step - 1`'s graph copied (step
+  // 0's is copied by prepare()) and copies the batch of `step + 1` from the other pinned
+  // buffer, which fill_next() must have filled first.
+  [[nodiscard]] graph_spec step_graph(std::uint64_t step) const;
+  // Fills the pinned batch that step `step`'s graph copies from (that of step + 1). The
+  // graph of step - 1 must have ended: it copied from the same buffer.
+  void fill_next(std::uint64_t step);
+  // Step 0's batch, before the first step: filled and copied by the caller's first graph.
+  [[nodiscard]] graph_spec prepare();
+
+  // Sum of every weight, and the largest difference from the host's reference after `steps`.
+  [[nodiscard]] double weight_sum() const;
+  [[nodiscard]] double max_difference(std::uint64_t steps) const;
+
+  [[nodiscard]] const model_shape& shape() const noexcept { return shape_; }
+  [[nodiscard]] std::size_t ops_per_step() const noexcept {
+    return 3 + shape_.layers * (3 + shape_.replicas);
+  }
+
+ private:
+  explicit training_model(model_shape shape) : shape_(shape) {}
+  float* weights(std::size_t l) const { return weights_[l].as<float>(); }
+  float* activation(std::size_t l) const { return activations_[l].as<float>(); }
+  float* gradient(std::size_t l, std::size_t r) const {
+    return gradients_[l * shape_.replicas + r].as<float>();
+  }
+  float* reduced(std::size_t l) const { return reduced_[l].as<float>(); }
+  float* input(std::uint64_t step) const { return inputs_[step % 2].as<float>(); }
+  float* staged(std::uint64_t step) const { return staged_[step % 2].as<float>(); }
+
+  model_shape shape_;
+  std::vector<gpu::buffer> weights_, activations_, gradients_, reduced_;
+  std::vector<gpu::buffer> inputs_;  // device: the batch of even / odd steps
+  std::vector<gpu::buffer> staged_;  // pinned host: where those batches come from
+};
+
+// The weights after `steps` steps, computed on the host alone.
+[[nodiscard]] std::vector<std::vector<float>> reference(const model_shape& shape,
+                                                        std::uint64_t steps);
+
+}  // namespace cudactor::demo
