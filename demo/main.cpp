@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   const std::string how_long = config.steps != 0 ? std::to_string(config.steps) + " steps"
                                                  : std::to_string(config.duration) + " seconds";
   std::printf(
-      "cudactor-demo: %s of training steps, %zu ops each (%zu layers, %zu replicas, %zu "
+      "cudactor-demo: %s of training, %zu ops per step (%zu layers, %zu replicas, %zu "
       "floats per layer)\n",
       how_long.c_str(), model.ops_per_step(), shape.layers, shape.replicas, shape.width);
   const std::string endpoint = rt->metrics().endpoint();

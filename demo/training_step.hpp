@@ -52,8 +52,10 @@ class training_model {
   [[nodiscard]] double max_difference(std::uint64_t steps) const;
 
   [[nodiscard]] const model_shape& shape() const noexcept { return shape_; }
+  // The next batch's copy and the barrier, and per layer: forward, backward per replica,
+  // all-reduce, optimizer.
   [[nodiscard]] std::size_t ops_per_step() const noexcept {
-    return 3 + shape_.layers * (3 + shape_.replicas);
+    return 2 + shape_.layers * (3 + shape_.replicas);
   }
 
  private:

@@ -8,12 +8,13 @@ out=$("$demo" --steps=40 --layers=4 --replicas=3 --width=4096 --streams=3 --metr
   --cudactor.backend=host --quiet)
 echo "$out"
 fail() { echo "demo_smoke: $*" >&2; exit 1; }
+echo "$out" | grep -q '26 ops per step' || fail "not 26 ops per step"
 echo "$out" | grep -q '^steps  *40$' || fail "not 40 steps"
 echo "$out" | grep -Eq '^ops/s  *[1-9][0-9]*$' || fail "no ops/s"
 echo "$out" | grep -Eq '^op latency p50 / p99  *[0-9.]+ / [0-9.]+ us$' || fail "no latency"
 echo "$out" | grep -Eq '^detection delay  *mean [0-9.]+ us' || fail "no detection delay"
-# 4 layers x (3 + 3 replicas) + 3 = 27 ops per step, one copy first; each step's barrier is
-# settled by the coordinator on no stream: 40 x 26 + 1 ops on the three streams.
+# 2 + 4 layers x (3 + 3 replicas) = 26 ops per step (the header says so), one copy before the
+# first step: 40 x 26 + 1 ops on the three streams.
 streams=$(echo "$out" | grep -Ec '^#[0-9]+  *[1-9][0-9]*  *[0-9.]+$') || true
 [ "$streams" -eq 3 ] || fail "expected 3 streams with work, found $streams"
 total=$(echo "$out" | awk '/^#[0-9]+ / { s += $2 } END { print s }')
