@@ -268,11 +268,12 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(failed), first_failure.c_str());
     rc = 1;
   } else {
-    const double diff = model.max_difference(steps_done);
+    constexpr std::size_t checked = 4096;  // weights per layer recomputed on the host
+    const double diff = model.max_difference(steps_done, checked);
     std::printf(
-        "\nweights: sum %.6f after %zu steps; largest difference from the host "
-        "reference %.3g: %s\n",
-        model.weight_sum(), steps_done, diff,
+        "\nweights: sum %.6f after %zu steps; %zu per layer recomputed on the host, largest "
+        "difference from the host reference %.3g: %s\n",
+        model.weight_sum(), steps_done, std::min(checked, shape.width), diff,
         diff == 0     ? "exact"
         : diff < 1e-5 ? "ok"
                       : "WRONG");

@@ -27,10 +27,12 @@ float replica_factor(std::size_t r) { return 0.001f * static_cast<float>(r + 1);
 
 }  // namespace
 
+float batch_value(std::size_t i, std::uint64_t step) {
+  return static_cast<float>((i * 7 + step * 13) % 101) / 101.0f;
+}
+
 void fill_batch(float* x, std::size_t width, std::uint64_t step) {
-  for (std::size_t i = 0; i < width; ++i) {
-    x[i] = static_cast<float>((i * 7 + step * 13) % 101) / 101.0f;
-  }
+  for (std::size_t i = 0; i < width; ++i) x[i] = batch_value(i, step);
 }
 
 gpu::result<training_model> training_model::make(gpu::backend& device, model_shape shape) {
@@ -163,40 +165,46 @@ double training_model::weight_sum() const {
   return sum;
 }
 
-double training_model::max_difference(std::uint64_t steps) const {
-  const auto expected = reference(shape_, steps);
+double training_model::max_difference(std::uint64_t steps, std::size_t samples) const {
+  std::vector<std::size_t> at;
+  const std::size_t n = shape_.width;
+  const std::size_t count = std::min(samples == 0 ? std::size_t{1} : samples, n);
+  for (std::size_t k = 0; k < count; ++k) at.push_back(k * n / count);
+  at.back() = n - 1;  // the last weight too
+  const auto expected = reference(shape_, steps, at);
   double worst = 0;
   for (std::size_t l = 0; l < shape_.layers; ++l) {
-    for (std::size_t i = 0; i < shape_.width; ++i) {
-      worst = std::max(worst, std::fabs(static_cast<double>(weights(l)[i]) - expected[l][i]));
+    for (std::size_t k = 0; k < at.size(); ++k) {
+      worst = std::max(worst, std::fabs(static_cast<double>(weights(l)[at[k]]) - expected[l][k]));
     }
   }
   return worst;
 }
 
-std::vector<std::vector<float>> reference(const model_shape& shape, std::uint64_t steps) {
-  const std::size_t n = shape.width;
+std::vector<std::vector<float>> reference(const model_shape& shape, std::uint64_t steps,
+                                          const std::vector<std::size_t>& at) {
+  const std::size_t n = at.size();
   std::vector<std::vector<float>> w(shape.layers, std::vector<float>(n, 1.0f));
   std::vector<std::vector<float>> a(shape.layers, std::vector<float>(n));
-  std::vector<float> x(n), grad(n), mean(n);
+  std::vector<float> x(n), mean(n);
   for (std::uint64_t step = 0; step < steps; ++step) {
-    fill_batch(x.data(), n, step);
+    for (std::size_t k = 0; k < n; ++k) x[k] = batch_value(at[k], step);
     for (std::size_t l = 0; l < shape.layers; ++l) {
       const std::vector<float>& in = l == 0 ? x : a[l - 1];
-      for (std::size_t i = 0; i < n; ++i) a[l][i] = w[l][i] * in[i];
+      for (std::size_t k = 0; k < n; ++k) a[l][k] = w[l][k] * in[k];
     }
     for (std::size_t l = shape.layers; l-- > 0;) {
       const std::vector<float>& in = l == 0 ? x : a[l - 1];
       std::fill(mean.begin(), mean.end(), 0.0f);
       for (std::size_t r = 0; r < shape.replicas; ++r) {
         const float f = replica_factor(r);
-        for (std::size_t i = 0; i < n; ++i) mean[i] = mean[i] + in[i] * f;
+        for (std::size_t k = 0; k < n; ++k) mean[k] = mean[k] + in[k] * f;
       }
       const float c = static_cast<float>(shape.replicas);
-      for (std::size_t i = 0; i < n; ++i) {
-        const float m = mean[i] / c;
+      for (std::size_t k = 0; k < n; ++k) {
+        const float m = mean[k] / c;
         const float ax = -shape.learning_rate * m;
-        w[l][i] = w[l][i] + ax;
+        w[l][k] = w[l][k] + ax;
       }
     }
   }

@@ -28,6 +28,7 @@ struct model_shape {
 };
 
 // The batch of step `step`: a fixed pattern, so the reference can make it too.
+[[nodiscard]] float batch_value(std::size_t i, std::uint64_t step);
 void fill_batch(float* x, std::size_t width, std::uint64_t step);
 
 // The model's memory on the device (managed memory: the host can read it for the check) and
@@ -47,9 +48,11 @@ class training_model {
   // Step 0's batch, before the first step: filled and copied by the caller's first graph.
   [[nodiscard]] graph_spec prepare();
 
-  // Sum of every weight, and the largest difference from the host's reference after `steps`.
+  // Sum of every weight, and the largest difference from the host's reference after `steps`
+  // over `samples` weights per layer spread evenly across it (the model is element-wise, so
+  // each weight can be recomputed alone; all of them when samples >= width).
   [[nodiscard]] double weight_sum() const;
-  [[nodiscard]] double max_difference(std::uint64_t steps) const;
+  [[nodiscard]] double max_difference(std::uint64_t steps, std::size_t samples = 4096) const;
 
   [[nodiscard]] const model_shape& shape() const noexcept { return shape_; }
   // The next batch's copy and the barrier, and per layer: forward, backward per replica,
@@ -75,8 +78,10 @@ class training_model {
   std::vector<gpu::buffer> staged_;  // pinned host: where those batches come from
 };
 
-// The weights after `steps` steps, computed on the host alone.
+// The weights at positions `at` of every layer after `steps` steps, computed on the host
+// alone: out[l][k] is weight at[k] of layer l.
 [[nodiscard]] std::vector<std::vector<float>> reference(const model_shape& shape,
-                                                        std::uint64_t steps);
+                                                        std::uint64_t steps,
+                                                        const std::vector<std::size_t>& at);
 
 }  // namespace cudactor::demo
