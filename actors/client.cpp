@@ -105,6 +105,17 @@ struct client_state {
     }
   }
 
+  // The callers of registration `serial`, taken out; empty when the client has already told
+  // them (it stopped).
+  std::vector<target> take(std::uint64_t serial) {
+    std::vector<target> out;
+    if (auto r = registering.find(serial); r != registering.end()) {
+      out = std::move(r->second);
+      registering.erase(r);
+    }
+    return out;
+  }
+
   void registered(target t, op_id id) {
     if (auto e = early.find(id); e != early.end()) {
       deliver(t, std::move(e->second));
@@ -167,19 +178,11 @@ client_actor::behavior_type client_behavior(client_actor::stateful_pointer<clien
             .then(
                 [self, serial](op_id id) {
                   auto& st = self->state;
-                  auto r = st.registering.find(serial);
-                  if (r == st.registering.end()) return;
-                  target t = std::move(r->second.front());
-                  st.registering.erase(r);
-                  st.registered(std::move(t), id);
+                  for (auto& t : st.take(serial)) st.registered(std::move(t), id);
                 },
                 [self, serial](caf::error& why) {
                   auto& st = self->state;
-                  auto r = st.registering.find(serial);
-                  if (r == st.registering.end()) return;
-                  target t = std::move(r->second.front());
-                  st.registering.erase(r);
-                  st.deliver(t, refused(std::move(why)));
+                  for (auto& t : st.take(serial)) st.deliver(t, refused(why));
                 });
       },
       [self, listener](submit_atom, graph_spec& graph, graph_callback& done) {
@@ -209,10 +212,8 @@ client_actor::behavior_type client_behavior(client_actor::stateful_pointer<clien
             .then(
                 [self, serial](std::vector<op_id>& ids) {
                   auto& st = self->state;
-                  auto r = st.registering.find(serial);
-                  if (r == st.registering.end()) return;
-                  std::vector<target> ts = std::move(r->second);
-                  st.registering.erase(r);
+                  std::vector<target> ts = st.take(serial);
+                  if (ts.empty()) return;
                   if (ids.size() != ts.size()) {
                     const auto why = make_error(
                         errc::invalid_argument,
@@ -226,11 +227,7 @@ client_actor::behavior_type client_behavior(client_actor::stateful_pointer<clien
                 },
                 [self, serial](caf::error& why) {
                   auto& st = self->state;
-                  auto r = st.registering.find(serial);
-                  if (r == st.registering.end()) return;
-                  std::vector<target> ts = std::move(r->second);
-                  st.registering.erase(r);
-                  for (auto& t : ts) st.deliver(t, refused(why));
+                  for (auto& t : st.take(serial)) st.deliver(t, refused(why));
                 });
       },
       [self](shutdown_atom) {
