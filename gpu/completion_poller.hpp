@@ -57,8 +57,9 @@ struct poller_options {
   // this much.
   std::chrono::nanoseconds callback_backstop = std::chrono::milliseconds{2};
 
-  // The watchdog: a stream's oldest watch older than this is reported (once) through on_stuck
-  // and the stuck counters. Zero turns it off.
+  // The watchdog: a stream whose oldest watch has been its oldest for this long (the stream
+  // has not moved) is reported once per watch through on_stuck and the stuck counters; the
+  // report's age counts from when the watch was added. Zero turns it off.
   std::chrono::nanoseconds stuck_after = std::chrono::seconds{10};
   stuck_callback on_stuck;  // runs on the poller's thread, like watch callbacks
 

@@ -240,8 +240,10 @@ void completion_poller::impl::check_stuck(time_point now) {
   for (stream_state* s : active_) {
     const watch_entry* head = s->queue.front();
     if (head == nullptr) continue;
+    // Stuck means the stream has not moved for stuck_after: a watch that queued behind a slow
+    // one and has just become the front is not stuck, however long ago it was added.
+    if (now - std::max(s->head_since, head->added) < options_.stuck_after) continue;
     const nanoseconds age = now - head->added;
-    if (age < options_.stuck_after) continue;
     ++stuck;
     if (s->stuck_reported == head->sequence) continue;
     s->stuck_reported = head->sequence;
