@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -57,6 +58,22 @@ class child_process {
       return false;
     }
     return true;
+  }
+
+  // Waits up to `limit` for it to exit by itself: its exit status, -1 if a signal ended it,
+  // nothing if it is still running (or was already reaped).
+  std::optional<int> wait_exit(std::chrono::milliseconds limit) {
+    if (pid_ <= 0) return std::nullopt;
+    const auto until = std::chrono::steady_clock::now() + limit;
+    int status = 0;
+    do {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    } while (std::chrono::steady_clock::now() < until);
+    return std::nullopt;
   }
 
   // SIGTERM, up to `grace` to exit, then SIGKILL; always reaped.

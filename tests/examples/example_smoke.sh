@@ -1,0 +1,43 @@
+#!/bin/sh
+# Runs one example for a short while and checks what it prints, not only its exit status:
+# the figures it reports and its check of the numbers against the host's arithmetic.
+# Usage: example_smoke.sh pipeline|training_step|barrier path/to/example
+set -eu
+name=$1
+program=$2
+fail() { echo "$name smoke: $*" >&2; exit 1; }
+common="--cudactor.backend=host --cudactor.metrics.no-exposer"
+case $name in
+  pipeline)
+    # shellcheck disable=SC2086
+    out=$("$program" --chunks=6 --width=16384 --rounds=8 --repeat=2 $common)
+    echo "$out"
+    echo "$out" | grep -q '^pipeline: 6 chunks of 16384 floats' || fail "no header"
+    echo "$out" | grep -Eq '^1  *[0-9]+\.[0-9]+$' || fail "no time for one stream"
+    echo "$out" | grep -Eq '^3  *[0-9]+\.[0-9]+$' || fail "no time for three streams"
+    echo "$out" | grep -Eq '^speedup of 3 streams over 1: [0-9]+\.[0-9]+x$' || fail "no speedup"
+    # x = (i % 1024) / 256 - 2 sums to -2 over each period of 1024 values, and y = x times
+    # (1 + 8 x 0.5) = 5: 96 periods give -960.
+    echo "$out" | grep -q '^result: sum -960.000 over 98304 values; every value equals the host reference$' ||
+      fail "wrong result"
+    ;;
+  training_step)
+    # shellcheck disable=SC2086
+    out=$("$program" --steps=12 $common)
+    echo "$out"
+    echo "$out" | grep -q '^training_step: 12 steps of 22 operations on host' || fail "no header"
+    echo "$out" | grep -Eq '^after 12 steps: weight sum [0-9.]+, largest difference from the host 0$' ||
+      fail "weights differ from the host reference"
+    ;;
+  barrier)
+    # shellcheck disable=SC2086
+    out=$("$program" --rounds=15 --width=2048 --cudactor.streams=3 $common)
+    echo "$out"
+    echo "$out" | grep -q '^barrier: 15 rounds over 3 streams, 2048 floats each$' || fail "no header"
+    echo "$out" | grep -Eq '^15 barriers crossed, mean wait [0-9.]+ us$' || fail "no crossings"
+    echo "$out" | grep -Eq '^result: sum [0-9.]+; every value equals the host reference$' ||
+      fail "values differ from the host reference"
+    ;;
+  *) fail "unknown example" ;;
+esac
+echo "$name smoke: ok"
