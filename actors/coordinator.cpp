@@ -44,6 +44,7 @@ coordinator_actor::behavior_type coordinator_behavior(
       [&st](deadlocks_atom) { return st.detect_deadlocks(st.options().stall_after); },
       [&st](deadlocks_atom, caf::timespan stall_after) { return st.detect_deadlocks(stall_after); },
       [&st](metrics_atom) { return st.metrics(); },
+      [&st](report_atom) { return st.report(); },
       [&st](ready_streams_atom) { return st.has_ready_streams(); },
       [&st](wait_ready_atom, caf::timespan timeout) { return st.wait_for_any_ready(timeout); },
       [&st](reset_atom) { return st.reset(); },

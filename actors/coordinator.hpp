@@ -27,13 +27,13 @@
 
 #include "cudactor/actors/operation_registry.hpp"
 #include "cudactor/actors/pool_strategy.hpp"
+#include "cudactor/actors/trace_writer.hpp"
 #include "cudactor/gpu/backend.hpp"
 #include "cudactor/gpu/completion_poller.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/metrics/registry.hpp"
 
 namespace cudactor {
-
 
 struct coordinator_options {
   std::size_t streams = 4;
@@ -45,6 +45,11 @@ struct coordinator_options {
   std::size_t failures_kept = 65536;   // failed ids remembered to refuse dependencies on them
   caf::timespan stall_after{std::chrono::seconds{10}};  // detect_deadlocks' default age
   std::size_t max_graph = std::size_t{1} << 22;         // most operations in one graph
+  // Host callbacks around each operation on its stream stamp when it started and finished
+  // (report's run times, the trace). Two more stream operations per operation: off unless
+  // asked for; a trace turns it on.
+  bool timing = false;
+  std::size_t report_names = 1024;  // distinct operation names the report keeps apart
 
   // The priority class of the pool's stream `index`.
   [[nodiscard]] gpu::stream_priority priority_of(std::size_t index) const noexcept {
@@ -60,6 +65,7 @@ struct coordinator_context {
   gpu::completion_poller* poller = nullptr;
   std::shared_ptr<const operation_registry> operations;
   std::shared_ptr<metrics::registry> metrics;  // empty: the coordinator's metrics go nowhere
+  std::shared_ptr<trace_writer> trace;         // empty: no trace
 };
 
 // Creates the coordinator's streams and spawns it; the first stream's creation error otherwise.

@@ -79,6 +79,15 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   coordination.poller = context.poller;
   coordination.operations = context.operations;
   coordination.metrics = rt->metrics_;
+  if (!options.trace_path.empty()) {
+    auto opened = trace_writer::open(options.trace_path);
+    if (!opened) {
+      rt->shutdown();
+      return opened.error();
+    }
+    rt->trace_ = std::move(opened.value());
+    coordination.trace = rt->trace_;
+  }
   auto coordinator = spawn_coordinator(*rt->system_, coordination, options.coordinator);
   if (!coordinator) {
     rt->shutdown();
@@ -183,6 +192,8 @@ void runtime::shutdown() {
   poller_.reset();
   device_.reset();
   poller_metrics_.reset();
+  if (trace_) trace_->close();  // the coordinator, its only writer, is gone
+  trace_.reset();
   metrics_.reset();  // the exposer stops here (every actor holding the registry is gone)
 }
 

@@ -79,6 +79,7 @@ class runtime {
 
   runtime_options options_;
   std::shared_ptr<metrics::registry> metrics_;  // first made, last gone
+  std::shared_ptr<trace_writer> trace_;         // closed once the coordinator is gone
   std::unique_ptr<detail::poller_metrics> poller_metrics_;
   std::unique_ptr<gpu::backend> device_;
   std::string backend_reason_;

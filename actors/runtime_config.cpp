@@ -2,6 +2,9 @@
 
 #include <caf/atom.hpp>
 #include <caf/config_option_adder.hpp>
+#include <caf/config_value.hpp>
+#include <caf/pec.hpp>
+#include <caf/settings.hpp>
 
 #include <chrono>
 #include <limits>
@@ -37,7 +40,12 @@ runtime_config::runtime_config() {
            "stream choice: round_robin, load_balanced, priority, workload or adaptive")
       .add(co_max_in_flight_, "max-in-flight", "operations in flight per coordinator stream")
       .add(co_ended_kept_, "ended-kept", "ended operations describe still answers for")
-      .add(co_stall_after_, "stall-after", "detect_deadlocks reports operations open this long");
+      .add(co_stall_after_, "stall-after", "detect_deadlocks reports operations open this long")
+      .add(co_timing_, "timing",
+           "stamp when each operation started and finished on its stream (report run times)")
+      .add(co_trace_, "trace",
+           "write every operation as Chrome trace-event JSON to this file (turns timing on)")
+      .add(co_report_names_, "report-names", "operation names the report keeps apart");
   opt_group{custom_options_, "cudactor.host"}
       .add(host_workers_, "workers", "host backend worker threads (0: by hardware)")
       .add(host_memory_, "memory-limit", "bytes of device memory the host backend hands out")
@@ -56,6 +64,43 @@ runtime_config::runtime_config() {
       .add(metrics_port_, "port", "port of the /metrics endpoint (0: any free port)")
       .add(metrics_bind_failure_, "on-bind-failure",
            "when the port cannot be bound: refuse (do not start) or run-without (no endpoint)");
+}
+
+caf::error runtime_config::parse(std::vector<std::string> args, std::istream& ini) {
+  if (auto err = actor_system_config::parse(std::move(args), ini)) return err;
+  return sync_nested_options();
+}
+
+caf::error runtime_config::parse(std::vector<std::string> args, const char* ini_file) {
+  if (auto err = actor_system_config::parse(std::move(args), ini_file)) return err;
+  return sync_nested_options();
+}
+
+caf::error runtime_config::parse(int argc, char** argv, std::istream& ini) {
+  if (auto err = actor_system_config::parse(argc, argv, ini)) return err;
+  return sync_nested_options();
+}
+
+caf::error runtime_config::parse(int argc, char** argv, const char* ini_file) {
+  if (auto err = actor_system_config::parse(argc, argv, ini_file)) return err;
+  return sync_nested_options();
+}
+
+caf::error runtime_config::sync_nested_options() {
+  for (const auto& option : custom_options_) {
+    const caf::string_view category_view = option.category();
+    const std::string category{category_view.begin(), category_view.end()};
+    if (category.rfind("cudactor.", 0) != 0) continue;  // one level works in CAF already
+    const caf::string_view name_view = option.full_name();
+    const std::string name{name_view.begin(), name_view.end()};
+    const caf::config_value* value = caf::get_if(&content, name);
+    if (value == nullptr) continue;
+    if (auto err = option.check(*value)) {
+      return caf::make_error(caf::pec::type_mismatch, name + ": " + caf::to_string(*value));
+    }
+    option.store(*value);
+  }
+  return caf::none;
 }
 
 gpu::result<runtime_options> runtime_config::runtime_settings() const {
@@ -117,6 +162,10 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.coordinator.max_in_flight = co_max_in_flight_;
   out.coordinator.ended_kept = co_ended_kept_;
   out.coordinator.stall_after = co_stall_after_;
+  out.coordinator.timing = co_timing_;
+  if (co_report_names_ == 0) return bad("cudactor.coordinator.report-names must be at least 1");
+  out.coordinator.report_names = co_report_names_;
+  out.trace_path = co_trace_;
   out.device.host.workers = static_cast<unsigned>(host_workers_);
   out.device.host.memory_limit = host_memory_;
   if (host_idle_spin_.count() < 0) return bad("cudactor.host.idle-spin must not be negative");

@@ -14,7 +14,9 @@
 #include <caf/timespan.hpp>
 
 #include <cstddef>
+#include <istream>
 #include <string>
+#include <vector>
 
 #include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/event_pool_actor.hpp"
@@ -38,11 +40,21 @@ struct runtime_options {
   gpu::backend_options device;
   gpu::poller_options poller;
   metrics::exposer_options metrics;  // collection is always on; this is about serving
+  std::string trace_path;            // the coordinator's Chrome trace; empty: none
 };
 
 class runtime_config : public caf::actor_system_config {
  public:
   runtime_config();
+
+  // CAF's own parsing (command line over caf-application.ini), then one fix: CAF 0.17.6 reads
+  // a file section such as [cudactor.coordinator] into `content` but never into the options
+  // bound to it, so every cudactor.*.* option is copied from `content`, which holds the
+  // command line's value over the file's.
+  caf::error parse(std::vector<std::string> args, std::istream& ini);
+  caf::error parse(std::vector<std::string> args, const char* ini_file = nullptr);
+  caf::error parse(int argc, char** argv, std::istream& ini);
+  caf::error parse(int argc, char** argv, const char* ini_file = nullptr);
 
   // The options as the runtime will use them; invalid_argument naming the bad option.
   [[nodiscard]] gpu::result<runtime_options> runtime_settings() const;
@@ -76,6 +88,9 @@ class runtime_config : public caf::actor_system_config {
   std::size_t co_max_in_flight_ = coordinator_options{}.max_in_flight;
   std::size_t co_ended_kept_ = coordinator_options{}.ended_kept;
   caf::timespan co_stall_after_{coordinator_options{}.stall_after};
+  bool co_timing_ = false;
+  std::string co_trace_;
+  std::size_t co_report_names_ = coordinator_options{}.report_names;
   std::size_t host_workers_ = 0;
   std::size_t host_memory_ = std::size_t{4} << 30;
   caf::timespan host_idle_spin_{gpu::host_backend_options{}.idle_spin};
@@ -90,6 +105,8 @@ class runtime_config : public caf::actor_system_config {
   std::size_t metrics_port_ = metrics::exposer_options{}.port;
   std::string metrics_bind_failure_ = "refuse";
   operation_registry operations_;
+
+  [[nodiscard]] caf::error sync_nested_options();
 };
 
 }  // namespace cudactor

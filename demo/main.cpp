@@ -48,6 +48,9 @@ class demo_config : public runtime_config {
         .add(backend, "backend", "auto, host or cuda (shorthand for cudactor.backend)")
         .add(metrics_port, "metrics-port",
              "serve metrics on 127.0.0.1:PORT; 0: off (shorthand for cudactor.metrics.*)")
+        .add(trace, "trace",
+             "write every operation as Chrome trace-event JSON to FILE (shorthand for "
+             "cudactor.coordinator.trace; timing on)")
         .add(quiet, "quiet", "no progress line");
   }
   std::size_t steps = 0;
@@ -58,6 +61,7 @@ class demo_config : public runtime_config {
   std::size_t streams = 6;
   std::string backend = "auto";
   std::size_t metrics_port = 9464;
+  std::string trace;
   bool quiet = false;
 };
 
@@ -67,28 +71,6 @@ double percentile(std::vector<double> v, double q) {
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
   return v[k];
 }
-
-// Time during which the stream had an operation outstanding (dispatched, its end not yet
-// seen): the union of [dispatched, ended] over its operations.
-struct busy_time {
-  std::vector<std::pair<std::int64_t, std::int64_t>> spans;
-  std::uint64_t ops = 0;
-  [[nodiscard]] std::int64_t total() {
-    std::sort(spans.begin(), spans.end());
-    std::int64_t sum = 0, start = 0, end = -1;
-    for (const auto& [a, b] : spans) {
-      if (a > end) {
-        if (end > start) sum += end - start;
-        start = a;
-        end = b;
-      } else {
-        end = std::max(end, b);
-      }
-    }
-    if (end > start) sum += end - start;
-    return sum;
-  }
-};
 
 // Quantile of a Prometheus histogram, as the upper bound of the bucket it falls in.
 double histogram_quantile(const prometheus::ClientMetric::Histogram& h, double q) {
@@ -129,6 +111,8 @@ std::vector<std::string> arguments(int argc, char** argv) {
       if (*v == "1") spelled.push_back("--cudactor.coordinator.high-priority-streams=0");
     } else if (auto b = value_of("backend")) {
       spelled.push_back("--cudactor.backend=" + *b);
+    } else if (auto t = value_of("trace")) {
+      spelled.push_back("--cudactor.coordinator.trace=" + *t);
     } else if (auto p = value_of("metrics-port")) {
       spelled.push_back(*p == "0" ? "--cudactor.metrics.no-exposer"
                                   : "--cudactor.metrics.port=" + *p);
@@ -136,6 +120,48 @@ std::vector<std::string> arguments(int argc, char** argv) {
   }
   out.insert(out.end(), spelled.begin(), spelled.end());
   return out;
+}
+
+// The coordinator's profile (report_atom): per stream, then per operation name.
+void print_report(runtime& rt, double wall_s) {
+  std::optional<coordinator_report> report;
+  {
+    caf::scoped_actor self{rt.system()};
+    self->request(rt.coordinator(), std::chrono::seconds{10}, report_atom::value)
+        .receive([&](coordinator_report& r) { report = std::move(r); },
+                 [&](caf::error& err) {
+                   std::printf("\nno report: %s\n", rt.system().render(err).c_str());
+                 });
+  }
+  runtime::release_calling_thread();
+  if (!report) return;
+  const double wall_ns = wall_s * 1e9;
+  std::printf("\n%-10s %8s %8s %10s %7s %22s %12s\n", "stream", "ops", "kernels", "transfers",
+              "failed", "utilisation (busy %)", "running %");
+  for (const auto& s : report->streams) {
+    char running[16] = "-";
+    if (report->timed) std::snprintf(running, sizeof running, "%.1f", 100.0 * s.run_ns / wall_ns);
+    std::printf("%-10s %8llu %8llu %10llu %7llu %22.1f %12s\n",
+                ("#" + std::to_string(s.stream.value)).c_str(),
+                static_cast<unsigned long long>(s.ops), static_cast<unsigned long long>(s.kernels),
+                static_cast<unsigned long long>(s.transfers),
+                static_cast<unsigned long long>(s.failed), 100.0 * s.busy_ns / wall_ns, running);
+  }
+  std::printf("\n%-16s %8s %12s %14s %12s %12s\n", "operation", "count", "queued ms",
+              "on stream ms", "run ms", "max run us");
+  for (const auto& n : report->operations) {
+    char run[16] = "-", max_run[16] = "-";
+    if (report->timed) {
+      std::snprintf(run, sizeof run, "%.1f", n.run_ns / 1e6);
+      std::snprintf(max_run, sizeof max_run, "%.1f", n.max_run_ns / 1e3);
+    }
+    std::printf("%-16s %8llu %12.1f %14.1f %12s %12s\n", n.name.c_str(),
+                static_cast<unsigned long long>(n.count), n.queued_ns / 1e6, n.on_stream_ns / 1e6,
+                run, max_run);
+  }
+  if (!report->timed) {
+    std::printf("(run times need --trace=FILE or --cudactor.coordinator.timing)\n");
+  }
 }
 
 }  // namespace
@@ -185,7 +211,6 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   std::vector<double> latency_ns;
-  std::map<std::uint32_t, busy_time> streams;
   std::uint64_t ops = 0, failed = 0;
   std::string first_failure;
   auto account = [&](const std::vector<op_notice>& ends) {
@@ -196,11 +221,6 @@ int main(int argc, char** argv) {
         continue;
       }
       latency_ns.push_back(static_cast<double>(n.ended_ns - n.registered_ns));
-      if (n.point != 0) {
-        auto& s = streams[n.stream.value];
-        s.spans.emplace_back(n.dispatched_ns, n.ended_ns);
-        ++s.ops;
-      }
     }
   };
 
@@ -256,12 +276,7 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(h.sample_count));
     }
   }
-  std::printf("\n%-12s %10s %22s\n", "stream", "ops", "utilisation (busy %)");
-  for (auto& [id, s] : streams) {
-    std::printf("%-12s %10llu %22.1f\n", ("#" + std::to_string(id)).c_str(),
-                static_cast<unsigned long long>(s.ops),
-                100.0 * static_cast<double>(s.total()) / (wall_s * 1e9));
-  }
+  print_report(*rt, wall_s);
   int rc = 0;
   if (failed != 0) {
     std::printf("\n%llu operations failed; the first: %s\n",

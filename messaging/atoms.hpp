@@ -42,6 +42,7 @@ using describe_atom = caf::atom_constant<caf::atom("describe")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using deadlocks_atom = caf::atom_constant<caf::atom("deadlocks")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
+using report_atom = caf::atom_constant<caf::atom("report")>;
 using ready_streams_atom = caf::atom_constant<caf::atom("readystrms")>;
 using wait_ready_atom = caf::atom_constant<caf::atom("waitready")>;
 using reset_atom = caf::atom_constant<caf::atom("reset")>;

@@ -19,6 +19,7 @@
 
 #include "cudactor/messaging/atoms.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
+#include "cudactor/messaging/report_types.hpp"
 #include "cudactor/messaging/types.hpp"
 
 namespace cudactor {
@@ -47,6 +48,8 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<deadlocks_atom>::with<deadlock_report>,
     caf::replies_to<deadlocks_atom, caf::timespan>::with<deadlock_report>,
     caf::replies_to<metrics_atom>::with<coordinator_metrics>,
+    // the profile: per stream and per operation name (messaging/report_types.hpp)
+    caf::replies_to<report_atom>::with<coordinator_report>,
     // the stream pool
     caf::replies_to<ready_streams_atom>::with<bool>,
     caf::replies_to<wait_ready_atom, caf::timespan>::with<stream_id>,

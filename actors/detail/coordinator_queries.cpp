@@ -239,3 +239,41 @@ coordinator_metrics coordinator_state::metrics() const {
 }
 
 }  // namespace cudactor::detail
+
+namespace cudactor::detail {
+
+coordinator_report coordinator_state::report() const { return profile_->report(now_ns(), timing_); }
+
+void coordinator_state::profile(op_id id, const op_record& r, op_state state, std::int64_t now) {
+  profiled_op p;
+  p.name = &r.description;
+  p.type = r.type;
+  p.state = state;
+  p.on_stream = r.stream != no_stream && r.point != 0;
+  p.stream = r.stream;
+  p.registered_ns = r.registered_ns;
+  p.dispatched_ns = r.dispatched_ns;
+  if (r.stamps) {
+    p.started_ns = r.stamps->started.load(std::memory_order_acquire);
+    p.finished_ns = r.stamps->finished.load(std::memory_order_acquire);
+  }
+  p.ended_ns = now;
+  profile_->add(p);
+  if (context_.trace) {
+    traced_op t;
+    t.id = id.value;
+    t.name = r.description.empty() ? to_string(r.type) : std::string_view{r.description};
+    t.type = to_string(r.type);
+    t.state = to_string(state);
+    t.on_stream = p.on_stream;
+    t.stream = p.stream;
+    t.registered_ns = p.registered_ns;
+    t.dispatched_ns = p.dispatched_ns;
+    t.started_ns = p.started_ns;
+    t.finished_ns = p.finished_ns;
+    t.ended_ns = now;
+    context_.trace->add(t);
+  }
+}
+
+}  // namespace cudactor::detail

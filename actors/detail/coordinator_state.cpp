@@ -32,6 +32,16 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
     }
   }
   report_levels();  // makes the streams' metrics before anything is dispatched
+  timing_ = options_.timing || context_.trace != nullptr;
+  profile_.emplace(now_ns(), options_.report_names);
+  profile_->streams(pool_.size());
+  if (context_.trace) {
+    for (std::uint32_t i = 0; i < pool_.size(); ++i) {
+      context_.trace->name_stream(i, "coordinator-" + std::to_string(i) + " (" +
+                                         std::string{gpu::to_string(options_.priority_of(i))} +
+                                         ")");
+    }
+  }
   subscribe_streams();
 }
 
@@ -160,7 +170,20 @@ void coordinator_state::dispatch(op_id id, std::uint32_t slot, std::int64_t now)
   op_record& r = records_.at(id);
   const gpu::stream_ref s = pool_.at(slot).stream.ref();
   gpu::status launched = place_waits(id, slot);
+  if (launched.ok() && timing_) {
+    // Stamps around the work, in the stream's order: when the stream got to it (its waits
+    // done) and when it was done. They cost two host callbacks per operation.
+    r.stamps = std::make_shared<op_stamps>();
+    launched = context_.device->add_callback(s, [stamps = r.stamps](const gpu::status&) {
+      stamps->started.store(now_ns(), std::memory_order_release);
+    });
+  }
   if (launched.ok()) launched = context_.device->enqueue(s, std::move(r.fn));
+  if (launched.ok() && timing_) {
+    launched = context_.device->add_callback(s, [stamps = r.stamps](const gpu::status&) {
+      stamps->finished.store(now_ns(), std::memory_order_release);
+    });
+  }
   if (!launched.ok()) {
     launch_failed(id, slot, launched);
     return;
@@ -393,6 +416,7 @@ void coordinator_state::finish() {
     if (found == records_.end()) continue;
     op_record& r = found->second;
     op_metrics_->ended(r.type, r.priority, e.state, now - r.registered_ns);
+    profile(e.id, r, e.state, now);
     op_notice notice;
     notice.id = e.id;
     notice.state = e.state;

@@ -12,9 +12,11 @@
 #include <caf/fwd.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -23,6 +25,7 @@
 #include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/op_graph.hpp"
+#include "cudactor/actors/detail/op_profile.hpp"
 #include "cudactor/actors/detail/stream_pool.hpp"
 
 namespace cudactor::detail {
@@ -53,6 +56,7 @@ class coordinator_state {
   caf::result<op_state> cancel(op_id id);
   deadlock_report detect_deadlocks(caf::timespan stall_after);
   [[nodiscard]] coordinator_metrics metrics() const;
+  [[nodiscard]] coordinator_report report() const;
 
   // --- the pool ------------------------------------------------------------------------------
   [[nodiscard]] bool has_ready_streams() const { return pool_.any_idle().has_value(); }
@@ -68,6 +72,13 @@ class coordinator_state {
  private:
   static constexpr std::uint32_t no_stream = ~std::uint32_t{0};
 
+  // When the stream got to an operation and when it was done with it, written by host
+  // callbacks on the stream and read once its end has been seen.
+  struct op_stamps {
+    std::atomic<std::int64_t> started{0};
+    std::atomic<std::int64_t> finished{0};
+  };
+
   struct op_record {
     op_type type = op_type::kernel;
     op_priority priority = op_priority::normal;
@@ -81,6 +92,7 @@ class coordinator_state {
     std::int64_t dispatched_ns = 0;
     std::uint32_t stream = no_stream;
     timeline_point point = 0;
+    std::shared_ptr<op_stamps> stamps;  // timing on: stamped by host callbacks on the stream
   };
   struct begin_waiter {
     op_id id;
@@ -168,6 +180,11 @@ class coordinator_state {
   std::vector<stream_metrics> slot_metrics_;
   std::string gpu_;
   void report_levels();
+
+  // report_atom's profile, and the trace (timing_: host callbacks stamp every operation).
+  std::optional<op_profile> profile_;
+  bool timing_ = false;
+  void profile(op_id id, const op_record& r, op_state state, std::int64_t now);
 
   // metrics
   std::uint64_t total_ = 0, completed_ = 0, failed_ = 0, cancelled_ = 0, dispatched_ = 0;

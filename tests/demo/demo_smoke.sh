@@ -4,8 +4,10 @@
 # reference. Usage: demo_smoke.sh path/to/cudactor-demo
 set -eu
 demo=$1
+trace=$(mktemp "${TMPDIR:-/tmp}/demo_smoke.XXXXXX.json")
+trap 'rm -f "$trace"' EXIT
 out=$("$demo" --steps=40 --layers=4 --replicas=3 --width=4096 --streams=3 --metrics-port=0 \
-  --cudactor.backend=host --quiet)
+  --cudactor.backend=host --quiet --trace="$trace")
 echo "$out"
 fail() { echo "demo_smoke: $*" >&2; exit 1; }
 echo "$out" | grep -q '26 ops per step' || fail "not 26 ops per step"
@@ -15,10 +17,23 @@ echo "$out" | grep -Eq '^op latency p50 / p99  *[0-9.]+ / [0-9.]+ us$' || fail "
 echo "$out" | grep -Eq '^detection delay  *mean [0-9.]+ us' || fail "no detection delay"
 # 2 + 4 layers x (3 + 3 replicas) = 26 ops per step (the header says so), one copy before the
 # first step: 40 x 26 + 1 ops on the three streams.
-streams=$(echo "$out" | grep -Ec '^#[0-9]+  *[1-9][0-9]*  *[0-9.]+$') || true
+# stream, ops, kernels, transfers, failed, busy %, running % (timed: the trace turns timing on)
+streams=$(echo "$out" | grep -Ec '^#[0-9]+ +[1-9][0-9]* +[0-9]+ +[0-9]+ +0 +[0-9.]+ +[0-9.]+$') || true
 [ "$streams" -eq 3 ] || fail "expected 3 streams with work, found $streams"
 total=$(echo "$out" | awk '/^#[0-9]+ / { s += $2 } END { print s }')
 [ "$total" -eq 1041 ] || fail "expected 1041 ops on the streams, found $total"
+# Kernels: 4 layers x 40 steps x (forward + 3 backward + optimizer) = 800; 41 copies.
+kernels=$(echo "$out" | awk '/^#[0-9]+ / { s += $3 } END { print s }')
+[ "$kernels" -eq 800 ] || fail "expected 800 kernels, found $kernels"
+transfers=$(echo "$out" | awk '/^#[0-9]+ / { s += $4 } END { print s }')
+[ "$transfers" -eq 41 ] || fail "expected 41 transfers, found $transfers"
+# Per operation name: count, queued, on stream, run and longest run.
+echo "$out" | grep -Eq '^backward 2 +120 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' || fail "no backward 2 totals"
+echo "$out" | grep -Eq '^step barrier +40 ' || fail "no barrier totals"
+# The trace: one complete event per operation, and the JSON closed.
+events=$(grep -c '"ph":"X"' "$trace") || true
+[ "$events" -eq 1041 ] || fail "expected 1041 operations in the trace, found $events"
+tail -c 4 "$trace" | grep -q ']}' || fail "the trace is not closed"
 echo "$out" | grep -Eq 'largest difference from the host reference 0: exact$' ||
   fail "weights differ from the host reference"
 echo "demo_smoke: ok"

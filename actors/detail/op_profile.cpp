@@ -1,0 +1,77 @@
+#include "cudactor/actors/detail/op_profile.hpp"
+
+#include <algorithm>
+
+namespace cudactor::detail {
+
+namespace {
+
+const std::string other_names = "(other names)";
+
+}  // namespace
+
+op_profile::op_profile(std::int64_t since_ns, std::size_t names)
+    : since_ns_(since_ns), max_names_(names) {}
+
+void op_profile::streams(std::size_t count) {
+  if (streams_.size() < count) streams_.resize(count);
+}
+
+void op_profile::add(const profiled_op& op) {
+  const bool bad = op.state != op_state::completed;
+  const bool timed = op.started_ns != 0 && op.finished_ns >= op.started_ns;
+  const std::int64_t run = timed ? op.finished_ns - op.started_ns : 0;
+  if (op.on_stream) {
+    if (streams_.size() <= op.stream) streams_.resize(op.stream + 1);
+    stream_figures& s = streams_[op.stream];
+    s.totals.stream = stream_id{op.stream};
+    ++s.totals.ops;
+    if (op.type == op_type::kernel) ++s.totals.kernels;
+    if (op.type == op_type::memory_transfer) ++s.totals.transfers;
+    if (bad) ++s.totals.failed;
+    s.totals.run_ns += run;
+    // A stream's operations are dispatched and end in order, so the union of their
+    // [dispatched, end seen] spans grows at its end only.
+    const std::int64_t from = std::max(op.dispatched_ns, s.covered_until);
+    if (op.ended_ns > from) s.totals.busy_ns += op.ended_ns - from;
+    s.covered_until = std::max(s.covered_until, op.ended_ns);
+  }
+  std::string_view name =
+      op.name != nullptr && !op.name->empty() ? std::string_view{*op.name} : to_string(op.type);
+  auto it = names_.find(std::string{name});
+  if (it == names_.end()) {
+    if (names_.size() >= max_names_) name = other_names;
+    it = names_.try_emplace(std::string{name}).first;
+    it->second.name = std::string{name};
+  }
+  op_name_report& n = it->second;
+  ++n.count;
+  if (bad) ++n.failed;
+  if (op.dispatched_ns != 0) {
+    n.queued_ns += op.dispatched_ns - op.registered_ns;
+    if (op.on_stream) n.on_stream_ns += std::max<std::int64_t>(0, op.ended_ns - op.dispatched_ns);
+  }
+  n.run_ns += run;
+  n.max_run_ns = std::max(n.max_run_ns, run);
+}
+
+coordinator_report op_profile::report(std::int64_t now_ns, bool timed) const {
+  coordinator_report out;
+  out.since_ns = since_ns_;
+  out.now_ns = now_ns;
+  out.timed = timed;
+  for (std::uint32_t i = 0; i < streams_.size(); ++i) {
+    out.streams.push_back(streams_[i].totals);
+    out.streams.back().stream = stream_id{i};
+  }
+  for (const auto& [name, figures] : names_) out.operations.push_back(figures);
+  std::sort(out.operations.begin(), out.operations.end(), [](const auto& a, const auto& b) {
+    const auto key = [](const op_name_report& r) {
+      return r.run_ns != 0 ? r.run_ns : r.on_stream_ns;
+    };
+    return key(a) != key(b) ? key(a) > key(b) : a.name < b.name;
+  });
+  return out;
+}
+
+}  // namespace cudactor::detail

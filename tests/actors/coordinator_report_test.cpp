@@ -1,0 +1,236 @@
+// The coordinator's profile (report_atom) and its Chrome trace: per-stream and per-name
+// figures against what was submitted, run times with timing on and none without, the name
+// limit, and a trace file that parses, has every operation once, and orders each stream's
+// operations as they ran.
+#define BOOST_TEST_MODULE coordinator_report
+#include <boost/test/unit_test.hpp>
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "actors/coordinator_fixture.hpp"
+#include "cudactor/actors/client.hpp"
+
+using namespace cudactor;
+using namespace cudactor::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+op_spec typed(op_spec s, op_type type) {
+  s.type = type;
+  return s;
+}
+
+// Three copies, four 2 ms kernels after them, one kernel that fails: 8 operations.
+graph_spec mixed_graph(std::shared_ptr<timeline_log> log) {
+  graph_spec g;
+  std::vector<std::uint32_t> copies;
+  for (std::size_t i = 0; i < 3; ++i) {
+    copies.push_back(
+        g.add(typed(spec_of(recorded(log, i), {}, op_priority::normal, op_workload::memory, "copy"),
+                    op_type::memory_transfer)));
+  }
+  for (std::size_t i = 3; i < 7; ++i) {
+    g.add(typed(spec_of(recorded(log, i, 2ms), {}, op_priority::normal, op_workload::compute,
+                        "matmul"),
+                op_type::kernel),
+          {copies[i % 3]});
+  }
+  g.add(typed(
+      spec_of(recorded(log, 7, 0us, true), {}, op_priority::normal, op_workload::compute, "bad"),
+      op_type::kernel));
+  return g;
+}
+
+const op_name_report* named(const coordinator_report& r, const std::string& name) {
+  for (const auto& n : r.operations) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+std::vector<op_notice> run(runtime& rt, graph_spec g) {
+  client c{rt};
+  auto f = c.submit(std::move(g));
+  BOOST_REQUIRE(f.wait_for(20s) == std::future_status::ready);
+  return f.get();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(report_counts_streams_and_names_with_run_times) {
+  coordinator_fixture fx{{"--cudactor.coordinator.streams=3", "--cudactor.coordinator.timing"}};
+  const auto ends = run(fx.rt(), mixed_graph(std::make_shared<timeline_log>(8)));
+  BOOST_REQUIRE(ends.size() == 8u);
+  auto r = fx.ask<coordinator_report>(fx.rt().coordinator(), report_atom::value);
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->timed);
+  BOOST_TEST(r->now_ns >= r->since_ns);
+  BOOST_REQUIRE(r->streams.size() == 3u);
+  std::uint64_t ops = 0, kernels = 0, transfers = 0, failed = 0;
+  std::int64_t run_ns = 0;
+  for (std::size_t i = 0; i < r->streams.size(); ++i) {
+    const auto& s = r->streams[i];
+    BOOST_TEST(s.stream.value == i);
+    ops += s.ops;
+    kernels += s.kernels;
+    transfers += s.transfers;
+    failed += s.failed;
+    run_ns += s.run_ns;
+    BOOST_TEST(s.busy_ns <= r->now_ns - r->since_ns);
+    BOOST_TEST(s.busy_ns >= s.run_ns);  // busy: from dispatch to the end seen
+    if (s.ops != 0) BOOST_TEST(s.busy_ns > 0);
+  }
+  BOOST_TEST(ops == 8u);
+  BOOST_TEST(kernels == 5u);
+  BOOST_TEST(transfers == 3u);
+  BOOST_TEST(failed == 1u);
+  BOOST_TEST(run_ns >= std::int64_t{8'000'000});  // four kernels of 2 ms
+
+  const auto* matmul = named(*r, "matmul");
+  const auto* copy = named(*r, "copy");
+  const auto* bad = named(*r, "bad");
+  BOOST_REQUIRE(matmul != nullptr);
+  BOOST_REQUIRE(copy != nullptr);
+  BOOST_REQUIRE(bad != nullptr);
+  BOOST_TEST(matmul->count == 4u);
+  BOOST_TEST(matmul->failed == 0u);
+  BOOST_TEST(matmul->run_ns >= std::int64_t{8'000'000});
+  BOOST_TEST(matmul->max_run_ns >= std::int64_t{2'000'000});
+  BOOST_TEST(matmul->max_run_ns <= matmul->run_ns);
+  BOOST_TEST(matmul->on_stream_ns >= matmul->run_ns);
+  BOOST_TEST(copy->count == 3u);
+  BOOST_TEST(bad->count == 1u);
+  BOOST_TEST(bad->failed == 1u);
+  BOOST_TEST(r->operations.front().name == "matmul");  // the most time first
+
+  // A second graph adds to the figures.
+  run(fx.rt(), mixed_graph(std::make_shared<timeline_log>(8)));
+  auto again = fx.ask<coordinator_report>(fx.rt().coordinator(), report_atom::value);
+  BOOST_REQUIRE(again);
+  BOOST_TEST(named(*again, "matmul")->count == 8u);
+}
+
+BOOST_AUTO_TEST_CASE(without_timing_there_are_no_run_times) {
+  coordinator_fixture fx{{"--cudactor.coordinator.streams=2"}};
+  run(fx.rt(), mixed_graph(std::make_shared<timeline_log>(8)));
+  auto r = fx.ask<coordinator_report>(fx.rt().coordinator(), report_atom::value);
+  BOOST_REQUIRE(r);
+  BOOST_TEST(!r->timed);
+  for (const auto& s : r->streams) BOOST_TEST(s.run_ns == 0);
+  const auto* matmul = named(*r, "matmul");
+  BOOST_REQUIRE(matmul != nullptr);
+  BOOST_TEST(matmul->run_ns == 0);
+  BOOST_TEST(matmul->on_stream_ns >= std::int64_t{8'000'000});
+}
+
+BOOST_AUTO_TEST_CASE(names_past_the_limit_are_summed_together) {
+  coordinator_fixture fx{{"--cudactor.coordinator.report-names=2"}};
+  // A chain, so that they end, and are first seen, in this order.
+  graph_spec g;
+  std::vector<std::uint32_t> after;
+  for (const char* name : {"a", "b", "c", "d", "a"}) {
+    after = {g.add(spec_of(noop(), {}, {}, {}, name), after)};
+  }
+  g.add(spec_of(noop()), after);  // no description: counted under its type
+  run(fx.rt(), std::move(g));
+  auto r = fx.ask<coordinator_report>(fx.rt().coordinator(), report_atom::value);
+  BOOST_REQUIRE(r);
+  BOOST_REQUIRE(r->operations.size() == 3u);
+  BOOST_TEST(named(*r, "a")->count == 2u);
+  BOOST_TEST(named(*r, "b")->count == 1u);
+  BOOST_REQUIRE(named(*r, "(other names)") != nullptr);
+  BOOST_TEST(named(*r, "(other names)")->count == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(the_trace_has_every_operation_in_the_order_it_ran) {
+  const std::string path = "coordinator_report_test." + std::to_string(getpid()) + ".json";
+  constexpr std::size_t chains = 6, length = 5;
+  {
+    coordinator_fixture fx{
+        {"--cudactor.coordinator.streams=3", "--cudactor.coordinator.trace=" + path}};
+    auto log = std::make_shared<timeline_log>(chains * length);
+    graph_spec g;
+    for (std::size_t c = 0; c < chains; ++c) {
+      for (std::size_t k = 0; k < length; ++k) {
+        const std::size_t i = c * length + k;
+        std::vector<std::uint32_t> after;
+        if (k != 0) after.push_back(static_cast<std::uint32_t>(i - 1));
+        g.add(spec_of(recorded(log, i, 200us), {}, {}, {}, "chain " + std::to_string(c)), after);
+      }
+    }
+    const auto ends = run(fx.rt(), std::move(g));
+    BOOST_TEST(all_completed(ends));
+    fx.stop();  // the trace is complete once the runtime is down
+  }
+  boost::property_tree::ptree trace;
+  BOOST_REQUIRE_NO_THROW(boost::property_tree::read_json(path, trace));
+  std::remove(path.c_str());
+
+  struct span {
+    double from, to;
+    std::string name;
+  };
+  std::map<int, std::vector<span>> on_stream;
+  std::size_t begins = 0, ends = 0, thread_names = 0;
+  for (const auto& [unused, e] : trace.get_child("traceEvents")) {
+    const std::string ph = e.get<std::string>("ph");
+    if (ph == "X") {
+      BOOST_TEST(e.get<bool>("args.timed"));
+      BOOST_TEST(e.get<std::string>("args.state") == "completed");
+      const double ts = e.get<double>("ts");
+      on_stream[e.get<int>("tid")].push_back(
+          {ts, ts + e.get<double>("dur"), e.get<std::string>("name")});
+    } else if (ph == "b") {
+      ++begins;
+    } else if (ph == "e") {
+      ++ends;
+    } else if (ph == "M" && e.get<std::string>("name") == "thread_name") {
+      ++thread_names;
+    }
+  }
+  BOOST_TEST(thread_names == 3u);
+  BOOST_TEST(begins == chains * length);
+  BOOST_TEST(ends == chains * length);
+  std::size_t spans = 0;
+  std::map<std::string, std::vector<span>> by_chain;
+  for (auto& [tid, list] : on_stream) {
+    BOOST_TEST(tid >= 1);
+    BOOST_TEST(tid <= 3);
+    std::sort(list.begin(), list.end(),
+              [](const span& a, const span& b) { return a.from < b.from; });
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      BOOST_TEST(list[i].to - list[i].from >= 190.0);  // a 200 us kernel (printed to 1 ns)
+      if (i != 0) BOOST_TEST(list[i].from >= list[i - 1].to - 0.002);  // one stream: one at a time
+      by_chain[list[i].name].push_back(list[i]);
+    }
+    spans += list.size();
+  }
+  BOOST_TEST(spans == chains * length);
+  // A chain's operations ran one after the other, whichever streams they were on.
+  for (auto& [name, list] : by_chain) {
+    BOOST_TEST(list.size() == length);
+    std::sort(list.begin(), list.end(),
+              [](const span& a, const span& b) { return a.from < b.from; });
+    for (std::size_t i = 1; i < list.size(); ++i)
+      BOOST_TEST(list[i].from >= list[i - 1].to - 0.002);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_trace_file_that_cannot_be_made_stops_the_start) {
+  runtime_config config;
+  BOOST_REQUIRE(!config.parse(
+      std::vector<std::string>{"--cudactor.backend=host", "--cudactor.metrics.no-exposer",
+                               "--cudactor.coordinator.trace=/nonexistent-directory/trace.json"}));
+  auto started = runtime::start(config);
+  BOOST_REQUIRE(!started.ok());
+  BOOST_TEST(started.error().to_string().find("/nonexistent-directory/trace.json") !=
+             std::string::npos);
+}

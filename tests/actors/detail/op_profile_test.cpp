@@ -1,0 +1,96 @@
+// The profile behind report_atom, fed directly: busy time as the union of a stream's
+// outstanding spans, run times only when stamped, and per-name totals.
+#define BOOST_TEST_MODULE op_profile
+#include <boost/test/unit_test.hpp>
+
+#include "cudactor/actors/detail/op_profile.hpp"
+
+using namespace cudactor;
+using namespace cudactor::detail;
+
+namespace {
+
+profiled_op on(std::uint32_t stream, const std::string& name, std::int64_t dispatched,
+               std::int64_t ended, op_type type = op_type::kernel) {
+  profiled_op p;
+  p.name = &name;
+  p.type = type;
+  p.on_stream = true;
+  p.stream = stream;
+  p.registered_ns = dispatched - 5;
+  p.dispatched_ns = dispatched;
+  p.ended_ns = ended;
+  return p;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(busy_time_is_the_union_of_the_outstanding_spans) {
+  op_profile profile{0, 16};
+  profile.streams(2);
+  const std::string k = "k";
+  profile.add(on(0, k, 100, 200));
+  profile.add(on(0, k, 150, 260));  // overlaps the first: adds 60
+  profile.add(on(0, k, 300, 350));  // after a gap: adds 50
+  profile.add(on(0, k, 310, 350));  // ended in the same batch: adds nothing
+  const auto r = profile.report(1000, false);
+  BOOST_REQUIRE(r.streams.size() == 2u);
+  BOOST_TEST(r.streams[0].busy_ns == 100 + 60 + 50);
+  BOOST_TEST(r.streams[0].ops == 4u);
+  BOOST_TEST(r.streams[1].ops == 0u);
+  BOOST_TEST(r.streams[1].busy_ns == 0);
+  BOOST_TEST(r.streams[1].stream.value == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(run_times_come_only_from_stamps) {
+  op_profile profile{0, 16};
+  const std::string copy = "copy", gemm = "gemm", failed = "failed";
+  auto a = on(0, gemm, 100, 400);
+  a.started_ns = 120;
+  a.finished_ns = 320;
+  profile.add(a);
+  auto b = on(1, gemm, 100, 400);  // not stamped
+  profile.add(b);
+  profile.add(on(1, copy, 500, 600, op_type::memory_transfer));
+  auto c = on(1, failed, 700, 800);
+  c.state = op_state::failed;
+  profile.add(c);
+  profiled_op never;  // cancelled before it reached a stream
+  never.name = &failed;
+  never.state = op_state::cancelled;
+  never.registered_ns = 10;
+  never.ended_ns = 20;
+  profile.add(never);
+
+  const auto r = profile.report(1000, true);
+  BOOST_TEST(r.timed);
+  BOOST_TEST(r.streams[0].run_ns == 200);
+  BOOST_TEST(r.streams[1].run_ns == 0);
+  BOOST_TEST(r.streams[1].kernels == 2u);
+  BOOST_TEST(r.streams[1].transfers == 1u);
+  BOOST_TEST(r.streams[1].failed == 1u);
+  BOOST_REQUIRE(r.operations.size() == 3u);
+  const auto& g = r.operations[0];  // the most time first
+  BOOST_TEST(g.name == "gemm");
+  BOOST_TEST(g.count == 2u);
+  BOOST_TEST(g.run_ns == 200);
+  BOOST_TEST(g.max_run_ns == 200);
+  BOOST_TEST(g.on_stream_ns == 600);
+  BOOST_TEST(g.queued_ns == 10);
+  for (const auto& n : r.operations) {
+    if (n.name == "failed") {
+      BOOST_TEST(n.count == 2u);
+      BOOST_TEST(n.failed == 2u);
+      BOOST_TEST(n.queued_ns == 5);  // the one never dispatched adds none
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_operation_without_a_description_counts_under_its_type) {
+  op_profile profile{0, 16};
+  const std::string none;
+  profile.add(on(0, none, 1, 2, op_type::all_reduce));
+  const auto r = profile.report(10, false);
+  BOOST_REQUIRE(r.operations.size() == 1u);
+  BOOST_TEST(r.operations[0].name == std::string{to_string(op_type::all_reduce)});
+}

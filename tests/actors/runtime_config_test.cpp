@@ -1,0 +1,85 @@
+// The runtime's options as CAF parses them: from the command line and from a
+// caf-application.ini, nested sections such as [cudactor.coordinator] included (CAF 0.17.6
+// alone drops those), the command line winning over the file, and bad values refused with
+// the option named.
+#define BOOST_TEST_MODULE runtime_config
+#include <boost/test/unit_test.hpp>
+
+#include <caf/all.hpp>
+
+#include <sstream>
+
+#include "cudactor/actors/runtime_config.hpp"
+
+using namespace cudactor;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char* const ini = R"([cudactor]
+backend="host"
+streams=5
+[cudactor.coordinator]
+streams=3
+strategy="priority"
+timing=true
+trace="/tmp/somewhere.json"
+[cudactor.metrics]
+no-exposer=true
+port=9999
+[cudactor.poller]
+stuck-after=5s
+[cudactor.host]
+workers=3
+)";
+
+runtime_options settings(std::vector<std::string> args, const std::string& file) {
+  runtime_config config;
+  std::istringstream in{file};
+  const caf::error err = config.parse(std::move(args), in);
+  BOOST_REQUIRE_MESSAGE(!err, caf::to_string(err));
+  auto out = config.runtime_settings();
+  BOOST_REQUIRE_MESSAGE(out.ok(), out.error().to_string());
+  return out.value();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_section_of_the_file_reaches_the_options) {
+  const runtime_options o = settings({}, ini);
+  BOOST_TEST(o.backend == "host");
+  BOOST_TEST(o.streams == 5u);
+  BOOST_TEST(o.coordinator.streams == 3u);
+  BOOST_TEST((o.coordinator.strategy == pool_strategy::priority));
+  BOOST_TEST(o.coordinator.timing);
+  BOOST_TEST(o.trace_path == "/tmp/somewhere.json");
+  BOOST_TEST(!o.metrics.enabled);
+  BOOST_TEST(o.metrics.port == 9999u);
+  BOOST_TEST((o.poller.stuck_after == std::chrono::nanoseconds{5s}));
+  BOOST_TEST(o.device.host.workers == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(the_command_line_wins_over_the_file) {
+  const runtime_options o = settings(
+      {"--cudactor.coordinator.streams=7", "--cudactor.streams=2", "--cudactor.metrics.port=0"},
+      ini);
+  BOOST_TEST(o.coordinator.streams == 7u);
+  BOOST_TEST(o.streams == 2u);
+  BOOST_TEST(o.metrics.port == 0u);
+  BOOST_TEST((o.coordinator.strategy == pool_strategy::priority));  // from the file
+}
+
+BOOST_AUTO_TEST_CASE(no_file_leaves_the_defaults) {
+  const runtime_options o = settings({}, "");
+  BOOST_TEST(o.coordinator.streams == coordinator_options{}.streams);
+  BOOST_TEST(!o.coordinator.timing);
+  BOOST_TEST(o.trace_path.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_value_of_the_wrong_type_in_a_section_is_refused_by_name) {
+  runtime_config config;
+  std::istringstream in{"[cudactor.coordinator]\nstreams=\"many\"\n"};
+  const caf::error err = config.parse(std::vector<std::string>{}, in);
+  BOOST_REQUIRE(static_cast<bool>(err));
+  BOOST_TEST(caf::to_string(err).find("cudactor.coordinator.streams") != std::string::npos);
+}
