@@ -1,0 +1,13 @@
+#!/bin/sh
+# Runs the program of docs/getting-started.md and checks that it prints what the page says:
+# load first, left and right in either order, combine last, all completed.
+set -eu
+out=$("$1" --cudactor.backend=host --cudactor.metrics.no-exposer)
+echo "$out"
+expected_order=$(echo "$out" | grep ' ran$' | sed 's/ ran$//' | tr '\n' ' ')
+case "$expected_order" in
+  "load left right combine " | "load right left combine ") ;;
+  *) echo "getting-started: unexpected order: $expected_order" >&2; exit 1 ;;
+esac
+echo "$out" | grep -q '^all completed: yes$' || { echo "getting-started: not all completed" >&2; exit 1; }
+echo "getting-started: ok"
