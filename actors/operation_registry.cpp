@@ -1,5 +1,6 @@
 #include "cudactor/actors/operation_registry.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "cudactor/messaging/errc.hpp"
@@ -12,8 +13,22 @@ gpu::status operation_registry::add(std::string name, named_launch launch) {
             "operation names have 1 to " + std::to_string(max_name_length) + " characters"};
   }
   if (!launch) return {gpu::errc::invalid_argument, "operation '" + name + "' has no function"};
+  checks_.erase(name);
   launches_[std::move(name)] = std::move(launch);
   return {};
+}
+
+caf::error operation_registry::check(const std::string& name, const caf::message& args) const {
+  auto i = checks_.find(name);
+  return i == checks_.end() ? caf::error{} : i->second(args);
+}
+
+std::vector<std::string> operation_registry::names() const {
+  std::vector<std::string> out;
+  out.reserve(launches_.size());
+  for (const auto& [name, launch] : launches_) out.push_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 const named_launch* operation_registry::find(const std::string& name) const {
@@ -34,6 +49,7 @@ caf::error resolve_work(const work& w, const operation_registry* registry, const
     return make_error(errc::unknown_operation,
                       "no operation named '" + shown + "' is registered on " + where);
   }
+  if (auto bad = registry->check(w.name(), w.args())) return bad;
   out = [launch, args = w.args()](const gpu::launch_context& ctx) { return (*launch)(ctx, args); };
   return {};
 }

@@ -3,6 +3,7 @@
 #include "cudactor/actors/detail/actor_metrics.hpp"
 
 #include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/logger.hpp>
 
 #include <algorithm>
@@ -60,7 +61,8 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   context.poller = rt->poller_.get();
   context.pool = rt->pool_;
   context.events = rt->events_;
-  context.operations = std::make_shared<const operation_registry>(config.operations());
+  rt->operations_ = std::make_shared<const operation_registry>(config.operations());
+  context.operations = rt->operations_;
   context.metrics = rt->metrics_;
   for (std::size_t i = 0; i < options.streams; ++i) {
     stream_actor_options stream_options = options.stream;
@@ -94,6 +96,12 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
     return coordinator.error();
   }
   rt->coordinator_ = std::move(coordinator.value());
+  node_context node;
+  node.coordinator = rt->coordinator_;
+  node.operations = rt->operations_;
+  node.backend = rt->backend_reason_;
+  node.coordinator_streams = static_cast<std::uint32_t>(options.coordinator.streams);
+  rt->node_ = spawn_node(*rt->system_, std::move(node), options.node);
   release_calling_thread();
   return rt;
 }
@@ -137,6 +145,24 @@ gpu::result<barrier_actor> runtime::spawn_barrier(const std::vector<std::size_t>
   return spawned;
 }
 
+gpu::result<std::uint16_t> runtime::publish_node() {
+  if (!options_.network) {
+    return gpu::status{gpu::errc::not_supported,
+                       "publishing a node needs CAF's network layer: call "
+                       "runtime_config::enable_network() before parse()"};
+  }
+  auto port =
+      system_->middleman().publish(node_, options_.node_port, options_.node_address.c_str(), true);
+  release_calling_thread();
+  if (!port) {
+    return gpu::status{gpu::errc::invalid_argument,
+                       "node '" + options_.node.name + "' cannot listen on " +
+                           options_.node_address + ":" + std::to_string(options_.node_port) + ": " +
+                           system_->render(port.error())};
+  }
+  return *port;
+}
+
 void runtime::release_calling_thread() noexcept {
   // Spawning stores a strong reference to the system's logger in a thread_local, and
   // ~actor_system blocks until the logger is destroyed. With CAF's logging compiled out
@@ -166,6 +192,7 @@ void runtime::shutdown() {
         for (const auto& weak : barriers_) stop(caf::actor_cast<barrier_actor>(weak));
         barriers_.clear();
       }
+      stop(node_);  // answers what it holds with shutting_down before the coordinator goes
       stop(coordinator_);
       for (const auto& s : streams_) stop(s);
       stop(pool_);
@@ -184,6 +211,7 @@ void runtime::shutdown() {
     streams_.clear();
     pool_ = nullptr;
     coordinator_ = nullptr;
+    node_ = nullptr;
   }
   if (poller_metrics_) poller_metrics_->detach();  // reads the poller at scrape time
   if (poller_) poller_->stop();

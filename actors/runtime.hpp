@@ -61,6 +61,12 @@ class runtime {
   [[nodiscard]] const stream_actor& stream(std::size_t index) const { return streams_.at(index); }
   [[nodiscard]] const event_pool_actor& event_pool() const noexcept { return pool_; }
   [[nodiscard]] const coordinator_actor& coordinator() const noexcept { return coordinator_; }
+  // The node: what control planes in other processes talk to (actors/node_actor.hpp).
+  [[nodiscard]] const node_actor& node() const noexcept { return node_; }
+  // Publishes node() on cudactor.node.address:port (127.0.0.1, any free port by default) and
+  // answers the port. Needs runtime_config::enable_network(); the listener closes with the
+  // runtime.
+  [[nodiscard]] gpu::result<std::uint16_t> publish_node();
   // A barrier over the runtime's streams `members` (indices into streams(), at least one, none
   // twice). The runtime stops it before the streams. Safe to call from any thread.
   [[nodiscard]] gpu::result<barrier_actor> spawn_barrier(const std::vector<std::size_t>& members,
@@ -71,6 +77,8 @@ class runtime {
   // until shutdown() returns.
   [[nodiscard]] metrics::registry& metrics() noexcept { return *metrics_; }
   [[nodiscard]] const runtime_options& options() const noexcept { return options_; }
+  // The named operations this node runs (a copy of the config's, taken at start).
+  [[nodiscard]] const operation_registry& operations() const noexcept { return *operations_; }
   // Which backend "auto" chose, and why.
   [[nodiscard]] const std::string& backend_reason() const noexcept { return backend_reason_; }
 
@@ -85,9 +93,11 @@ class runtime {
   std::string backend_reason_;
   std::unique_ptr<gpu::completion_poller> poller_;
   std::shared_ptr<event_table> events_;
+  std::shared_ptr<const operation_registry> operations_;
   std::unique_ptr<caf::actor_system> system_;
   event_pool_actor pool_;
   coordinator_actor coordinator_;
+  node_actor node_;
   std::vector<stream_actor> streams_;
   std::vector<barrier_member> stream_members_;  // the streams' names and backend views
   std::mutex barriers_mutex_;

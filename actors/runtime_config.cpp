@@ -3,8 +3,11 @@
 #include <caf/atom.hpp>
 #include <caf/config_option_adder.hpp>
 #include <caf/config_value.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/pec.hpp>
 #include <caf/settings.hpp>
+
+#include <unistd.h>
 
 #include <chrono>
 #include <limits>
@@ -12,6 +15,16 @@
 #include "cudactor/messaging/message_types.hpp"
 
 namespace cudactor {
+
+namespace {
+
+std::string default_node_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return std::string{host[0] != '\0' ? host : "node"} + "-" + std::to_string(::getpid());
+}
+
+}  // namespace
 
 runtime_config::runtime_config() {
   cudactor::add_message_types(*this);
@@ -58,12 +71,22 @@ runtime_config::runtime_config() {
       .add(spin_window_, "spin-window", "poll without pause this long after a completion")
       .add(min_interval_, "min-interval", "first pause when polling finds nothing")
       .add(max_interval_, "max-interval", "longest pause when polling finds nothing");
+  opt_group{custom_options_, "cudactor.node"}
+      .add(node_name_, "name", "this node's name in every error it gives (default: host-pid)")
+      .add(node_address_, "address", "address publish_node listens on (IPv4; default loopback)")
+      .add(node_port_, "port", "port publish_node listens on (0: any free port)");
   opt_group{custom_options_, "cudactor.metrics"}
       .add(metrics_off_, "no-exposer", "collect metrics but serve no /metrics endpoint")
       .add(metrics_address_, "address", "address the /metrics endpoint binds (IPv4)")
       .add(metrics_port_, "port", "port of the /metrics endpoint (0: any free port)")
       .add(metrics_bind_failure_, "on-bind-failure",
            "when the port cannot be bound: refuse (do not start) or run-without (no endpoint)");
+}
+
+void runtime_config::enable_network() {
+  if (network_) return;
+  network_ = true;
+  load<caf::io::middleman>();
 }
 
 caf::error runtime_config::parse(std::vector<std::string> args, std::istream& ini) {
@@ -166,6 +189,12 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   if (co_report_names_ == 0) return bad("cudactor.coordinator.report-names must be at least 1");
   out.coordinator.report_names = co_report_names_;
   out.trace_path = co_trace_;
+  out.node.name = node_name_.empty() ? default_node_name() : node_name_;
+  if (out.node.name.size() > 256) return bad("cudactor.node.name has at most 256 characters");
+  out.node_address = node_address_;
+  if (node_port_ > 65535) return bad("cudactor.node.port must be 0 to 65535");
+  out.node_port = static_cast<std::uint16_t>(node_port_);
+  out.network = network_;
   out.device.host.workers = static_cast<unsigned>(host_workers_);
   out.device.host.memory_limit = host_memory_;
   if (host_idle_spin_.count() < 0) return bad("cudactor.host.idle-spin must not be negative");

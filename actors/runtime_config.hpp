@@ -20,6 +20,7 @@
 
 #include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/event_pool_actor.hpp"
+#include "cudactor/actors/node_actor.hpp"
 #include "cudactor/actors/operation_registry.hpp"
 #include "cudactor/actors/stream_actor.hpp"
 #include "cudactor/gpu/completion_poller.hpp"
@@ -39,8 +40,12 @@ struct runtime_options {
   coordinator_options coordinator;
   gpu::backend_options device;
   gpu::poller_options poller;
-  metrics::exposer_options metrics;  // collection is always on; this is about serving
-  std::string trace_path;            // the coordinator's Chrome trace; empty: none
+  metrics::exposer_options metrics;        // collection is always on; this is about serving
+  std::string trace_path;                  // the coordinator's Chrome trace; empty: none
+  node_options node;                       // the node actor (runtime::node())
+  std::string node_address = "127.0.0.1";  // where publish_node() listens
+  std::uint16_t node_port = 0;             // 0: any free port
+  bool network = false;                    // runtime_config::enable_network() was called
 };
 
 class runtime_config : public caf::actor_system_config {
@@ -55,6 +60,11 @@ class runtime_config : public caf::actor_system_config {
   caf::error parse(std::vector<std::string> args, const char* ini_file = nullptr);
   caf::error parse(int argc, char** argv, std::istream& ini);
   caf::error parse(int argc, char** argv, const char* ini_file = nullptr);
+
+  // Loads CAF's network layer (caf::io::middleman), which publishing a node and connecting to
+  // one need. Call it before parse(); calling it again does nothing.
+  void enable_network();
+  [[nodiscard]] bool network_enabled() const noexcept { return network_; }
 
   // The options as the runtime will use them; invalid_argument naming the bad option.
   [[nodiscard]] gpu::result<runtime_options> runtime_settings() const;
@@ -104,6 +114,10 @@ class runtime_config : public caf::actor_system_config {
   std::string metrics_address_ = metrics::exposer_options{}.address;
   std::size_t metrics_port_ = metrics::exposer_options{}.port;
   std::string metrics_bind_failure_ = "refuse";
+  std::string node_name_;
+  std::string node_address_ = "127.0.0.1";
+  std::size_t node_port_ = 0;
+  bool network_ = false;
   operation_registry operations_;
 
   [[nodiscard]] caf::error sync_nested_options();

@@ -17,6 +17,8 @@
 //    streams in practice).
 // Latency: one op at a time with nothing else in flight, register sent -> listener told,
 // back to back and after 2 ms of idleness (the poller and the CAF worker asleep).
+// Timing and trace: the random graphs again in runtimes with cudactor.coordinator.timing
+// (host callbacks stamp each operation's start and finish) and with a trace file written.
 // The client API (actors/client.hpp) from a plain thread, beside the actor client: pipelined
 // futures (up to the same depth in flight) and one future at a time.
 // Memory: the coordinator's tracked state and the process's resident memory across many
@@ -25,6 +27,9 @@
 // Options after "--" go to every runtime started.
 #include <caf/all.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <deque>
 #include <fstream>
 #include <future>
@@ -290,7 +295,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args{"--cudactor.streams=1", "--cudactor.coordinator.streams=8"};
 
   std::map<shape, samples> graph;
-  samples single, direct, via_client;
+  samples single, direct, via_client, timed, traced;
   samples chain_waits, random_waits, random_skipped, random_cross;
   std::string backend;
   for (int round = 0; round < rounds; ++round) {
@@ -314,6 +319,22 @@ int main(int argc, char** argv) {
     }
     single.add(pipelined_run(*rt, n));
     via_client.add(client_run(*rt, n));
+    rt.reset();
+
+    // The same random graphs with timing on (two host callbacks per operation), then with a
+    // trace file written as well: what the profile's run times and the trace cost.
+    const std::string trace_path =
+        "/tmp/cudactor-coordinator-bench-" + std::to_string(::getpid()) + ".json";
+    for (bool trace : {false, true}) {
+      std::vector<std::string> with = args;
+      with.push_back(trace ? "--cudactor.coordinator.trace=" + trace_path
+                           : "--cudactor.coordinator.timing");
+      runtime_config timed_config;
+      auto timed_rt = bench::start_runtime(timed_config, with, mode.passed_on);
+      graph_run(*timed_rt, shape::independent, n / 4, 1);  // warm-up
+      (trace ? traced : timed).add(graph_run(*timed_rt, shape::random, n, 7 + round).ops_per_s);
+    }
+    std::remove(trace_path.c_str());
   }
 
   bench::table results({"path", "shape", "ops", "ops/s (median)", "range", "direct/this"});
@@ -321,6 +342,10 @@ int main(int argc, char** argv) {
     results.add({"graph", name_of(s), std::to_string(n), fixed(graph[s].median(), 0),
                  graph[s].range(), fixed(direct.median() / graph[s].median(), 2)});
   }
+  results.add({"graph, timing on", "random", std::to_string(n), fixed(timed.median(), 0),
+               timed.range(), fixed(direct.median() / timed.median(), 2)});
+  results.add({"graph, trace file", "random", std::to_string(n), fixed(traced.median(), 0),
+               traced.range(), fixed(direct.median() / traced.median(), 2)});
   results.add({"single, pipelined", "independent", std::to_string(n), fixed(single.median(), 0),
                single.range(), fixed(direct.median() / single.median(), 2)});
   results.add({"client, futures, pipelined", "independent", std::to_string(n),
@@ -386,6 +411,10 @@ int main(int argc, char** argv) {
   json.add("graph_independent_ops_per_s", graph[shape::independent].median());
   json.add("graph_chain_ops_per_s", graph[shape::chain].median());
   json.add("graph_fan_ops_per_s", graph[shape::fan].median());
+  json.add("graph_timed_ops_per_s", timed.median());
+  json.add("graph_traced_ops_per_s", traced.median());
+  json.add("timing_cost_ratio", graph[shape::random].median() / timed.median());
+  json.add("trace_cost_ratio", graph[shape::random].median() / traced.median());
   json.add("single_ops_per_s", single.median());
   json.add("client_ops_per_s", via_client.median());
   json.add("direct_ops_per_s", direct.median());

@@ -4,6 +4,7 @@
 // CUDA stream.
 #include "kernels.hpp"
 
+#include <chrono>
 #include <cstring>
 
 namespace cudactor::demo {
@@ -16,6 +17,7 @@ gpu::status scale(void* stream, float* out, const float* in, float s, std::size_
 gpu::status mean_of(void* stream, float* out, const float* const* inputs, std::size_t count,
                     std::size_t n);
 gpu::status axpy(void* stream, float* y, float a, const float* x, std::size_t n);
+gpu::status busy(void* stream, std::uint64_t microseconds);
 }  // namespace cuda
 #define CUDACTOR_ON_CUDA(call) \
   if (ctx.kind() == gpu::backend_kind::cuda) return cuda::call;
@@ -76,6 +78,14 @@ gpu::status axpy(const gpu::launch_context& ctx, float* y, float a, const float*
   for (std::size_t i = 0; i < n; ++i) {
     const float ax = a * x[i];
     y[i] = y[i] + ax;
+  }
+  return {};
+}
+
+gpu::status busy(const gpu::launch_context& ctx, std::uint64_t microseconds) {
+  CUDACTOR_ON_CUDA(busy(ctx.native_stream(), microseconds))
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds{microseconds};
+  while (std::chrono::steady_clock::now() < until) {
   }
   return {};
 }

@@ -88,4 +88,24 @@ gpu::status axpy(void* stream, float* y, float a, const float* x, std::size_t n)
   return launched("axpy");
 }
 
+namespace {
+
+__global__ void busy_kernel(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  now = start;
+  while (now - start < ns) {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  }
+}
+
+}  // namespace
+
+gpu::status busy(void* stream, std::uint64_t microseconds) {
+  busy_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<unsigned long long>(microseconds) * 1000ull);
+  return launched("busy");
+}
+
 }  // namespace cudactor::demo::cuda

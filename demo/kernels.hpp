@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "cudactor/gpu/launch_context.hpp"
 #include "cudactor/gpu/status.hpp"
@@ -32,6 +33,10 @@ inline constexpr std::size_t max_inputs = 8;
 // y[i] = y[i] + a * x[i]
 [[nodiscard]] gpu::status axpy(const gpu::launch_context& ctx, float* y, float a, const float* x,
                                std::size_t n);
+
+// Keeps the stream busy for `microseconds` (one thread spinning on the device's clock; on the
+// host, the worker spins): work of a known length, for tests, benchmarks and cudactor-node.
+[[nodiscard]] gpu::status busy(const gpu::launch_context& ctx, std::uint64_t microseconds);
 
 // Whether this build can launch on a CUDA device.
 [[nodiscard]] bool built_with_cuda() noexcept;

@@ -43,6 +43,9 @@ using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using deadlocks_atom = caf::atom_constant<caf::atom("deadlocks")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 using report_atom = caf::atom_constant<caf::atom("report")>;
+
+// Node: what it is and what it runs.
+using info_atom = caf::atom_constant<caf::atom("info")>;
 using ready_streams_atom = caf::atom_constant<caf::atom("readystrms")>;
 using wait_ready_atom = caf::atom_constant<caf::atom("waitready")>;
 using reset_atom = caf::atom_constant<caf::atom("reset")>;

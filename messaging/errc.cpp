@@ -31,6 +31,8 @@ std::string_view to_string(errc code) noexcept {
     case errc::unknown_op: return "unknown_op";
     case errc::dependency_cycle: return "dependency_cycle";
     case errc::invalid_state: return "invalid_state";
+    case errc::node_unreachable: return "node_unreachable";
+    case errc::node_mismatch: return "node_mismatch";
   }
   return "unknown";
 }

@@ -44,6 +44,8 @@ enum class errc : std::uint8_t {
   unknown_op,          // an op id the coordinator never issued, or whose outcome it let go
   dependency_cycle,    // a dependency that would close a cycle (the cycle is in the message)
   invalid_state,       // the operation is not in a state the request applies to
+  node_unreachable,    // a node that refused the connection, did not answer in time, or died
+  node_mismatch,       // the peer is not a cudactor node of this protocol
 };
 
 // CAF's category for cudactor::errc.

@@ -5,6 +5,7 @@
 #include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/event_pool_protocol.hpp"
+#include "cudactor/messaging/node_protocol.hpp"
 #include "cudactor/messaging/stream_protocol.hpp"
 #include "cudactor/messaging/types.hpp"
 #include "cudactor/messaging/work.hpp"
@@ -56,6 +57,9 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<op_callback>("cudactor::op_callback")
       .add_message_type<graph_callback>("cudactor::graph_callback")
       .add_message_type<client_actor>("cudactor::client_actor")
+      // nodes
+      .add_message_type<node_info>("cudactor::node_info")
+      .add_message_type<node_actor>("cudactor::node_actor")
       // barriers
       .add_message_type<barrier_mode>("cudactor::barrier_mode")
       .add_message_type<barrier_arrival>("cudactor::barrier_arrival")

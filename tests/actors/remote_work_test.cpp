@@ -41,7 +41,7 @@ std::string self_path;
 // The serving side: a runtime with two named operations, published until stdin closes.
 int serve() {
   runtime_config config;
-  config.load<caf::io::middleman>();
+  config.enable_network();
   if (auto err = config.parse(
           {"--cudactor.backend=host", "--cudactor.streams=1", "--cudactor.metrics.port=0"})) {
     std::fprintf(stderr, "serve: %s\n", caf::to_string(err).c_str());

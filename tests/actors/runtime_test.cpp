@@ -76,6 +76,31 @@ BOOST_AUTO_TEST_CASE(named_operations_run_from_the_registry) {
   BOOST_TEST((unknown.error() == errc::unknown_operation));
 }
 
+BOOST_AUTO_TEST_CASE(typed_operations_refuse_ill_typed_arguments_before_they_run) {
+  auto sum = std::make_shared<std::atomic<std::uint64_t>>(0);
+  test::runtime_fixture f{
+      {"--cudactor.streams=1"}, [sum](runtime_config& config) {
+        auto added = config.operations().add_typed<std::uint64_t, std::string>(
+            "scaled", [sum](const gpu::launch_context&, std::uint64_t n, const std::string& unit) {
+              sum->fetch_add(unit == "k" ? n * 1000 : n);
+              return gpu::status{};
+            });
+        BOOST_REQUIRE(added.ok());
+      }};
+  auto t = f.ask<ticket>(f.rt().stream(0), submit_atom::value,
+                         work::named("scaled", std::uint64_t{7}, std::string{"k"}));
+  BOOST_REQUIRE_MESSAGE(t, f.why(t));
+  BOOST_REQUIRE(f.ask<completion>(f.rt().stream(0), await_atom::value, t->point));
+  BOOST_TEST(sum->load() == 7000u);
+  // Refused when submitted, naming what the operation takes: nothing reaches the stream.
+  auto wrong = f.ask<ticket>(f.rt().stream(0), submit_atom::value, work::named("scaled", 7, 1.5));
+  BOOST_REQUIRE(!wrong);
+  BOOST_TEST((wrong.error() == errc::invalid_argument));
+  BOOST_TEST(f.render(wrong.error()).find("takes (uint64, string)") != std::string::npos,
+             f.render(wrong.error()));
+  BOOST_TEST(f.rt().operations().names() == std::vector<std::string>{"scaled"});
+}
+
 BOOST_AUTO_TEST_CASE(timing_mode_gives_device_start_and_end_times) {
   test::runtime_fixture f{{"--cudactor.streams=1", "--cudactor.timing"}};
   auto t = f.ask<ticket>(f.rt().stream(0), submit_atom::value,

@@ -1,0 +1,87 @@
+#include "cudactor/actors/node_client.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
+
+#include "cudactor/actors/runtime.hpp"
+#include "cudactor/messaging/errc.hpp"
+
+namespace cudactor {
+
+namespace {
+
+// Whether something accepts TCP connections at host:port within `timeout`: CAF's own
+// connect has no time limit, so an address that drops packets would hold the caller for
+// the kernel's connect timeout (minutes).
+caf::error probe(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::resolver resolver{io};
+  boost::system::error_code ec;
+  auto endpoints = resolver.resolve(host, std::to_string(port), ec);
+  const std::string where = host + ":" + std::to_string(port);
+  if (ec) {
+    return make_error(errc::node_unreachable, "cannot resolve " + where + ": " + ec.message());
+  }
+  asio::ip::tcp::socket socket{io};
+  bool done = false;
+  asio::async_connect(socket, endpoints, [&](const boost::system::error_code& e, const auto&) {
+    ec = e;
+    done = true;
+  });
+  io.run_for(timeout);
+  if (!done) {
+    return make_error(errc::node_unreachable, "no answer from " + where + " within " +
+                                                  std::to_string(timeout.count()) + " ms");
+  }
+  if (ec)
+    return make_error(errc::node_unreachable, "cannot connect to " + where + ": " + ec.message());
+  return {};
+}
+
+}  // namespace
+
+caf::expected<remote_node> connect_node(caf::actor_system& system, const std::string& host,
+                                        std::uint16_t port, std::chrono::milliseconds timeout) {
+  const std::string where = host + ":" + std::to_string(port);
+  if (!system.has_middleman()) {
+    return make_error(errc::invalid_argument,
+                      "connecting to a node needs CAF's network layer: call "
+                      "runtime_config::enable_network() before parse()");
+  }
+  if (auto err = probe(host, port, timeout)) return err;
+  auto actor = system.middleman().remote_actor<node_actor>(host, port);
+  runtime::release_calling_thread();
+  if (!actor) {
+    if (actor.error() == caf::sec::unexpected_actor_messaging_interface) {
+      return make_error(errc::node_mismatch, "the peer at " + where +
+                                                 " is not a cudactor node that speaks this "
+                                                 "protocol: " +
+                                                 system.render(actor.error()));
+    }
+    return make_error(errc::node_unreachable,
+                      "cannot reach the node at " + where + ": " + system.render(actor.error()));
+  }
+  remote_node out;
+  out.actor = *actor;
+  out.address = where;
+  caf::error failed;
+  {
+    caf::scoped_actor self{system};
+    self->request(out.actor, timeout, info_atom::value)
+        .receive([&](node_info& info) { out.info = std::move(info); },
+                 [&](caf::error& err) { failed = std::move(err); });
+  }
+  runtime::release_calling_thread();
+  if (failed) {
+    return make_error(errc::node_unreachable,
+                      "the node at " + where + " did not say what it is: " + system.render(failed));
+  }
+  return out;
+}
+
+}  // namespace cudactor

@@ -1,0 +1,36 @@
+// actors/node_client.hpp
+//
+// A control plane's side of a node: connect_node() reaches a node another process published
+// (runtime::publish_node, cudactor-node), checks that it is one, and asks what it runs. The
+// actor system needs CAF's network layer (runtime_config::enable_network()); it does not
+// need a runtime of its own.
+//
+// Errors are clear about which of the usual failures it was: nothing listens or nothing
+// answered in time (node_unreachable, with the address), or something else listens there
+// (node_mismatch: another program, or a cudactor of another protocol).
+#pragma once
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "cudactor/messaging/node_protocol.hpp"
+
+namespace cudactor {
+
+struct remote_node {
+  node_actor actor;
+  node_info info;
+  std::string address;  // host:port, for messages
+};
+
+// Blocking: for a control plane's start-up, not for an actor's handler. `timeout` bounds the
+// TCP connection and the node's first answer.
+[[nodiscard]] caf::expected<remote_node> connect_node(
+    caf::actor_system& system, const std::string& host, std::uint16_t port,
+    std::chrono::milliseconds timeout = std::chrono::seconds{5});
+
+}  // namespace cudactor

@@ -1,0 +1,37 @@
+// messaging/node_protocol.hpp
+//
+// What a control plane in another process may say to a node: the one actor a node publishes
+// on the network. It takes work only as named operations (no code crosses the wire) and
+// answers a graph or an operation once it has ended, so that a remote caller needs no actor
+// of its own to listen with. Everything that arrives is checked as local input is (sizes,
+// counts, names, argument types) before it reaches the coordinator.
+//
+// The coordinator's notices reach the node as an op_listener; the node accepts them only
+// from its own coordinator.
+#pragma once
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <vector>
+
+#include "cudactor/messaging/atoms.hpp"
+#include "cudactor/messaging/coordinator_types.hpp"
+#include "cudactor/messaging/node_types.hpp"
+
+namespace cudactor {
+
+using node_actor =
+    caf::typed_actor<caf::replies_to<info_atom>::with<node_info>,
+                     // a graph of named operations on the node's coordinator: every operation's
+                     // end, in the graph's order, once the last has ended
+                     caf::replies_to<submit_atom, graph_spec>::with<std::vector<op_notice>>,
+                     // one named operation: its end
+                     caf::replies_to<register_atom, op_spec>::with<op_notice>,
+                     // the node's coordinator telling it of ends (op_listener); from anyone else:
+                     // dropped
+                     caf::reacts_to<std::vector<op_notice>>,
+                     // the runtime
+                     caf::reacts_to<shutdown_atom>>;
+
+}  // namespace cudactor

@@ -1,0 +1,253 @@
+// A node in another process, as a control plane sees it: cudactor-node is started and always
+// reaped by the test, the control plane connects over 127.0.0.1 with an actor system of its
+// own (no runtime), asks what the node runs, submits graphs and operations by name, and gets
+// their ends back; what a node must refuse is refused with errors that name it; connecting
+// where nothing listens, or to something that is not a node, says so.
+#define BOOST_TEST_MODULE node
+#include <boost/test/unit_test.hpp>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "common/child_process.hpp"
+#include "common/http_get.hpp"
+#include "cudactor/actors/client.hpp"
+#include "cudactor/actors/node_client.hpp"
+#include "cudactor/actors/runtime.hpp"
+#include "cudactor/messaging/errc.hpp"
+
+using namespace cudactor;
+using namespace cudactor::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A cudactor-node process, stopped and reaped when the object goes.
+struct node_process {
+  explicit node_process(const std::string& name)
+      : log("node_test." + name + "." + std::to_string(getpid()) + ".log"),
+        child({CUDACTOR_NODE, "--cudactor.node.name=" + name, "--cudactor.backend=host",
+               "--cudactor.metrics.no-exposer"},
+              log) {
+    const std::string marker = "listening on 127.0.0.1:";
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < until && child.running()) {
+      const std::string text = read_file(log);
+      if (auto at = text.find(marker); at != std::string::npos) {
+        port = static_cast<std::uint16_t>(std::atoi(text.c_str() + at + marker.size()));
+        return;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+  ~node_process() {
+    child.stop();
+    std::remove(log.c_str());
+  }
+  std::string log;
+  child_process child;
+  std::uint16_t port = 0;
+};
+
+// The control plane: an actor system with cudactor's types and CAF's network layer.
+struct control_plane {
+  control_plane() : config(make_config()), system(*config) {}
+  ~control_plane() { runtime::release_calling_thread(); }
+  static std::unique_ptr<runtime_config> make_config() {
+    auto c = std::make_unique<runtime_config>();
+    c->enable_network();
+    return c;
+  }
+  template <class T, class... Ts>
+  caf::expected<T> ask(const node_actor& to, Ts&&... xs) {
+    caf::expected<T> out{caf::sec::request_timeout};
+    {
+      caf::scoped_actor self{system};
+      self->request(to, 20s, std::forward<Ts>(xs)...)
+          .receive([&](T& value) { out = std::move(value); },
+                   [&](caf::error& err) { out = std::move(err); });
+    }
+    runtime::release_calling_thread();
+    return out;
+  }
+  std::string render(const caf::error& e) { return e ? system.render(e) : std::string{}; }
+  // The error of an expected, or "" when it holds a value (Boost evaluates messages eagerly).
+  template <class T>
+  std::string why(const caf::expected<T>& x) {
+    return x ? std::string{} : render(x.error());
+  }
+  std::unique_ptr<runtime_config> config;
+  caf::actor_system system;
+};
+
+op_spec named(std::string description, work w) {
+  op_spec s;
+  s.description = std::move(description);
+  s.body = std::move(w);
+  return s;
+}
+
+bool is(const caf::error& e, errc code) {
+  return e && e.category() == error_category && e.code() == static_cast<std::uint8_t>(code);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_control_plane_runs_named_work_on_a_node_in_another_process) {
+  node_process node{"n1"};
+  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+  control_plane cp;
+  auto connected = connect_node(cp.system, "127.0.0.1", node.port);
+  BOOST_REQUIRE_MESSAGE(connected, cp.why(connected));
+  BOOST_TEST(connected->info.name == "n1");
+  BOOST_TEST(connected->info.backend.find("host") != std::string::npos);
+  BOOST_TEST(connected->info.coordinator_streams == 4u);
+  BOOST_TEST((connected->info.operations == std::vector<std::string>{"busy", "fail", "noop"}));
+  const node_actor& n = connected->actor;
+
+  // A graph: noop -> busy 2 ms -> (noop, fail) ; after the fail, a noop that never runs.
+  graph_spec g;
+  const auto first = g.add(named("first", work::named("noop")));
+  const auto busy = g.add(named("busy", work::named("busy", std::uint64_t{2000})), {first});
+  g.add(named("after busy", work::named("noop")), {busy});
+  const auto fails = g.add(named("fails", work::named("fail", std::string{"boom"})), {busy});
+  g.add(named("after the failure", work::named("noop")), {fails});
+  auto ends = cp.ask<std::vector<op_notice>>(n, submit_atom::value, g);
+  BOOST_REQUIRE_MESSAGE(ends, cp.why(ends));
+  BOOST_REQUIRE(ends->size() == 5u);
+  BOOST_TEST((ends->at(0).state == op_state::completed));
+  BOOST_TEST((ends->at(1).state == op_state::completed));
+  BOOST_TEST(ends->at(1).ended_ns - ends->at(1).dispatched_ns >= 2'000'000);
+  BOOST_TEST((ends->at(2).state == op_state::completed));
+  BOOST_TEST((ends->at(3).state == op_state::failed));
+  BOOST_TEST(cp.render(ends->at(3).cause).find("boom") != std::string::npos);
+  BOOST_TEST((ends->at(4).state == op_state::cancelled));
+  BOOST_TEST(is(ends->at(4).cause, errc::dependency_failed));
+  for (const auto& e : *ends) BOOST_TEST(!e.id.empty());
+
+  // One operation.
+  auto one = cp.ask<op_notice>(n, register_atom::value, named("one", work::named("noop")));
+  BOOST_REQUIRE_MESSAGE(one, cp.why(one));
+  BOOST_TEST((one->state == op_state::completed));
+
+  // Many graphs at once, from several threads: each answered once, with its own ends.
+  std::vector<std::thread> threads;
+  std::atomic<int> good{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < 10; ++k) {
+        graph_spec small;
+        auto a = small.add(named("a", work::named("noop")));
+        small.add(named("b", work::named("busy", std::uint64_t{100})), {a});
+        auto r = cp.ask<std::vector<op_notice>>(n, submit_atom::value, small);
+        if (r && r->size() == 2u && all_completed(*r)) ++good;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  BOOST_TEST(good.load() == 40);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_refuses_what_it_cannot_run_and_says_which_node_it_is) {
+  node_process node{"n2"};
+  BOOST_REQUIRE(node.port != 0);
+  control_plane cp;
+  auto connected = connect_node(cp.system, "127.0.0.1", node.port);
+  BOOST_REQUIRE_MESSAGE(connected, cp.why(connected));
+  const node_actor& n = connected->actor;
+
+  auto unknown = cp.ask<op_notice>(n, register_atom::value, named("x", work::named("warp_drive")));
+  BOOST_REQUIRE(!unknown);
+  BOOST_TEST(is(unknown.error(), errc::unknown_operation));
+  BOOST_TEST(cp.render(unknown.error()).find("node 'n2'") != std::string::npos);
+  BOOST_TEST(cp.render(unknown.error()).find("warp_drive") != std::string::npos);
+
+  auto ill_typed =
+      cp.ask<op_notice>(n, register_atom::value, named("x", work::named("busy", std::string{"1"})));
+  BOOST_REQUIRE(!ill_typed);
+  BOOST_TEST(is(ill_typed.error(), errc::invalid_argument));
+  BOOST_TEST(cp.render(ill_typed.error()).find("takes (uint64)") != std::string::npos,
+             cp.render(ill_typed.error()));
+
+  graph_spec by_id;
+  op_spec with_dep = named("x", work::named("noop"));
+  with_dep.deps.push_back(op_id{1});
+  by_id.add(with_dep);
+  auto refused = cp.ask<std::vector<op_notice>>(n, submit_atom::value, by_id);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(is(refused.error(), errc::invalid_argument));
+
+  graph_spec beyond;
+  beyond.add(named("x", work::named("noop")), {7});
+  auto bad_index = cp.ask<std::vector<op_notice>>(n, submit_atom::value, beyond);
+  BOOST_REQUIRE(!bad_index);
+  BOOST_TEST(is(bad_index.error(), errc::invalid_argument));
+
+  auto empty = cp.ask<std::vector<op_notice>>(n, submit_atom::value, graph_spec{});
+  BOOST_REQUIRE(!empty);
+  BOOST_TEST(is(empty.error(), errc::invalid_argument));
+
+  // Notices sent to the node by anyone but its coordinator change nothing.
+  {
+    caf::scoped_actor self{cp.system};
+    op_notice forged;
+    forged.id = op_id{1};
+    self->send(n, std::vector<op_notice>{forged});
+  }
+  runtime::release_calling_thread();
+  auto still = cp.ask<op_notice>(n, register_atom::value, named("ok", work::named("noop")));
+  BOOST_REQUIRE(still);
+  BOOST_TEST((still->state == op_state::completed));
+}
+
+BOOST_AUTO_TEST_CASE(connecting_where_no_node_listens_says_so) {
+  control_plane cp;
+  const std::uint16_t port = free_loopback_port();
+  const auto started = std::chrono::steady_clock::now();
+  auto refused = connect_node(cp.system, "127.0.0.1", port, 2s);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(is(refused.error(), errc::node_unreachable));
+  BOOST_TEST(cp.render(refused.error()).find("127.0.0.1:" + std::to_string(port)) !=
+             std::string::npos);
+  BOOST_TEST((std::chrono::steady_clock::now() - started < 10s));
+
+  // Something that is not a node: another actor published by another actor system.
+  control_plane other;
+  using echo_actor = caf::typed_actor<caf::replies_to<int>::with<int>>;
+  auto echo =
+      other.system.spawn([]() -> echo_actor::behavior_type { return {[](int x) { return x; }}; });
+  auto published = other.system.middleman().publish(echo, 0, "127.0.0.1", true);
+  BOOST_REQUIRE(published);
+  auto mismatch = connect_node(cp.system, "127.0.0.1", *published, 5s);
+  BOOST_REQUIRE(!mismatch);
+  BOOST_TEST(is(mismatch.error(), errc::node_mismatch), cp.render(mismatch.error()));
+  caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(publishing_a_node_needs_the_network_layer) {
+  runtime_config config;
+  BOOST_REQUIRE(!config.parse(
+      std::vector<std::string>{"--cudactor.backend=host", "--cudactor.metrics.no-exposer"}));
+  auto rt = runtime::start(config);
+  BOOST_REQUIRE(rt.ok());
+  auto port = (*rt)->publish_node();
+  BOOST_REQUIRE(!port.ok());
+  BOOST_TEST(port.error().to_string().find("enable_network") != std::string::npos);
+}
