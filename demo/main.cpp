@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
       account(control.submit(model.step_graph(step)).get());
       ++steps_done;
       const auto now = std::chrono::steady_clock::now();
-      if (now - last_print > std::chrono::milliseconds{live ? 200 : 2000}) {
+      if (!config.quiet && now - last_print > std::chrono::milliseconds{live ? 200 : 2000}) {
         last_print = now;
         const double s = std::chrono::duration<double>(now - start).count();
         std::printf("%sstep %zu%s  %.0f steps/s  %.0f ops/s  latency p99 %s us%s", live ? "\r" : "",
