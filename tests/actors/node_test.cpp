@@ -21,6 +21,7 @@
 
 #include "common/child_process.hpp"
 #include "common/http_get.hpp"
+#include "common/log_file.hpp"
 #include "cudactor/actors/client.hpp"
 #include "cudactor/actors/node_client.hpp"
 #include "cudactor/actors/runtime.hpp"
@@ -32,13 +33,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in{path};
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A cudactor-node process, stopped and reaped when the object goes.
 struct node_process {
   explicit node_process(const std::string& name)
@@ -46,16 +40,7 @@ struct node_process {
         child({CUDACTOR_NODE, "--cudactor.node.name=" + name, "--cudactor.backend=host",
                "--cudactor.metrics.no-exposer"},
               log) {
-    const std::string marker = "listening on 127.0.0.1:";
-    const auto until = std::chrono::steady_clock::now() + 60s;
-    while (std::chrono::steady_clock::now() < until && child.running()) {
-      const std::string text = read_file(log);
-      if (auto at = text.find(marker); at != std::string::npos) {
-        port = static_cast<std::uint16_t>(std::atoi(text.c_str() + at + marker.size()));
-        return;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
+    port = wait_for_port(log, child, "listening on 127.0.0.1:").value_or(0);
   }
   ~node_process() {
     child.stop();

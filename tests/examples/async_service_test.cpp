@@ -20,32 +20,12 @@
 
 #include "common/child_process.hpp"
 #include "common/http_get.hpp"
+#include "common/log_file.hpp"
 
 using namespace cudactor::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in{path};
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// The port the service printed, once it has.
-std::optional<std::uint16_t> wait_for_port(const std::string& log, child_process& child) {
-  const std::string marker = "listening on http://127.0.0.1:";
-  const auto until = std::chrono::steady_clock::now() + 60s;
-  while (std::chrono::steady_clock::now() < until && child.running()) {
-    const std::string text = read_file(log);
-    if (auto at = text.find(marker); at != std::string::npos) {
-      return static_cast<std::uint16_t>(std::atoi(text.c_str() + at + marker.size()));
-    }
-    std::this_thread::sleep_for(20ms);
-  }
-  return std::nullopt;
-}
 
 std::string body_of(const std::string& response) {
   const auto at = response.find("\r\n\r\n");
@@ -92,7 +72,7 @@ struct service_process {
 
 BOOST_AUTO_TEST_CASE(serves_computed_results_over_http_and_quits_cleanly) {
   service_process service;
-  const auto port = wait_for_port(service.log, service.child);
+  const auto port = wait_for_port(service.log, service.child, "listening on http://127.0.0.1:");
   BOOST_REQUIRE_MESSAGE(port.has_value(), "no port printed: " << read_file(service.log));
 
   // Eight clients at once, ten requests each, every one a different size and factor.
@@ -139,7 +119,7 @@ BOOST_AUTO_TEST_CASE(serves_computed_results_over_http_and_quits_cleanly) {
 
 BOOST_AUTO_TEST_CASE(sigterm_stops_it_cleanly) {
   service_process service;
-  const auto port = wait_for_port(service.log, service.child);
+  const auto port = wait_for_port(service.log, service.child, "listening on http://127.0.0.1:");
   BOOST_REQUIRE(port.has_value());
   BOOST_TEST(status_of(http_get(*port, "/saxpy?n=4096&a=2")) == 200);
   kill(service.child.pid(), SIGTERM);
