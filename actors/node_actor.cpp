@@ -216,6 +216,7 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
       },
       [self](std::vector<op_notice>& ends) {
         auto& st = self->state;
+        if (st.closing) return;  // every request has been answered already
         if (caf::actor_cast<caf::actor_addr>(self->current_sender()) !=
             st.context.coordinator.address()) {
           ++st.foreign_notices;  // only the coordinator tells the node of ends

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -235,4 +236,35 @@ BOOST_AUTO_TEST_CASE(publishing_a_node_needs_the_network_layer) {
   auto port = (*rt)->publish_node();
   BOOST_REQUIRE(!port.ok());
   BOOST_TEST(port.error().to_string().find("enable_network") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_answers_what_it_holds_when_its_runtime_shuts_down) {
+  runtime_config config;
+  BOOST_REQUIRE(config.operations()
+                    .add_typed<std::uint64_t>("busy",
+                                              [](const gpu::launch_context&, std::uint64_t us) {
+                                                std::this_thread::sleep_for(
+                                                    std::chrono::microseconds{us});
+                                                return gpu::status{};
+                                              })
+                    .ok());
+  BOOST_REQUIRE(!config.parse(std::vector<std::string>{
+      "--cudactor.backend=host", "--cudactor.metrics.no-exposer", "--cudactor.node.name=local"}));
+  auto rt = runtime::start(config);
+  BOOST_REQUIRE(rt.ok());
+  auto answer = std::make_shared<std::promise<caf::error>>();
+  auto told = answer->get_future();
+  (*rt)->system().spawn([node = (*rt)->node(), answer](caf::event_based_actor* self) {
+    op_spec op;
+    op.body = work::named("busy", std::uint64_t{2'000'000});  // 2 s: still running at shutdown
+    self->request(node, caf::infinite, register_atom::value, std::move(op))
+        .then([answer](const op_notice&) { answer->set_value(caf::error{}); },
+              [answer](caf::error& err) { answer->set_value(std::move(err)); });
+  });
+  runtime::release_calling_thread();
+  std::this_thread::sleep_for(100ms);  // the operation is on its stream
+  (*rt)->shutdown();
+  BOOST_REQUIRE((told.wait_for(10s) == std::future_status::ready));
+  const caf::error err = told.get();
+  BOOST_TEST(is(err, errc::shutting_down));
 }
