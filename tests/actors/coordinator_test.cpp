@@ -303,8 +303,14 @@ BOOST_AUTO_TEST_CASE(a_begun_operation_that_never_completes_leaves_its_stream_cl
                               make_error(errc::op_failed, "the caller saw its launch fail"));
   BOOST_TEST((failed && *failed == op_state::failed));
 
-  std::vector<op_id> after;
-  for (int i = 0; i < 16; ++i) after.push_back(add(spec_of(noop())));
+  // Sixteen operations of 300 us in one graph: dispatched in one pass while all are in
+  // flight, so the load-balanced pool puts some on every stream, the two leased ones included.
+  auto log = std::make_shared<timeline_log>(16);
+  graph_spec later;
+  for (std::size_t i = 0; i < 16; ++i) later.add(spec_of(recorded(log, i, 300us)));
+  auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(later), me());
+  BOOST_REQUIRE_MESSAGE(ids, why(ids));
+  const std::vector<op_id> after = *ids;
   auto notices = collect(after);
   std::set<std::uint32_t> used;
   for (auto& [id, n] : notices) {
