@@ -31,7 +31,6 @@ struct node_state {
   // Ends told before the coordinator's answer with the ids (it tells listeners first).
   std::unordered_map<op_id, op_notice> early;
   bool closing = false;
-  std::uint64_t foreign_notices = 0;  // notices from anyone but the coordinator, dropped
 
   caf::error named(errc code, const std::string& what) const {
     return make_error(code, "node '" + options.name + "': " + what);
@@ -219,8 +218,7 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
         if (st.closing) return;  // every request has been answered already
         if (caf::actor_cast<caf::actor_addr>(self->current_sender()) !=
             st.context.coordinator.address()) {
-          ++st.foreign_notices;  // only the coordinator tells the node of ends
-          return;
+          return;  // only the coordinator tells the node of ends: anyone else's are dropped
         }
         for (const auto& n : ends) st.end(n);
       },

@@ -1,12 +1,27 @@
 #include "cudactor/actors/detail/op_profile.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <string>
 
 namespace cudactor::detail {
 
 namespace {
 
 const std::string other_names = "(other names)";
+
+// An operation type's name, as a string that lives as long as the program.
+const std::string& type_name(op_type type) {
+  static const std::string names[] = {std::string{to_string(op_type::kernel)},
+                                      std::string{to_string(op_type::memory_transfer)},
+                                      std::string{to_string(op_type::synchronization)},
+                                      std::string{to_string(op_type::reduction)},
+                                      std::string{to_string(op_type::broadcast)},
+                                      std::string{to_string(op_type::all_reduce)},
+                                      std::string{to_string(op_type::barrier)}};
+  const auto i = static_cast<std::size_t>(type);
+  return i < std::size(names) ? names[i] : names[0];
+}
 
 }  // namespace
 
@@ -36,13 +51,13 @@ void op_profile::add(const profiled_op& op) {
     if (op.ended_ns > from) s.totals.busy_ns += op.ended_ns - from;
     s.covered_until = std::max(s.covered_until, op.ended_ns);
   }
-  std::string_view name =
-      op.name != nullptr && !op.name->empty() ? std::string_view{*op.name} : to_string(op.type);
-  auto it = names_.find(std::string{name});
+  // The description itself is the key: no string is built per operation.
+  const std::string& name = op.name != nullptr && !op.name->empty() ? *op.name : type_name(op.type);
+  auto it = names_.find(name);
   if (it == names_.end()) {
-    if (names_.size() >= max_names_) name = other_names;
-    it = names_.try_emplace(std::string{name}).first;
-    it->second.name = std::string{name};
+    const std::string& kept = names_.size() >= max_names_ ? other_names : name;
+    it = names_.try_emplace(kept).first;
+    it->second.name = kept;
   }
   op_name_report& n = it->second;
   ++n.count;
