@@ -2,6 +2,9 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <functional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -21,6 +24,26 @@ struct pending_request {
   std::size_t left = 0;
 };
 
+// A barrier call waiting for the requests taken before it to end.
+struct arriving_call {
+  caf::typed_response_promise<node_arrival> promise;
+  barrier_call call;
+  caf::actor_addr holder;        // who called: only it may release, its end ends the hold
+  std::uint64_t before_key = 0;  // requests with a smaller key must end first
+  std::uint64_t waited = 0;      // open requests when the call came
+  std::uint64_t left = 0;        // of those, not ended yet
+  std::chrono::steady_clock::time_point since;
+};
+
+// An arrival not yet released: while any is held, new work waits in `held`.
+struct hold {
+  std::string barrier;
+  std::uint64_t generation = 0;
+  caf::actor_addr holder;
+};
+
+using clock = std::chrono::steady_clock;
+
 struct node_state {
   node_context context;
   node_options options;
@@ -31,6 +54,12 @@ struct node_state {
   // Ends told before the coordinator's answer with the ids (it tells listeners first).
   std::unordered_map<op_id, op_notice> early;
   bool closing = false;
+  std::vector<arriving_call> arriving;
+  std::uint64_t next_hold = 1;
+  std::vector<caf::actor_addr> callers;  // monitored once each: barrier callers
+  std::unordered_map<std::uint64_t, hold> holds;
+  // Work that came while a hold was on: dispatched, in order, once the last hold ends.
+  std::vector<std::pair<std::uint64_t, graph_spec>> held;
 
   caf::error named(errc code, const std::string& what) const {
     return make_error(code, "node '" + options.name + "': " + what);
@@ -111,6 +140,7 @@ struct node_state {
       it->second.single.deliver(std::move(it->second.ends.front()));
     }
     pending.erase(it);
+    ended(key);
   }
 
   void fail(std::uint64_t key, const caf::error& why) {
@@ -122,6 +152,62 @@ struct node_state {
       it->second.single.deliver(why);
     }
     pending.erase(it);
+    ended(key);
+  }
+
+  caf::error check_call(const barrier_call& call) const {
+    if (call.barrier.empty() || call.barrier.size() > options.max_description) {
+      return named(
+          errc::invalid_argument,
+          "a barrier's name has 1 to " + std::to_string(options.max_description) + " characters");
+    }
+    if (call.generation == 0) {
+      return named(errc::invalid_argument,
+                   "barrier '" + call.barrier + "': generations count from 1");
+    }
+    if (call.hold.count() < 0 || call.hold > options.max_hold) {
+      return named(
+          errc::invalid_argument,
+          "barrier '" + call.barrier + "': a hold is 0 to " +
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(options.max_hold).count()) +
+              " ms");
+    }
+    if (arriving.size() + holds.size() >= options.max_pending) {
+      return named(errc::resource_exhausted, "too many barrier calls are open; retry later");
+    }
+    return refusal();
+  }
+
+  // A request left `pending`: barrier calls that waited for it may arrive.
+  void ended(std::uint64_t key) {
+    if (arriving.empty()) return;
+    std::vector<arriving_call> done;
+    for (auto it = arriving.begin(); it != arriving.end();) {
+      if (key < it->before_key && --it->left == 0) {
+        done.push_back(std::move(*it));
+        it = arriving.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& a : done) arrive(a);
+  }
+
+  std::function<void(std::uint64_t, caf::timespan)> start_timer;  // set by the behaviour
+
+  void arrive(arriving_call& a) {
+    node_arrival out;
+    out.node = options.name;
+    out.generation = a.call.generation;
+    out.waited = a.waited;
+    out.duration = std::chrono::duration_cast<caf::timespan>(clock::now() - a.since);
+    if (a.call.hold.count() > 0) {
+      const std::uint64_t id = next_hold++;
+      holds.emplace(id, hold{a.call.barrier, a.call.generation, a.holder});
+      start_timer(id, a.call.hold);
+    }
+    a.promise.deliver(std::move(out));
   }
 
   void end(const op_notice& n) {
@@ -156,6 +242,47 @@ struct node_state {
     }
   }
 
+  // A hold ended (released, run out, or its holder gone): when none is left, the work held
+  // back goes to the coordinator in the order it came.
+  void unhold(std::uint64_t id) {
+    holds.erase(id);
+    if (!holds.empty()) return;
+    auto work = std::move(held);
+    held.clear();
+    for (auto& [key, g] : work) dispatch(key, std::move(g));
+  }
+
+  void release(const std::string& barrier, std::uint64_t generation, const caf::actor_addr& from) {
+    for (auto it = holds.begin(); it != holds.end(); ++it) {
+      if (it->second.barrier == barrier && it->second.generation == generation &&
+          it->second.holder == from) {
+        unhold(it->first);
+        return;
+      }
+    }
+  }
+
+  // Whoever called barriers is gone: its calls are dropped and its holds end.
+  void holder_down(const caf::actor_addr& who) {
+    callers.erase(std::remove(callers.begin(), callers.end(), who), callers.end());
+    const caf::error why = named(errc::cancelled, "the barrier's caller is gone");
+    for (auto it = arriving.begin(); it != arriving.end();) {
+      if (it->holder == who) {
+        it->promise.deliver(why);
+        it = arriving.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::vector<std::uint64_t> ids;
+    for (const auto& [id, h] : holds) {
+      if (h.holder == who) ids.push_back(id);
+    }
+    for (auto id : ids) unhold(id);
+  }
+
+  std::function<void(std::uint64_t, graph_spec)> dispatch;  // set by the behaviour
+
   void close() {
     closing = true;
     const caf::error why = named(errc::shutting_down, "shut down before the work ended");
@@ -164,6 +291,10 @@ struct node_state {
     for (auto key : keys) fail(key, why);
     ops.clear();
     early.clear();
+    for (auto& a : arriving) a.promise.deliver(why);
+    arriving.clear();
+    holds.clear();
+    held.clear();
   }
 };
 
@@ -174,18 +305,34 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
   st.options = std::move(options);
   self->monitor(st.context.coordinator);
   self->set_down_handler([self](const caf::down_msg& down) {
-    if (down.source == self->state.context.coordinator.address()) self->state.close();
+    if (down.source == self->state.context.coordinator.address()) {
+      self->state.close();
+    } else {
+      self->state.holder_down(down.source);
+    }
   });
   const op_listener listener = caf::actor_cast<op_listener>(self);
-  auto submit = [self, listener](graph_spec& g, bool is_graph) {
+  st.dispatch = [self, listener](std::uint64_t key, graph_spec g) {
+    self->request(self->state.context.coordinator, caf::infinite, submit_atom::value, std::move(g),
+                  listener)
+        .then([self, key](const std::vector<op_id>& ids) { self->state.registered(key, ids); },
+              [self, key](caf::error& err) { self->state.fail(key, err); });
+  };
+  st.start_timer = [self](std::uint64_t id, caf::timespan after) {
+    self->delayed_send(self, after, expire_atom::value, id);
+  };
+  // A new request: handed on at once, or held back while a barrier holds the node.
+  auto submit = [self](graph_spec& g, bool is_graph) {
     auto& st = self->state;
     const std::uint64_t key = st.next_key++;
     pending_request& p = st.pending[key];
     p.is_graph = is_graph;
     p.ends.resize(g.ops.size());
-    self->request(st.context.coordinator, caf::infinite, submit_atom::value, std::move(g), listener)
-        .then([self, key](const std::vector<op_id>& ids) { self->state.registered(key, ids); },
-              [self, key](caf::error& err) { self->state.fail(key, err); });
+    if (st.holds.empty()) {
+      st.dispatch(key, std::move(g));
+    } else {
+      st.held.emplace_back(key, std::move(g));
+    }
     return key;
   };
   return {
@@ -213,6 +360,35 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
         st.pending[key].single = promise;
         return promise;
       },
+      [self](synchronize_atom, barrier_call& call) -> caf::result<node_arrival> {
+        auto& st = self->state;
+        if (auto bad = st.check_call(call)) return bad;
+        arriving_call a;
+        // Before the promise: making it takes the sender out of the current message.
+        a.holder = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        a.promise = self->make_response_promise<node_arrival>();
+        if (a.holder &&
+            std::find(st.callers.begin(), st.callers.end(), a.holder) == st.callers.end()) {
+          st.callers.push_back(a.holder);
+          self->monitor(a.holder);
+        }
+        a.before_key = st.next_key;
+        a.waited = st.pending.size();
+        a.left = a.waited;
+        a.since = clock::now();
+        a.call = std::move(call);
+        auto promise = a.promise;
+        if (a.left == 0) {
+          st.arrive(a);
+        } else {
+          st.arriving.push_back(std::move(a));
+        }
+        return promise;
+      },
+      [self](release_atom, const std::string& barrier, std::uint64_t generation) {
+        self->state.release(barrier, generation,
+                            caf::actor_cast<caf::actor_addr>(self->current_sender()));
+      },
       [self](std::vector<op_notice>& ends) {
         auto& st = self->state;
         if (st.closing) return;  // every request has been answered already
@@ -221,6 +397,12 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
           return;  // only the coordinator tells the node of ends: anyone else's are dropped
         }
         for (const auto& n : ends) st.end(n);
+      },
+      [self](expire_atom, std::uint64_t id) {
+        auto& st = self->state;
+        if (caf::actor_cast<caf::actor_addr>(self->current_sender()) != self->address()) return;
+        if (st.holds.count(id) == 0) return;  // released in time
+        st.unhold(id);
       },
       [self](shutdown_atom) { self->state.close(); },
   };

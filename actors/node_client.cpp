@@ -6,6 +6,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/remote_actor.hpp>
 
 #include "cudactor/actors/runtime.hpp"
 #include "cudactor/messaging/errc.hpp"
@@ -54,7 +55,10 @@ caf::expected<remote_node> connect_node(caf::actor_system& system, const std::st
                       "runtime_config::enable_network() before parse()");
   }
   if (auto err = probe(host, port, timeout)) return err;
-  auto actor = system.middleman().remote_actor<node_actor>(host, port);
+  // TLS when the configuration turned it on (cudactor.tls.enabled loads CAF's OpenSSL module).
+  auto actor = system.has_openssl_manager()
+                   ? caf::openssl::remote_actor<node_actor>(system, host, port)
+                   : system.middleman().remote_actor<node_actor>(host, port);
   runtime::release_calling_thread();
   if (!actor) {
     if (actor.error() == caf::sec::unexpected_actor_messaging_interface) {

@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/logger.hpp>
+#include <caf/openssl/publish.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -151,8 +152,10 @@ gpu::result<std::uint16_t> runtime::publish_node() {
                        "publishing a node needs CAF's network layer: call "
                        "runtime_config::enable_network() before parse()"};
   }
-  auto port =
-      system_->middleman().publish(node_, options_.node_port, options_.node_address.c_str(), true);
+  auto port = options_.tls ? caf::openssl::publish(node_, options_.node_port,
+                                                   options_.node_address.c_str(), true)
+                           : system_->middleman().publish(node_, options_.node_port,
+                                                          options_.node_address.c_str(), true);
   release_calling_thread();
   if (!port) {
     return gpu::status{gpu::errc::invalid_argument,

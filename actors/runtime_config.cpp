@@ -4,14 +4,17 @@
 #include <caf/config_option_adder.hpp>
 #include <caf/config_value.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
 #include <caf/pec.hpp>
 #include <caf/settings.hpp>
 
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <limits>
 
+#include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/message_types.hpp"
 
 namespace cudactor {
@@ -75,6 +78,13 @@ runtime_config::runtime_config() {
       .add(node_name_, "name", "this node's name in every error it gives (default: host-pid)")
       .add(node_address_, "address", "address publish_node listens on (IPv4; default loopback)")
       .add(node_port_, "port", "port publish_node listens on (0: any free port)");
+  opt_group{custom_options_, "cudactor.tls"}
+      .add(tls_enabled_, "enabled",
+           "every node connection is TLS (CAF's OpenSSL module), peers checked against the CA")
+      .add(tls_certificate_, "certificate", "this process's certificate (PEM)")
+      .add(tls_key_, "key", "its private key (PEM)")
+      .add(tls_ca_file_, "ca-file", "the CA that signs every certificate of the job (PEM)")
+      .add(tls_passphrase_, "passphrase", "the key's passphrase, if it has one");
   opt_group{custom_options_, "cudactor.metrics"}
       .add(metrics_off_, "no-exposer", "collect metrics but serve no /metrics endpoint")
       .add(metrics_address_, "address", "address the /metrics endpoint binds (IPv4)")
@@ -87,6 +97,32 @@ void runtime_config::enable_network() {
   if (network_) return;
   network_ = true;
   load<caf::io::middleman>();
+  set("middleman.heartbeat-interval", default_heartbeat);
+  set("middleman.connection-timeout", default_connection_timeout);
+}
+
+caf::error runtime_config::apply_tls() {
+  if (!tls_enabled_) return caf::none;
+  auto bad = [](std::string what) {
+    return make_error(errc::invalid_argument, "cudactor.tls: " + what);
+  };
+  if (!network_) return bad("TLS needs the network layer: call enable_network() before parse()");
+  // All three, or CAF would fall back to its anonymous cipher mode, which checks nobody.
+  const std::pair<const char*, const std::string*> files[] = {
+      {"certificate", &tls_certificate_}, {"key", &tls_key_}, {"ca-file", &tls_ca_file_}};
+  for (const auto& [option, path] : files) {
+    if (path->empty()) return bad(std::string{option} + " is required when TLS is enabled");
+    if (!std::ifstream{*path}) return bad(std::string{option} + " '" + *path + "' cannot be read");
+  }
+  openssl_certificate = tls_certificate_;
+  openssl_key = tls_key_;
+  openssl_cafile = tls_ca_file_;
+  openssl_passphrase = tls_passphrase_;
+  if (!tls_loaded_) {
+    tls_loaded_ = true;
+    load<caf::openssl::manager>();
+  }
+  return caf::none;
 }
 
 caf::error runtime_config::parse(std::vector<std::string> args, std::istream& ini) {
@@ -123,7 +159,7 @@ caf::error runtime_config::sync_nested_options() {
     }
     option.store(*value);
   }
-  return caf::none;
+  return apply_tls();
 }
 
 gpu::result<runtime_options> runtime_config::runtime_settings() const {
@@ -195,6 +231,7 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   if (node_port_ > 65535) return bad("cudactor.node.port must be 0 to 65535");
   out.node_port = static_cast<std::uint16_t>(node_port_);
   out.network = network_;
+  out.tls = tls_enabled_;
   out.device.host.workers = static_cast<unsigned>(host_workers_);
   out.device.host.memory_limit = host_memory_;
   if (host_idle_spin_.count() < 0) return bad("cudactor.host.idle-spin must not be negative");

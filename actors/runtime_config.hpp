@@ -46,6 +46,7 @@ struct runtime_options {
   std::string node_address = "127.0.0.1";  // where publish_node() listens
   std::uint16_t node_port = 0;             // 0: any free port
   bool network = false;                    // runtime_config::enable_network() was called
+  bool tls = false;                        // cudactor.tls.enabled: publish through OpenSSL
 };
 
 class runtime_config : public caf::actor_system_config {
@@ -62,9 +63,16 @@ class runtime_config : public caf::actor_system_config {
   caf::error parse(int argc, char** argv, const char* ini_file = nullptr);
 
   // Loads CAF's network layer (caf::io::middleman), which publishing a node and connecting to
+  // one need, with CAF's heartbeat on (default_heartbeat, default_connection_timeout; the
+  // middleman.* options change them), so that a peer that hangs is detected, not only one
+  // whose connection closes. With cudactor.tls.enabled, parse() also loads CAF's OpenSSL
+  // module; every connection is then TLS with certificates checked against the CA.
   // one need. Call it before parse(); calling it again does nothing.
   void enable_network();
   [[nodiscard]] bool network_enabled() const noexcept { return network_; }
+  [[nodiscard]] bool tls_enabled() const noexcept { return tls_enabled_; }
+  static constexpr caf::timespan default_heartbeat{std::chrono::milliseconds{250}};
+  static constexpr caf::timespan default_connection_timeout{std::chrono::seconds{2}};
 
   // The options as the runtime will use them; invalid_argument naming the bad option.
   [[nodiscard]] gpu::result<runtime_options> runtime_settings() const;
@@ -118,7 +126,15 @@ class runtime_config : public caf::actor_system_config {
   std::string node_address_ = "127.0.0.1";
   std::size_t node_port_ = 0;
   bool network_ = false;
+  bool tls_enabled_ = false;
+  bool tls_loaded_ = false;
+  std::string tls_certificate_;
+  std::string tls_key_;
+  std::string tls_ca_file_;
+  std::string tls_passphrase_;
   operation_registry operations_;
+
+  [[nodiscard]] caf::error apply_tls();
 
   [[nodiscard]] caf::error sync_nested_options();
 };

@@ -33,6 +33,7 @@ std::string_view to_string(errc code) noexcept {
     case errc::invalid_state: return "invalid_state";
     case errc::node_unreachable: return "node_unreachable";
     case errc::node_mismatch: return "node_mismatch";
+    case errc::node_lost: return "node_lost";
   }
   return "unknown";
 }

@@ -44,8 +44,9 @@ enum class errc : std::uint8_t {
   unknown_op,          // an op id the coordinator never issued, or whose outcome it let go
   dependency_cycle,    // a dependency that would close a cycle (the cycle is in the message)
   invalid_state,       // the operation is not in a state the request applies to
-  node_unreachable,    // a node that refused the connection, did not answer in time, or died
+  node_unreachable,    // a node that refused the connection or did not answer in time
   node_mismatch,       // the peer is not a cudactor node of this protocol
+  node_lost,           // a connected node died or stopped answering (heartbeat)
 };
 
 // CAF's category for cudactor::errc.

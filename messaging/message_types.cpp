@@ -2,6 +2,7 @@
 
 #include "cudactor/messaging/barrier_protocol.hpp"
 #include "cudactor/messaging/client_protocol.hpp"
+#include "cudactor/messaging/cluster_protocol.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/event_pool_protocol.hpp"
@@ -60,6 +61,12 @@ void add_message_types(caf::actor_system_config& config) {
       // nodes
       .add_message_type<node_info>("cudactor::node_info")
       .add_message_type<node_actor>("cudactor::node_actor")
+      .add_message_type<barrier_call>("cudactor::barrier_call")
+      .add_message_type<node_arrival>("cudactor::node_arrival")
+      .add_message_type<cluster_crossing>("cudactor::cluster_crossing")
+      .add_message_type<cluster_member>("cudactor::cluster_member")
+      .add_message_type<cluster_status>("cudactor::cluster_status")
+      .add_message_type<cluster_actor>("cudactor::cluster_actor")
       // barriers
       .add_message_type<barrier_mode>("cudactor::barrier_mode")
       .add_message_type<barrier_arrival>("cudactor::barrier_arrival")

@@ -13,6 +13,8 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "cudactor/messaging/atoms.hpp"
@@ -28,9 +30,15 @@ using node_actor =
                      caf::replies_to<submit_atom, graph_spec>::with<std::vector<op_notice>>,
                      // one named operation: its end
                      caf::replies_to<register_atom, op_spec>::with<op_notice>,
+                     // a barrier across nodes: answered once every request taken before it has
+                     // ended; then work is held back until the release (or the call's hold)
+                     caf::replies_to<synchronize_atom, barrier_call>::with<node_arrival>,
+                     caf::reacts_to<release_atom, std::string, std::uint64_t>,
                      // the node's coordinator telling it of ends (op_listener); from anyone else:
                      // dropped
                      caf::reacts_to<std::vector<op_notice>>,
+                     // the node's own timer: a hold ran out; from anyone else: dropped
+                     caf::reacts_to<expire_atom, std::uint64_t>,
                      // the runtime
                      caf::reacts_to<shutdown_atom>>;
 

@@ -1,10 +1,13 @@
 // messaging/node_types.hpp
 //
 // What a node says about itself when asked (info_atom): the values a control plane checks
-// after connecting, before it hands the node any work.
+// after connecting, before it hands the node any work. And a node's part in a barrier across
+// nodes (actors/cluster_actor.hpp): what it is asked (barrier_call) and what it answers once
+// it has reached the barrier (node_arrival).
 #pragma once
 
 #include <caf/meta/type_name.hpp>
+#include <caf/timespan.hpp>
 
 #include <cstdint>
 #include <string>
@@ -23,6 +26,34 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("cudactor::node_info"), x.name, x.backend, x.coordinator_streams,
            x.operations);
+}
+
+// One generation of a barrier across nodes, as the node is asked to reach it. The node
+// arrives once every request it took before this one has ended; from then until it is
+// released (release_atom with the barrier's name and generation) it holds back the work it
+// is given, for at most `hold`: a control plane that vanished cannot stop a node for good.
+struct barrier_call {
+  std::string barrier;  // the barrier's name: a node may take part in several
+  std::uint64_t generation = 0;
+  caf::timespan hold{0};  // the longest the node holds work back after arriving
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, barrier_call& x) {
+  return f(caf::meta::type_name("cudactor::barrier_call"), x.barrier, x.generation, x.hold);
+}
+
+struct node_arrival {
+  std::string node;  // the node's name
+  std::uint64_t generation = 0;
+  std::uint64_t waited = 0;   // requests still open when the call came: the node waited for them
+  caf::timespan duration{0};  // from the call to the arrival, on the node's clock
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_arrival& x) {
+  return f(caf::meta::type_name("cudactor::node_arrival"), x.node, x.generation, x.waited,
+           x.duration);
 }
 
 }  // namespace cudactor

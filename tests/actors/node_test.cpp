@@ -23,6 +23,7 @@
 #include "common/child_process.hpp"
 #include "common/http_get.hpp"
 #include "common/log_file.hpp"
+#include "common/remote_node.hpp"
 #include "cudactor/actors/client.hpp"
 #include "cudactor/actors/node_client.hpp"
 #include "cudactor/actors/runtime.hpp"
@@ -31,70 +32,6 @@
 using namespace cudactor;
 using namespace cudactor::test;
 using namespace std::chrono_literals;
-
-namespace {
-
-// A cudactor-node process, stopped and reaped when the object goes.
-struct node_process {
-  explicit node_process(const std::string& name)
-      : log("node_test." + name + "." + std::to_string(getpid()) + ".log"),
-        child({CUDACTOR_NODE, "--cudactor.node.name=" + name, "--cudactor.backend=host",
-               "--cudactor.metrics.no-exposer"},
-              log) {
-    port = wait_for_port(log, child, "listening on 127.0.0.1:").value_or(0);
-  }
-  ~node_process() {
-    child.stop();
-    std::remove(log.c_str());
-  }
-  std::string log;
-  child_process child;
-  std::uint16_t port = 0;
-};
-
-// The control plane: an actor system with cudactor's types and CAF's network layer.
-struct control_plane {
-  control_plane() : config(make_config()), system(*config) {}
-  ~control_plane() { runtime::release_calling_thread(); }
-  static std::unique_ptr<runtime_config> make_config() {
-    auto c = std::make_unique<runtime_config>();
-    c->enable_network();
-    return c;
-  }
-  template <class T, class... Ts>
-  caf::expected<T> ask(const node_actor& to, Ts&&... xs) {
-    caf::expected<T> out{caf::sec::request_timeout};
-    {
-      caf::scoped_actor self{system};
-      self->request(to, 20s, std::forward<Ts>(xs)...)
-          .receive([&](T& value) { out = std::move(value); },
-                   [&](caf::error& err) { out = std::move(err); });
-    }
-    runtime::release_calling_thread();
-    return out;
-  }
-  std::string render(const caf::error& e) { return e ? system.render(e) : std::string{}; }
-  // The error of an expected, or "" when it holds a value (Boost evaluates messages eagerly).
-  template <class T>
-  std::string why(const caf::expected<T>& x) {
-    return x ? std::string{} : render(x.error());
-  }
-  std::unique_ptr<runtime_config> config;
-  caf::actor_system system;
-};
-
-op_spec named(std::string description, work w) {
-  op_spec s;
-  s.description = std::move(description);
-  s.body = std::move(w);
-  return s;
-}
-
-bool is(const caf::error& e, errc code) {
-  return e && e.category() == error_category && e.code() == static_cast<std::uint8_t>(code);
-}
-
-}  // namespace
 
 BOOST_AUTO_TEST_CASE(a_control_plane_runs_named_work_on_a_node_in_another_process) {
   node_process node{"n1"};

@@ -1,0 +1,363 @@
+#include "cudactor/actors/cluster_actor.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "cudactor/messaging/errc.hpp"
+
+namespace cudactor {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// A generation's hold on the nodes when it has no limit of its own: a control plane that
+// vanished without a release cannot stop its nodes for longer.
+constexpr caf::timespan unlimited_hold{std::chrono::minutes{10}};
+
+struct member {
+  remote_node node;
+  bool up = true;
+  std::string lost;  // why, once lost
+
+  std::string who() const { return "node '" + node.info.name + "' (" + node.address + ")"; }
+};
+
+struct open_generation {
+  caf::typed_response_promise<cluster_crossing> promise;
+  caf::timespan limit{0};
+  clock::time_point since;
+  std::vector<std::size_t> members;                   // the nodes up when it began
+  std::vector<std::optional<node_arrival>> arrivals;  // by position in `members`
+  std::size_t left = 0;
+};
+
+// A request passed on to one node, answered by the node or failed when it is lost.
+struct forwarded {
+  caf::typed_response_promise<std::vector<op_notice>> graph;
+  caf::typed_response_promise<op_notice> single;
+  bool is_graph = true;
+  std::size_t member = 0;
+};
+
+struct cluster_state {
+  cluster_options options;
+  std::vector<member> members;
+  std::uint64_t next_generation = 1;
+  std::map<std::uint64_t, open_generation> open;
+  std::uint64_t next_request = 1;
+  std::unordered_map<std::uint64_t, forwarded> requests;
+  cluster_status counts;
+
+  std::string prefix(std::uint64_t generation) const {
+    return "cluster '" + options.name + "' generation " + std::to_string(generation) + ": ";
+  }
+
+  // Ends a generation: the nodes that arrived are released either way.
+  template <class Self>
+  void finish(Self* self, std::uint64_t generation, const caf::error* why) {
+    auto it = open.find(generation);
+    if (it == open.end()) return;
+    open_generation g = std::move(it->second);
+    open.erase(it);
+    cluster_crossing out;
+    out.barrier = options.name;
+    out.generation = generation;
+    out.duration = std::chrono::duration_cast<caf::timespan>(clock::now() - g.since);
+    for (std::size_t i = 0; i < g.members.size(); ++i) {
+      if (!g.arrivals[i]) continue;
+      const member& m = members[g.members[i]];
+      if (m.up) self->send(m.node.actor, release_atom::value, options.name, generation);
+      out.nodes.push_back(std::move(*g.arrivals[i]));
+    }
+    if (why == nullptr) {
+      ++counts.crossed;
+      g.promise.deliver(std::move(out));
+    } else {
+      if (*why == errc::timeout) {
+        ++counts.timed_out;
+      } else {
+        ++counts.failed;
+      }
+      g.promise.deliver(*why);
+    }
+  }
+
+  template <class Self>
+  void arrived(Self* self, std::uint64_t generation, std::size_t index, node_arrival& a) {
+    const member& m = members[index];
+    auto it = open.find(generation);
+    if (it == open.end()) {
+      // Too late: the generation ended without it. The node holds its work: release it.
+      if (m.up) self->send(m.node.actor, release_atom::value, options.name, generation);
+      return;
+    }
+    auto& g = it->second;
+    const auto pos = static_cast<std::size_t>(std::find(g.members.begin(), g.members.end(), index) -
+                                              g.members.begin());
+    if (pos == g.members.size() || g.arrivals[pos]) return;
+    if (a.generation != generation || a.node != m.node.info.name) {
+      const caf::error bad = make_error(errc::invalid_argument,
+                                        prefix(generation) + m.who() + " answered for generation " +
+                                            std::to_string(a.generation) + " as '" + a.node + "'");
+      finish(self, generation, &bad);
+      return;
+    }
+    g.arrivals[pos] = std::move(a);
+    if (--g.left == 0) finish(self, generation, nullptr);
+  }
+
+  template <class Self>
+  void refused(Self* self, std::uint64_t generation, std::size_t index, const caf::error& err) {
+    auto it = open.find(generation);
+    if (it == open.end()) return;
+    const caf::error why = make_error(
+        err.category() == error_category ? static_cast<errc>(err.code()) : errc::node_lost,
+        prefix(generation) + members[index].who() + " did not arrive: " + describe(err));
+    finish(self, generation, &why);
+  }
+
+  template <class Self>
+  void expired(Self* self, std::uint64_t generation) {
+    auto it = open.find(generation);
+    if (it == open.end()) return;
+    const auto& g = it->second;
+    std::string late;
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < g.members.size(); ++i) {
+      if (g.arrivals[i]) continue;
+      const member& m = members[g.members[i]];
+      late += (count++ == 0 ? "" : ", ") + ("'" + m.node.info.name + "' (" + m.node.address + ")");
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(g.limit).count();
+    const caf::error why = make_error(errc::timeout, prefix(generation) + std::to_string(count) +
+                                                         " of " + std::to_string(g.members.size()) +
+                                                         " nodes did not arrive within " +
+                                                         std::to_string(ms) + " ms: " + late);
+    finish(self, generation, &why);
+  }
+
+  // A node is gone: everything that waits for it fails now, naming it.
+  template <class Self>
+  void lost(Self* self, std::size_t index, const caf::error& reason) {
+    member& m = members[index];
+    if (!m.up) return;
+    m.up = false;
+    m.lost = reason ? describe(reason) : std::string{"its connection closed"};
+    std::vector<std::uint64_t> failing;
+    for (const auto& [generation, g] : open) {
+      for (std::size_t i = 0; i < g.members.size(); ++i) {
+        if (g.members[i] == index && !g.arrivals[i]) failing.push_back(generation);
+      }
+    }
+    for (auto generation : failing) {
+      const auto& g = open.at(generation);
+      const auto arrived = g.members.size() - g.left;
+      const caf::error why = make_error(
+          errc::node_lost, prefix(generation) + m.who() + " was lost before it arrived (" + m.lost +
+                               "); " + std::to_string(arrived) + " of " +
+                               std::to_string(g.members.size()) + " nodes had arrived");
+      finish(self, generation, &why);
+    }
+    std::vector<std::uint64_t> keys;
+    for (const auto& [key, r] : requests) {
+      if (r.member == index) keys.push_back(key);
+    }
+    const caf::error why =
+        make_error(errc::node_lost, m.who() + " was lost before it answered (" + m.lost + ")");
+    for (auto key : keys) answer_error(key, why);
+  }
+
+  void answer_error(std::uint64_t key, const caf::error& why) {
+    auto it = requests.find(key);
+    if (it == requests.end()) return;
+    if (it->second.is_graph) {
+      it->second.graph.deliver(why);
+    } else {
+      it->second.single.deliver(why);
+    }
+    requests.erase(it);
+  }
+
+  // A node's own errors name it already; anything else (CAF's) is said to be about it.
+  caf::error from_node(std::size_t index, const caf::error& err) const {
+    if (err.category() == error_category) return err;
+    return make_error(errc::node_lost, members[index].who() + ": " + describe(err));
+  }
+
+  static std::string describe(const caf::error& err) {
+    const auto& said = err.context();
+    if (err.category() == error_category && said.match_elements<std::string>()) {
+      return said.get_as<std::string>(0);
+    }
+    return caf::to_string(err);
+  }
+
+  caf::error find(const std::string& name, std::size_t& index) const {
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      if (members[i].node.info.name != name) continue;
+      if (!members[i].up) {
+        return make_error(errc::node_lost,
+                          members[i].who() + " was lost earlier (" + members[i].lost + ")");
+      }
+      index = i;
+      return {};
+    }
+    return make_error(errc::invalid_argument,
+                      "cluster '" + options.name + "' has no node named '" + name + "'");
+  }
+};
+
+cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cluster_state> self,
+                                              std::vector<remote_node> nodes,
+                                              cluster_options options) {
+  auto& st = self->state;
+  st.options = std::move(options);
+  st.counts.name = st.options.name;
+  for (auto& n : nodes) {
+    self->monitor(n.actor);
+    st.members.push_back(member{std::move(n), true, {}});
+  }
+  self->set_down_handler([self](const caf::down_msg& down) {
+    auto& st = self->state;
+    for (std::size_t i = 0; i < st.members.size(); ++i) {
+      if (st.members[i].node.actor.address() == down.source) st.lost(self, i, down.reason);
+    }
+  });
+  auto begin = [self](caf::timespan limit) -> caf::result<cluster_crossing> {
+    auto& st = self->state;
+    const std::uint64_t generation = st.next_generation++;
+    ++st.counts.generations;
+    open_generation g;
+    g.limit = limit;
+    g.since = clock::now();
+    for (std::size_t i = 0; i < st.members.size(); ++i) {
+      if (st.members[i].up) g.members.push_back(i);
+    }
+    if (g.members.empty()) {
+      ++st.counts.failed;
+      return make_error(errc::node_lost, st.prefix(generation) + "every node was lost");
+    }
+    g.arrivals.resize(g.members.size());
+    g.left = g.members.size();
+    g.promise = self->make_response_promise<cluster_crossing>();
+    auto promise = g.promise;
+    const barrier_call call{st.options.name, generation,
+                            limit.count() > 0 ? limit : unlimited_hold};
+    for (std::size_t index : g.members) {
+      self->request(st.members[index].node.actor, caf::infinite, synchronize_atom::value, call)
+          .then([self, generation,
+                 index](node_arrival& a) { self->state.arrived(self, generation, index, a); },
+                [self, generation, index](caf::error& err) {
+                  self->state.refused(self, generation, index, err);
+                });
+    }
+    st.open.emplace(generation, std::move(g));
+    if (limit.count() > 0) self->delayed_send(self, limit, expire_atom::value, generation);
+    return promise;
+  };
+  return {
+      [self, begin](synchronize_atom) { return begin(self->state.options.barrier_timeout); },
+      [begin](synchronize_atom, caf::timespan limit) -> caf::result<cluster_crossing> {
+        if (limit.count() < 0) return make_error(errc::invalid_argument, "a negative limit");
+        return begin(limit);
+      },
+      [self](submit_atom, const std::string& name,
+             graph_spec& g) -> caf::result<std::vector<op_notice>> {
+        auto& st = self->state;
+        std::size_t index = 0;
+        if (auto bad = st.find(name, index)) return bad;
+        const std::uint64_t key = st.next_request++;
+        ++st.counts.forwarded;
+        forwarded& r = st.requests[key];
+        r.is_graph = true;
+        r.member = index;
+        r.graph = self->make_response_promise<std::vector<op_notice>>();
+        auto promise = r.graph;
+        self->request(st.members[index].node.actor, caf::infinite, submit_atom::value, std::move(g))
+            .then(
+                [self, key](std::vector<op_notice>& ends) {
+                  auto& st = self->state;
+                  auto it = st.requests.find(key);
+                  if (it == st.requests.end()) return;
+                  it->second.graph.deliver(std::move(ends));
+                  st.requests.erase(it);
+                },
+                [self, key, index](caf::error& err) {
+                  self->state.answer_error(key, self->state.from_node(index, err));
+                });
+        return promise;
+      },
+      [self](register_atom, const std::string& name, op_spec& op) -> caf::result<op_notice> {
+        auto& st = self->state;
+        std::size_t index = 0;
+        if (auto bad = st.find(name, index)) return bad;
+        const std::uint64_t key = st.next_request++;
+        ++st.counts.forwarded;
+        forwarded& r = st.requests[key];
+        r.is_graph = false;
+        r.member = index;
+        r.single = self->make_response_promise<op_notice>();
+        auto promise = r.single;
+        self->request(st.members[index].node.actor, caf::infinite, register_atom::value,
+                      std::move(op))
+            .then(
+                [self, key](op_notice& end) {
+                  auto& st = self->state;
+                  auto it = st.requests.find(key);
+                  if (it == st.requests.end()) return;
+                  it->second.single.deliver(std::move(end));
+                  st.requests.erase(it);
+                },
+                [self, key, index](caf::error& err) {
+                  self->state.answer_error(key, self->state.from_node(index, err));
+                });
+        return promise;
+      },
+      [self](status_atom) {
+        auto& st = self->state;
+        cluster_status out = st.counts;
+        for (const auto& m : st.members) {
+          out.nodes.push_back(cluster_member{m.node.info.name, m.node.address, m.up, m.lost});
+        }
+        out.pending = st.open.size();
+        out.open = st.requests.size();
+        return out;
+      },
+      [self](expire_atom, std::uint64_t generation) {
+        if (caf::actor_cast<caf::actor_addr>(self->current_sender()) != self->address()) return;
+        self->state.expired(self, generation);
+      },
+  };
+}
+
+}  // namespace
+
+caf::expected<cluster_actor> spawn_cluster(caf::actor_system& system,
+                                           std::vector<remote_node> nodes,
+                                           cluster_options options) {
+  if (nodes.empty()) return make_error(errc::invalid_argument, "a cluster needs a node");
+  if (options.name.empty() || options.name.size() > 256) {
+    return make_error(errc::invalid_argument, "a cluster's name has 1 to 256 characters");
+  }
+  if (options.barrier_timeout.count() < 0) {
+    return make_error(errc::invalid_argument, "a negative barrier timeout");
+  }
+  std::set<std::string> names;
+  for (const auto& n : nodes) {
+    if (!n.actor) return make_error(errc::invalid_argument, "a node without an actor");
+    if (!names.insert(n.info.name).second) {
+      return make_error(errc::invalid_argument,
+                        "two nodes are named '" + n.info.name + "': work goes to nodes by name");
+    }
+  }
+  return system.spawn(cluster_behavior, std::move(nodes), std::move(options));
+}
+
+}  // namespace cudactor

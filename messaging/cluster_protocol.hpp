@@ -1,0 +1,35 @@
+// messaging/cluster_protocol.hpp
+//
+// What a control plane says to its cluster actor (actors/cluster_actor.hpp), the one actor
+// that stands for a set of remote nodes: a barrier across all of them that are up, and work
+// for one of them by name. Every request is answered once, also when a node dies or hangs
+// (then with errc::node_lost naming it), so callers need no timeouts of their own to learn of
+// a lost node.
+#pragma once
+
+#include <caf/replies_to.hpp>
+#include <caf/timespan.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cudactor/messaging/atoms.hpp"
+#include "cudactor/messaging/cluster_types.hpp"
+#include "cudactor/messaging/coordinator_types.hpp"
+
+namespace cudactor {
+
+using cluster_actor = caf::typed_actor<
+    // the next generation of the barrier, with the cluster's limit or this one (0: none)
+    caf::replies_to<synchronize_atom>::with<cluster_crossing>,
+    caf::replies_to<synchronize_atom, caf::timespan>::with<cluster_crossing>,
+    // work for the node of this name (node_actor's submit and register)
+    caf::replies_to<submit_atom, std::string, graph_spec>::with<std::vector<op_notice>>,
+    caf::replies_to<register_atom, std::string, op_spec>::with<op_notice>,
+    caf::replies_to<status_atom>::with<cluster_status>,
+    // its own timer: a generation's limit ran out
+    caf::reacts_to<expire_atom, std::uint64_t>>;
+
+}  // namespace cudactor
