@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<node_process>> nodes;
   for (std::size_t i = 0; i < sizes.back(); ++i) {
     nodes.push_back(std::make_unique<node_process>(program, "bench-" + std::to_string(i)));
-    if (nodes.back()->port == 0) die("node " + std::to_string(i) + " did not start: " +
-                                     test::read_file(nodes.back()->log));
+    if (nodes.back()->port == 0)
+      die("node " + std::to_string(i) + " did not start: " + test::read_file(nodes.back()->log));
   }
 
   runtime_config config;
@@ -118,7 +118,8 @@ int main(int argc, char** argv) {
         // fan-out: every request out before the first answer is awaited
         std::vector<decltype(self->request(members[0].actor, 10s, info_atom::value))> pending;
         pending.reserve(k);
-        for (const auto& m : members) pending.push_back(self->request(m.actor, 10s, info_atom::value));
+        for (const auto& m : members)
+          pending.push_back(self->request(m.actor, 10s, info_atom::value));
         for (auto& p : pending) {
           p.receive([](const node_info&) {}, [&](caf::error& e) { failure = system.render(e); });
         }

@@ -28,8 +28,7 @@ namespace {
 // Two CAs; the node and a client signed by the first, a rogue signed by the second.
 struct certificates {
   certificates()
-      : dir(std::filesystem::temp_directory_path() /
-            ("cudactor-tls-" + std::to_string(getpid()))) {
+      : dir(std::filesystem::temp_directory_path() / ("cudactor-tls-" + std::to_string(getpid()))) {
     std::filesystem::create_directories(dir);
     const std::string d = dir.string();
     std::string script = "set -e; cd '" + d + "'; ";
@@ -105,17 +104,16 @@ BOOST_AUTO_TEST_CASE(tls_without_its_files_is_a_configuration_error) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"--cudactor.tls.enabled"},
            {"--cudactor.tls.enabled", "--cudactor.tls.certificate=/nonexistent/c.pem",
-            "--cudactor.tls.key=/nonexistent/k.pem", "--cudactor.tls.ca-file=/nonexistent/ca.pem"}}) {
+            "--cudactor.tls.key=/nonexistent/k.pem",
+            "--cudactor.tls.ca-file=/nonexistent/ca.pem"}}) {
     runtime_config config;
     config.enable_network();
     auto err = config.parse(args);
     BOOST_REQUIRE(static_cast<bool>(err));
-    BOOST_TEST(caf::to_string(err).find("cudactor.tls") != std::string::npos,
-               caf::to_string(err));
+    BOOST_TEST(caf::to_string(err).find("cudactor.tls") != std::string::npos, caf::to_string(err));
   }
   runtime_config without_network;
   auto err = without_network.parse(std::vector<std::string>{"--cudactor.tls.enabled"});
   BOOST_REQUIRE(static_cast<bool>(err));
-  BOOST_TEST(caf::to_string(err).find("enable_network") != std::string::npos,
-             caf::to_string(err));
+  BOOST_TEST(caf::to_string(err).find("enable_network") != std::string::npos, caf::to_string(err));
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs one example for a short while and checks what it prints, not only its exit status:
 # the figures it reports and its check of the numbers against the host's arithmetic.
-# Usage: example_smoke.sh pipeline|training_step|barrier path/to/example
+# Usage: example_smoke.sh pipeline|training_step|barrier|distributed_training path/to/example
 set -eu
 name=$1
 program=$2
@@ -37,6 +37,16 @@ case $name in
     echo "$out" | grep -Eq '^15 barriers crossed, mean wait [0-9.]+ us$' || fail "no crossings"
     echo "$out" | grep -Eq '^result: sum [0-9.]+; every value equals the host reference$' ||
       fail "values differ from the host reference"
+    ;;
+  distributed_training)
+    # Starts its own cudactor-node processes (each with its own metrics port) and stops them.
+    out=$("$program" --nodes=3 --steps=4 --step-us=5000)
+    echo "$out"
+    echo "$out" | grep -q '^distributed_training: 4 steps on 3 nodes' || fail "no header"
+    [ "$(echo "$out" | grep -Ec '^ +[1-4] +[0-9.]+ +[0-9.]+$')" = 4 ] || fail "not 4 steps"
+    [ "$(echo "$out" | grep -Ec '^worker-[0-2]: cudactor_operations_completed_total 4 \(given 4\)$')" = 3 ] ||
+      fail "a node's metrics disagree with the work it was given"
+    echo "$out" | grep -q '^distributed_training: ok$' || fail "not ok"
     ;;
   *) fail "unknown example" ;;
 esac
