@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -214,6 +215,43 @@ struct cluster_state {
   }
 };
 
+template <class T>
+caf::typed_response_promise<T>& slot(forwarded& r) {
+  if constexpr (std::is_same_v<T, op_notice>) {
+    return r.single;
+  } else {
+    return r.graph;
+  }
+}
+
+// Passes a request on to the node of that name; its answer, or node_lost if it is lost first.
+template <class T, class Self, class... Ts>
+caf::result<T> forward(Self* self, const std::string& name, Ts&&... xs) {
+  auto& st = self->state;
+  std::size_t index = 0;
+  if (auto bad = st.find(name, index)) return bad;
+  const std::uint64_t key = st.next_request++;
+  ++st.counts.forwarded;
+  forwarded& r = st.requests[key];
+  r.is_graph = !std::is_same_v<T, op_notice>;
+  r.member = index;
+  auto promise = self->template make_response_promise<T>();
+  slot<T>(r) = promise;
+  self->request(st.members[index].node.actor, caf::infinite, std::forward<Ts>(xs)...)
+      .then(
+          [self, key](T& answer) {
+            auto& st = self->state;
+            auto it = st.requests.find(key);
+            if (it == st.requests.end()) return;
+            slot<T>(it->second).deliver(std::move(answer));
+            st.requests.erase(it);
+          },
+          [self, key, index](caf::error& err) {
+            self->state.answer_error(key, self->state.from_node(index, err));
+          });
+  return promise;
+}
+
 cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cluster_state> self,
                                               std::vector<remote_node> nodes,
                                               cluster_options options) {
@@ -270,55 +308,10 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
       },
       [self](submit_atom, const std::string& name,
              graph_spec& g) -> caf::result<std::vector<op_notice>> {
-        auto& st = self->state;
-        std::size_t index = 0;
-        if (auto bad = st.find(name, index)) return bad;
-        const std::uint64_t key = st.next_request++;
-        ++st.counts.forwarded;
-        forwarded& r = st.requests[key];
-        r.is_graph = true;
-        r.member = index;
-        r.graph = self->make_response_promise<std::vector<op_notice>>();
-        auto promise = r.graph;
-        self->request(st.members[index].node.actor, caf::infinite, submit_atom::value, std::move(g))
-            .then(
-                [self, key](std::vector<op_notice>& ends) {
-                  auto& st = self->state;
-                  auto it = st.requests.find(key);
-                  if (it == st.requests.end()) return;
-                  it->second.graph.deliver(std::move(ends));
-                  st.requests.erase(it);
-                },
-                [self, key, index](caf::error& err) {
-                  self->state.answer_error(key, self->state.from_node(index, err));
-                });
-        return promise;
+        return forward<std::vector<op_notice>>(self, name, submit_atom::value, std::move(g));
       },
       [self](register_atom, const std::string& name, op_spec& op) -> caf::result<op_notice> {
-        auto& st = self->state;
-        std::size_t index = 0;
-        if (auto bad = st.find(name, index)) return bad;
-        const std::uint64_t key = st.next_request++;
-        ++st.counts.forwarded;
-        forwarded& r = st.requests[key];
-        r.is_graph = false;
-        r.member = index;
-        r.single = self->make_response_promise<op_notice>();
-        auto promise = r.single;
-        self->request(st.members[index].node.actor, caf::infinite, register_atom::value,
-                      std::move(op))
-            .then(
-                [self, key](op_notice& end) {
-                  auto& st = self->state;
-                  auto it = st.requests.find(key);
-                  if (it == st.requests.end()) return;
-                  it->second.single.deliver(std::move(end));
-                  st.requests.erase(it);
-                },
-                [self, key, index](caf::error& err) {
-                  self->state.answer_error(key, self->state.from_node(index, err));
-                });
-        return promise;
+        return forward<op_notice>(self, name, register_atom::value, std::move(op));
       },
       [self](status_atom) {
         auto& st = self->state;
