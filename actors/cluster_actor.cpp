@@ -18,10 +18,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// A generation's hold on the nodes when it has no limit of its own: a control plane that
-// vanished without a release cannot stop its nodes for longer.
-constexpr caf::timespan unlimited_hold{std::chrono::minutes{10}};
-
 struct member {
   remote_node node;
   bool up = true;
@@ -286,8 +282,11 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
     g.left = g.members.size();
     g.promise = self->make_response_promise<cluster_crossing>();
     auto promise = g.promise;
-    const barrier_call call{st.options.name, generation,
-                            limit.count() > 0 ? limit : unlimited_hold};
+    // The nodes hold their work for the generation's limit, at most the hold they accept: a
+    // control plane that vanished without a release cannot stop its nodes for longer.
+    const barrier_call call{
+        st.options.name, generation,
+        limit.count() > 0 ? std::min(limit, st.options.max_hold) : st.options.max_hold};
     for (std::size_t index : g.members) {
       self->request(st.members[index].node.actor, caf::infinite, synchronize_atom::value, call)
           .then([self, generation,

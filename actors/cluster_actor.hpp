@@ -32,6 +32,9 @@ struct cluster_options {
   std::string name = "cluster";  // in every error, and the barrier's name on the nodes
   // A plain synchronize's limit; 0: none (a lost node still ends it).
   caf::timespan barrier_timeout{std::chrono::seconds{30}};
+  // How long a node that arrived holds new work back without a release; at most what the
+  // nodes accept (cudactor.node.max-hold, 30 s by default).
+  caf::timespan max_hold{std::chrono::seconds{30}};
 };
 
 // At least one node, names unique (work is addressed by name): invalid_argument otherwise.

@@ -31,6 +31,7 @@
 #include "cudactor/gpu/backend.hpp"
 #include "cudactor/gpu/completion_poller.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
+#include "cudactor/messaging/input_limits.hpp"
 #include "cudactor/metrics/registry.hpp"
 
 namespace cudactor {
@@ -44,12 +45,26 @@ struct coordinator_options {
   std::size_t ended_kept = 4096;       // ended operations describe still knows
   std::size_t failures_kept = 65536;   // failed ids remembered to refuse dependencies on them
   caf::timespan stall_after{std::chrono::seconds{10}};  // detect_deadlocks' default age
-  std::size_t max_graph = std::size_t{1} << 22;         // most operations in one graph
+  // What one message may hold (messaging/input_check.hpp). Local input only, so more than a
+  // node takes from peers; still bounded, so that no graph costs more than linear work.
+  input_limits limits = local_limits();
   // Host callbacks around each operation on its stream stamp when it started and finished
   // (report's run times, the trace). Two more stream operations per operation: off unless
   // asked for; a trace turns it on.
   bool timing = false;
   std::size_t report_names = 1024;  // distinct operation names the report keeps apart
+
+  [[nodiscard]] static input_limits local_limits() noexcept {
+    input_limits l;
+    l.max_graph_ops = std::size_t{1} << 22;
+    l.max_graph_edges = std::size_t{1} << 26;
+    l.max_graph_bytes = std::size_t{1} << 32;
+    l.max_description = std::size_t{1} << 16;
+    l.max_args = 64;
+    l.max_string = std::size_t{1} << 30;
+    l.max_sequence = std::size_t{1} << 26;
+    return l;
+  }
 
   // The priority class of the pool's stream `index`.
   [[nodiscard]] gpu::stream_priority priority_of(std::size_t index) const noexcept {

@@ -1,93 +1,65 @@
 #include "cudactor/actors/node_actor.hpp"
 
 #include <caf/all.hpp>
+#include <caf/detail/serialized_size.hpp>
+#include <caf/detail/sync_request_bouncer.hpp>
 
-#include <algorithm>
-#include <chrono>
-#include <functional>
-#include <unordered_map>
+#include <atomic>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
+#include "cudactor/actors/detail/node_core.hpp"
 #include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
 
 namespace cudactor {
 
 namespace {
 
-// One request not yet answered: a graph (every end, in order) or a single operation.
-struct pending_request {
-  caf::typed_response_promise<std::vector<op_notice>> graph;
-  caf::typed_response_promise<op_notice> single;
-  bool is_graph = true;
-  std::vector<op_notice> ends;
-  std::size_t left = 0;
-};
+// Why the face refused a message: the metric's label values.
+enum class refusal : std::uint8_t { invalid, unexpected, system };
 
-// A barrier call waiting for the requests taken before it to end.
-struct arriving_call {
-  caf::typed_response_promise<node_arrival> promise;
-  barrier_call call;
-  caf::actor_addr holder;        // who called: only it may release, its end ends the hold
-  std::uint64_t before_key = 0;  // requests with a smaller key must end first
-  std::uint64_t waited = 0;      // open requests when the call came
-  std::uint64_t left = 0;        // of those, not ended yet
-  std::chrono::steady_clock::time_point since;
-};
-
-// An arrival not yet released: while any is held, new work waits in `held`.
-struct hold {
-  std::string barrier;
-  std::uint64_t generation = 0;
-  caf::actor_addr holder;
-};
-
-using clock = std::chrono::steady_clock;
-
-struct node_state {
+struct node_face_state {
   node_context context;
   node_options options;
-  std::uint64_t next_key = 1;
-  std::unordered_map<std::uint64_t, pending_request> pending;
-  // Each operation of a pending request: the request and the operation's index in it.
-  std::unordered_map<op_id, std::pair<std::uint64_t, std::size_t>> ops;
-  // Ends told before the coordinator's answer with the ids (it tells listeners first).
-  std::unordered_map<op_id, op_notice> early;
-  bool closing = false;
-  std::vector<arriving_call> arriving;
-  std::uint64_t next_hold = 1;
-  std::vector<caf::actor_addr> callers;  // monitored once each: barrier callers
-  std::unordered_map<std::uint64_t, hold> holds;
-  // Work that came while a hold was on: dispatched, in order, once the last hold ends.
-  std::vector<std::pair<std::uint64_t, graph_spec>> held;
+  detail::node_core_actor core;
+  metrics::counter* refused[3] = {nullptr, nullptr, nullptr};
+  std::atomic<std::uint64_t> refusals{0};  // all kinds, for the log's pacing
 
+  caf::error named(const caf::error& err) const {
+    return make_error(static_cast<errc>(err.code()),
+                      "node '" + options.name + "': " + error_context(err));
+  }
   caf::error named(errc code, const std::string& what) const {
     return make_error(code, "node '" + options.name + "': " + what);
   }
 
-  caf::error check_op(const op_spec& op, std::size_t index) const {
-    const std::string which = "operation " + std::to_string(index);
+  // Counted always; logged for the first ten, then once per thousand, so that a peer that
+  // floods the node cannot flood its log. Thread-safe: exit messages are refused as they
+  // arrive, on the network layer's thread.
+  void refuse(refusal why, const std::string& line) {
+    if (auto* c = refused[static_cast<std::size_t>(why)]) c->add();
+    const std::uint64_t n = ++refusals;
+    if (n <= 10 || n % 1000 == 0) {
+      std::fprintf(stderr, "cudactor node '%s': refused %s (%llu refused so far)\n",
+                   options.name.c_str(), line.c_str(), static_cast<unsigned long long>(n));
+    }
+  }
+
+  // What a named operation means here: known, its arguments of the registered types, and
+  // ordered by index only (an id of the node's coordinator means nothing to a peer).
+  caf::error check_work(const op_spec& op, const std::string& which) const {
     if (op.body.empty()) return named(errc::invalid_argument, which + " has no work");
     if (op.body.is_local()) {
       return named(errc::local_only, which + " is a local closure: a node runs named operations");
     }
-    if (op.body.name().size() > operation_registry::max_name_length) {
-      return named(errc::invalid_argument, which + "'s name is too long");
-    }
     if (context.operations->find(op.body.name()) == nullptr) {
-      return named(errc::unknown_operation, "no operation named '" + op.body.name() + "'");
+      return named(errc::unknown_operation,
+                   which + ": no operation named " + quote_peer_text(op.body.name()));
     }
     if (auto bad = context.operations->check(op.body.name(), op.body.args())) {
-      const auto& said = bad.context();
-      return named(errc::invalid_argument,
-                   which + ": " +
-                       (said.match_elements<std::string>() ? said.get_as<std::string>(0)
-                                                           : caf::to_string(said)));
-    }
-    if (op.description.size() > options.max_description) {
-      return named(errc::invalid_argument, which + "'s description is over " +
-                                               std::to_string(options.max_description) +
-                                               " characters");
+      return named(errc::invalid_argument, which + ": " + error_context(bad));
     }
     if (!op.deps.empty()) {
       return named(errc::invalid_argument,
@@ -98,320 +70,159 @@ struct node_state {
     return {};
   }
 
-  caf::error check_graph(const graph_spec& g) const {
-    if (g.ops.empty() || g.ops.size() > options.max_graph) {
-      return named(errc::invalid_argument, "a graph holds 1 to " +
-                                               std::to_string(options.max_graph) +
-                                               " operations, not " + std::to_string(g.ops.size()));
-    }
+  caf::error check(const graph_spec& g) const {
+    if (auto bad = check_input(g, options.limits)) return named(bad);
     for (std::size_t i = 0; i < g.ops.size(); ++i) {
-      if (auto bad = check_op(g.ops[i].spec, i)) return bad;
-      if (g.ops[i].after.size() > g.ops.size()) {
-        return named(errc::invalid_argument, "operation " + std::to_string(i) +
-                                                 " comes after more operations than the "
-                                                 "graph holds");
-      }
-      for (std::uint32_t a : g.ops[i].after) {
-        if (a >= g.ops.size()) {
-          return named(errc::invalid_argument, "operation " + std::to_string(i) +
-                                                   " comes after operation " + std::to_string(a) +
-                                                   ", beyond the graph");
-        }
-      }
-    }
-    return refusal();
-  }
-
-  caf::error refusal() const {
-    if (closing) return named(errc::shutting_down, "shutting down");
-    if (pending.size() >= options.max_pending) {
-      return named(errc::resource_exhausted,
-                   std::to_string(pending.size()) + " requests are open; retry later");
+      if (auto bad = check_work(g.ops[i].spec, "graph op " + std::to_string(i))) return bad;
     }
     return {};
   }
 
-  void answer(std::uint64_t key) {
-    auto it = pending.find(key);
-    if (it == pending.end()) return;
-    if (it->second.is_graph) {
-      it->second.graph.deliver(std::move(it->second.ends));
-    } else {
-      it->second.single.deliver(std::move(it->second.ends.front()));
-    }
-    pending.erase(it);
-    ended(key);
-  }
-
-  void fail(std::uint64_t key, const caf::error& why) {
-    auto it = pending.find(key);
-    if (it == pending.end()) return;
-    if (it->second.is_graph) {
-      it->second.graph.deliver(why);
-    } else {
-      it->second.single.deliver(why);
-    }
-    pending.erase(it);
-    ended(key);
-  }
-
-  caf::error check_call(const barrier_call& call) const {
-    if (call.barrier.empty() || call.barrier.size() > options.max_description) {
-      return named(
-          errc::invalid_argument,
-          "a barrier's name has 1 to " + std::to_string(options.max_description) + " characters");
-    }
-    if (call.generation == 0) {
-      return named(errc::invalid_argument,
-                   "barrier '" + call.barrier + "': generations count from 1");
-    }
-    if (call.hold.count() < 0 || call.hold > options.max_hold) {
-      return named(
-          errc::invalid_argument,
-          "barrier '" + call.barrier + "': a hold is 0 to " +
-              std::to_string(
-                  std::chrono::duration_cast<std::chrono::milliseconds>(options.max_hold).count()) +
-              " ms");
-    }
-    if (arriving.size() + holds.size() >= options.max_pending) {
-      return named(errc::resource_exhausted, "too many barrier calls are open; retry later");
-    }
-    return refusal();
-  }
-
-  // A request left `pending`: barrier calls that waited for it may arrive.
-  void ended(std::uint64_t key) {
-    if (arriving.empty()) return;
-    std::vector<arriving_call> done;
-    for (auto it = arriving.begin(); it != arriving.end();) {
-      if (key < it->before_key && --it->left == 0) {
-        done.push_back(std::move(*it));
-        it = arriving.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    for (auto& a : done) arrive(a);
-  }
-
-  std::function<void(std::uint64_t, caf::timespan)> start_timer;  // set by the behaviour
-
-  void arrive(arriving_call& a) {
-    node_arrival out;
-    out.node = options.name;
-    out.generation = a.call.generation;
-    out.waited = a.waited;
-    out.duration = std::chrono::duration_cast<caf::timespan>(clock::now() - a.since);
-    if (a.call.hold.count() > 0) {
-      const std::uint64_t id = next_hold++;
-      holds.emplace(id, hold{a.call.barrier, a.call.generation, a.holder});
-      start_timer(id, a.call.hold);
-    }
-    a.promise.deliver(std::move(out));
-  }
-
-  void end(const op_notice& n) {
-    auto found = ops.find(n.id);
-    if (found == ops.end()) {
-      early.emplace(n.id, n);
-      return;
-    }
-    const auto [key, index] = found->second;
-    ops.erase(found);
-    auto it = pending.find(key);
-    if (it == pending.end()) return;
-    it->second.ends[index] = n;
-    if (--it->second.left == 0) answer(key);
-  }
-
-  // The coordinator took the request: its operations' ids, in order.
-  void registered(std::uint64_t key, const std::vector<op_id>& ids) {
-    auto it = pending.find(key);
-    if (it == pending.end()) return;
-    it->second.left = ids.size();
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      it->second.ends[i].id = ids[i];
-      ops.emplace(ids[i], std::make_pair(key, i));
-    }
-    for (op_id id : ids) {
-      if (auto e = early.find(id); e != early.end()) {
-        op_notice n = std::move(e->second);
-        early.erase(e);
-        end(n);
-      }
-    }
-  }
-
-  // A hold ended (released, run out, or its holder gone): when none is left, the work held
-  // back goes to the coordinator in the order it came.
-  void unhold(std::uint64_t id) {
-    holds.erase(id);
-    if (!holds.empty()) return;
-    auto work = std::move(held);
-    held.clear();
-    for (auto& [key, g] : work) dispatch(key, std::move(g));
-  }
-
-  void release(const std::string& barrier, std::uint64_t generation, const caf::actor_addr& from) {
-    for (auto it = holds.begin(); it != holds.end(); ++it) {
-      if (it->second.barrier == barrier && it->second.generation == generation &&
-          it->second.holder == from) {
-        unhold(it->first);
-        return;
-      }
-    }
-  }
-
-  // Whoever called barriers is gone: its calls are dropped and its holds end.
-  void holder_down(const caf::actor_addr& who) {
-    callers.erase(std::remove(callers.begin(), callers.end(), who), callers.end());
-    const caf::error why = named(errc::cancelled, "the barrier's caller is gone");
-    for (auto it = arriving.begin(); it != arriving.end();) {
-      if (it->holder == who) {
-        it->promise.deliver(why);
-        it = arriving.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    std::vector<std::uint64_t> ids;
-    for (const auto& [id, h] : holds) {
-      if (h.holder == who) ids.push_back(id);
-    }
-    for (auto id : ids) unhold(id);
-  }
-
-  std::function<void(std::uint64_t, graph_spec)> dispatch;  // set by the behaviour
-
-  void close() {
-    closing = true;
-    const caf::error why = named(errc::shutting_down, "shut down before the work ended");
-    std::vector<std::uint64_t> keys;
-    for (const auto& [key, unused] : pending) keys.push_back(key);
-    for (auto key : keys) fail(key, why);
-    ops.clear();
-    early.clear();
-    for (auto& a : arriving) a.promise.deliver(why);
-    arriving.clear();
-    holds.clear();
-    held.clear();
+  caf::error check(const op_spec& op) const {
+    if (auto bad = check_input(op, options.limits)) return named(bad);
+    return check_work(op, "the operation");
   }
 };
 
-node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self,
-                                        node_context context, node_options options) {
-  auto& st = self->state;
-  st.context = std::move(context);
-  st.options = std::move(options);
-  self->monitor(st.context.coordinator);
-  self->set_down_handler([self](const caf::down_msg& down) {
-    if (down.source == self->state.context.coordinator.address()) {
-      self->state.close();
-    } else {
-      self->state.holder_down(down.source);
+// One line naming what came, never its content: the types and the bytes they take.
+std::string describe(caf::scheduled_actor* self, caf::message_view& x) {
+  const auto& content = x.content();
+  std::string types;
+  caf::detail::serialized_size_inspector size{static_cast<caf::execution_unit*>(nullptr)};
+  for (std::size_t i = 0; i < content.size() && i < 8; ++i) {
+    if (i > 0) types += ", ";
+    types += self->system().types().portable_name(content.type(i));
+    if (content.save(i, size)) types += " (unsized)";
+  }
+  if (content.size() > 8) types += ", ...";
+  std::string from = "an anonymous sender";
+  if (const auto& sender = self->current_sender()) from = caf::to_string(sender->node());
+  return "a message (" + types + "; " + std::to_string(size.result()) + " bytes) from " + from;
+}
+
+// Answers a relayed request with the core's answer, whichever it is.
+template <class T>
+auto relay(caf::typed_response_promise<T> promise) {
+  return std::make_pair([promise](T& value) mutable { promise.deliver(std::move(value)); },
+                        [promise](caf::error& err) mutable { promise.deliver(std::move(err)); });
+}
+
+// The face is a class so that it can refuse exit messages as they arrive: CAF 0.17 ends an
+// actor on an exit message with reason kill before any handler sees it, and a peer can send
+// one to whatever actor it can address.
+class node_face final : public node_actor::base {
+ public:
+  node_face(caf::actor_config& config, node_context context, node_options options,
+            detail::node_core_actor core)
+      : node_actor::base(config) {
+    st_.context = std::move(context);
+    st_.options = std::move(options);
+    st_.core = std::move(core);
+    if (st_.context.metrics) {
+      auto& family = st_.context.metrics->counters(
+          "cudactor_node_refused_messages_total",
+          "Messages a node refused: invalid requests, messages outside its interface, and exit "
+          "or down messages from peers",
+          {"node", "reason"});
+      const char* reasons[] = {"invalid", "unexpected", "system"};
+      for (std::size_t i = 0; i < 3; ++i) {
+        st_.refused[i] = &family.add({st_.options.name, reasons[i]});
+      }
     }
+  }
+
+  // Nobody may stop the face: it goes with its core. An exit message is refused here, before
+  // CAF would act on it, and a request carrying one is answered with an error.
+  void enqueue(caf::mailbox_element_ptr ptr, caf::execution_unit* eu) override {
+    if (ptr != nullptr && ptr->content().match_elements<caf::exit_msg>()) {
+      st_.refuse(refusal::system, "an exit message");
+      if (ptr->mid.is_request())
+        caf::detail::sync_request_bouncer{caf::sec::unexpected_message}(*ptr);
+      return;
+    }
+    node_actor::base::enqueue(std::move(ptr), eu);
+  }
+
+  behavior_type make_behavior() override;
+
+ private:
+  node_face_state st_;
+};
+
+node_face::behavior_type node_face::make_behavior() {
+  auto* self = this;
+  auto& st = st_;
+  self->monitor(st.core);
+  self->set_down_handler([self, &st](const caf::down_msg& down) {
+    if (down.source == st.core.address()) {
+      self->quit(down.reason);
+      return;
+    }
+    st.refuse(refusal::system, "a down message for an actor it never watched");
   });
-  const op_listener listener = caf::actor_cast<op_listener>(self);
-  st.dispatch = [self, listener](std::uint64_t key, graph_spec g) {
-    self->request(self->state.context.coordinator, caf::infinite, submit_atom::value, std::move(g),
-                  listener)
-        .then([self, key](const std::vector<op_id>& ids) { self->state.registered(key, ids); },
-              [self, key](caf::error& err) { self->state.fail(key, err); });
-  };
-  st.start_timer = [self](std::uint64_t id, caf::timespan after) {
-    self->delayed_send(self, after, expire_atom::value, id);
-  };
-  // A new request: handed on at once, or held back while a barrier holds the node.
-  auto submit = [self](graph_spec& g, bool is_graph) {
-    auto& st = self->state;
-    const std::uint64_t key = st.next_key++;
-    pending_request& p = st.pending[key];
-    p.is_graph = is_graph;
-    p.ends.resize(g.ops.size());
-    if (st.holds.empty()) {
-      st.dispatch(key, std::move(g));
-    } else {
-      st.held.emplace_back(key, std::move(g));
-    }
-    return key;
-  };
+  self->set_default_handler(
+      [&st](caf::scheduled_actor* ptr, caf::message_view& x) -> caf::result<caf::message> {
+        st.refuse(refusal::unexpected, describe(ptr, x));
+        return caf::sec::unexpected_message;  // without the message: never echoed back
+      });
   return {
-      [self](info_atom) {
-        const auto& st = self->state;
+      [&st](info_atom) {
         return node_info{st.options.name, st.context.backend, st.context.coordinator_streams,
                          st.context.operations->names()};
       },
-      [self, submit](submit_atom, graph_spec& g) -> caf::result<std::vector<op_notice>> {
-        auto& st = self->state;
-        if (auto bad = st.check_graph(g)) return bad;
+      [self, &st](submit_atom, graph_spec& g) -> caf::result<std::vector<op_notice>> {
+        if (auto bad = st.check(g)) {
+          st.refuse(refusal::invalid, "a graph: " + error_context(bad));
+          return bad;
+        }
         auto promise = self->make_response_promise<std::vector<op_notice>>();
-        const auto key = submit(g, true);
-        st.pending[key].graph = promise;
+        auto [done, failed] = relay(promise);
+        self->request(st.core, caf::infinite, submit_atom::value, std::move(g))
+            .then(std::move(done), std::move(failed));
         return promise;
       },
-      [self, submit](register_atom, op_spec& op) -> caf::result<op_notice> {
-        auto& st = self->state;
-        if (auto bad = st.check_op(op, 0)) return bad;
-        if (auto bad = st.refusal()) return bad;
-        graph_spec g;
-        g.add(std::move(op));
+      [self, &st](register_atom, op_spec& op) -> caf::result<op_notice> {
+        if (auto bad = st.check(op)) {
+          st.refuse(refusal::invalid, "an operation: " + error_context(bad));
+          return bad;
+        }
         auto promise = self->make_response_promise<op_notice>();
-        const auto key = submit(g, false);
-        st.pending[key].single = promise;
+        auto [done, failed] = relay(promise);
+        self->request(st.core, caf::infinite, register_atom::value, std::move(op))
+            .then(std::move(done), std::move(failed));
         return promise;
       },
-      [self](synchronize_atom, barrier_call& call) -> caf::result<node_arrival> {
-        auto& st = self->state;
-        if (auto bad = st.check_call(call)) return bad;
-        arriving_call a;
+      [self, &st](synchronize_atom, barrier_call& call) -> caf::result<node_arrival> {
+        if (auto bad = check_input(call, st.options.limits)) {
+          st.refuse(refusal::invalid, "a barrier call: " + error_context(bad));
+          return st.named(bad);
+        }
         // Before the promise: making it takes the sender out of the current message.
-        a.holder = caf::actor_cast<caf::actor_addr>(self->current_sender());
-        a.promise = self->make_response_promise<node_arrival>();
-        if (a.holder &&
-            std::find(st.callers.begin(), st.callers.end(), a.holder) == st.callers.end()) {
-          st.callers.push_back(a.holder);
-          self->monitor(a.holder);
-        }
-        a.before_key = st.next_key;
-        a.waited = st.pending.size();
-        a.left = a.waited;
-        a.since = clock::now();
-        a.call = std::move(call);
-        auto promise = a.promise;
-        if (a.left == 0) {
-          st.arrive(a);
-        } else {
-          st.arriving.push_back(std::move(a));
-        }
+        auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        auto promise = self->make_response_promise<node_arrival>();
+        auto [done, failed] = relay(promise);
+        self->request(st.core, caf::infinite, synchronize_atom::value, std::move(call),
+                      std::move(caller))
+            .then(std::move(done), std::move(failed));
         return promise;
       },
-      [self](release_atom, const std::string& barrier, std::uint64_t generation) {
-        self->state.release(barrier, generation,
-                            caf::actor_cast<caf::actor_addr>(self->current_sender()));
-      },
-      [self](std::vector<op_notice>& ends) {
-        auto& st = self->state;
-        if (st.closing) return;  // every request has been answered already
-        if (caf::actor_cast<caf::actor_addr>(self->current_sender()) !=
-            st.context.coordinator.address()) {
-          return;  // only the coordinator tells the node of ends: anyone else's are dropped
+      [self, &st](release_atom, std::string& barrier, std::uint64_t generation) {
+        if (auto bad = check_name(barrier, st.options.limits, "a barrier's name")) {
+          st.refuse(refusal::invalid, "a release: " + error_context(bad));
+          return;
         }
-        for (const auto& n : ends) st.end(n);
+        self->send(st.core, release_atom::value, std::move(barrier), generation,
+                   caf::actor_cast<caf::actor_addr>(self->current_sender()));
       },
-      [self](expire_atom, std::uint64_t id) {
-        auto& st = self->state;
-        if (caf::actor_cast<caf::actor_addr>(self->current_sender()) != self->address()) return;
-        if (st.holds.count(id) == 0) return;  // released in time
-        st.unhold(id);
-      },
-      [self](shutdown_atom) { self->state.close(); },
   };
 }
 
 }  // namespace
 
-node_actor spawn_node(caf::actor_system& system, node_context context, node_options options) {
-  return system.spawn(node_behavior, std::move(context), std::move(options));
+node_actors spawn_node(caf::actor_system& system, node_context context, node_options options) {
+  auto core = detail::spawn_node_core(system, context, options);
+  auto face = system.spawn<node_face>(std::move(context), std::move(options), core);
+  return {std::move(face), caf::actor_cast<caf::actor>(core)};
 }
 
 }  // namespace cudactor

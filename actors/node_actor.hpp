@@ -1,21 +1,27 @@
 // actors/node_actor.hpp
 //
 // A node: the face a runtime shows to control planes in other processes (messaging/
-// node_protocol.hpp). It takes graphs and operations of named work, checks everything that
-// arrived as it would check local input (counts, sizes, names, argument types), hands them
-// to its runtime's coordinator with itself as the listener, and answers each request once
-// all of it has ended. Errors name the node, so that a control plane driving many can tell
-// which one said what.
+// node_protocol.hpp), and the one actor it publishes. Everything a peer sends is hostile
+// until checked: the face checks every field of every request in one place
+// (messaging/input_check.hpp) under the limits below, and only then asks the node's core
+// (actors/detail/node_core.hpp), which hands graphs of named work to the coordinator and
+// answers each request once all of it has ended. The face's interface holds only what a
+// control plane may say; lifecycle, the coordinator's notices and timers reach the core,
+// whose handle never leaves the process. A message outside the interface, or an exit or
+// down message from a peer, is refused, counted (cudactor_node_refused_messages_total) and
+// logged as one bounded line. Errors name the node, so that a control plane driving many can
+// tell which one said what, and quote at most a short prefix of what a peer sent.
 //
 // A barrier across nodes (actors/cluster_actor.hpp) asks each node to arrive: the node
 // answers once every request it took before the call has ended, then holds back new work
-// until the caller releases it, the call's hold runs out, or the caller is gone. So nothing
-// given to any node after a barrier runs before every node has arrived.
+// until the caller releases it, the call's hold runs out, or the caller is gone. Only one
+// control plane holds a node: the first to call a barrier, until it is gone.
 //
 // The runtime spawns one (runtime::node()) and publishes it on request
 // (runtime::publish_node); cudactor-node is a program that does both.
 #pragma once
 
+#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/timespan.hpp>
 
@@ -27,17 +33,19 @@
 
 #include "cudactor/actors/operation_registry.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
+#include "cudactor/messaging/input_limits.hpp"
 #include "cudactor/messaging/node_protocol.hpp"
+#include "cudactor/metrics/registry.hpp"
 
 namespace cudactor {
 
 struct node_options {
   std::string name = "node";
-  std::size_t max_graph = 65536;      // operations in one graph
-  std::size_t max_description = 256;  // characters of an operation's description
-  std::size_t max_pending = 4096;     // requests not yet answered; more: resource_exhausted
+  input_limits limits;             // per message (graph size, edges, bytes, ...)
+  std::size_t max_pending = 4096;  // requests not yet answered
+  std::size_t max_pending_ops = std::size_t{1} << 20;  // operations of those requests
   // The longest a barrier call may hold the node's work back after it arrived.
-  caf::timespan max_hold{std::chrono::minutes{10}};
+  caf::timespan max_hold{std::chrono::seconds{30}};
 };
 
 struct node_context {
@@ -45,9 +53,17 @@ struct node_context {
   std::shared_ptr<const operation_registry> operations;
   std::string backend;
   std::uint32_t coordinator_streams = 0;
+  std::shared_ptr<metrics::registry> metrics;  // empty: the node's counters go nowhere
 };
 
-[[nodiscard]] node_actor spawn_node(caf::actor_system& system, node_context context,
-                                    node_options options);
+// The node's two actors: what peers talk to, and the core the runtime stops (shutdown_atom
+// answers every open request with shutting_down; the face goes with the core).
+struct node_actors {
+  node_actor face;
+  caf::actor core;
+};
+
+[[nodiscard]] node_actors spawn_node(caf::actor_system& system, node_context context,
+                                     node_options options);
 
 }  // namespace cudactor

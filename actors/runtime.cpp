@@ -7,6 +7,8 @@
 #include <caf/logger.hpp>
 #include <caf/openssl/publish.hpp>
 
+#include <boost/asio/ip/address.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -102,7 +104,10 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   node.operations = rt->operations_;
   node.backend = rt->backend_reason_;
   node.coordinator_streams = static_cast<std::uint32_t>(options.coordinator.streams);
-  rt->node_ = spawn_node(*rt->system_, std::move(node), options.node);
+  node.metrics = rt->metrics_;
+  auto node_actors = spawn_node(*rt->system_, std::move(node), options.node);
+  rt->node_ = std::move(node_actors.face);
+  rt->node_core_ = std::move(node_actors.core);
   release_calling_thread();
   return rt;
 }
@@ -152,6 +157,14 @@ gpu::result<std::uint16_t> runtime::publish_node() {
                        "publishing a node needs CAF's network layer: call "
                        "runtime_config::enable_network() before parse()"};
   }
+  if (!options_.tls && !options_.node_insecure && !is_loopback(options_.node_address)) {
+    return gpu::status{gpu::errc::invalid_argument,
+                       "node '" + options_.node.name + "' will not listen on " +
+                           options_.node_address +
+                           " without TLS: any peer that reaches the port could stall it "
+                           "(docs/distribution.md, Security). Enable cudactor.tls, or pass "
+                           "cudactor.node.insecure=true on a network you trust"};
+  }
   auto port = options_.tls ? caf::openssl::publish(node_, options_.node_port,
                                                    options_.node_address.c_str(), true)
                            : system_->middleman().publish(node_, options_.node_port,
@@ -164,6 +177,13 @@ gpu::result<std::uint16_t> runtime::publish_node() {
                            system_->render(port.error())};
   }
   return *port;
+}
+
+bool runtime::is_loopback(const std::string& address) {
+  boost::system::error_code ec;
+  const auto parsed = boost::asio::ip::make_address(address, ec);
+  if (!ec) return parsed.is_loopback();
+  return address == "localhost";
 }
 
 void runtime::release_calling_thread() noexcept {
@@ -195,7 +215,13 @@ void runtime::shutdown() {
         for (const auto& weak : barriers_) stop(caf::actor_cast<barrier_actor>(weak));
         barriers_.clear();
       }
-      stop(node_);  // answers what it holds with shutting_down before the coordinator goes
+      // The node answers what it holds with shutting_down before the coordinator goes; its
+      // face, which takes no lifecycle message from anyone, goes with it.
+      if (node_) {
+        self->monitor(node_);
+        ++alive;
+      }
+      stop(node_core_);
       stop(coordinator_);
       for (const auto& s : streams_) stop(s);
       stop(pool_);
@@ -215,6 +241,7 @@ void runtime::shutdown() {
     pool_ = nullptr;
     coordinator_ = nullptr;
     node_ = nullptr;
+    node_core_ = nullptr;
   }
   if (poller_metrics_) poller_metrics_->detach();  // reads the poller at scrape time
   if (poller_) poller_->stop();

@@ -66,7 +66,11 @@ class runtime {
   // Publishes node() on cudactor.node.address:port (127.0.0.1, any free port by default) and
   // answers the port. Needs runtime_config::enable_network(); the listener closes with the
   // runtime.
+  // An address other than loopback needs TLS or cudactor.node.insecure: CAF 0.17 lets any
+  // peer that reaches the port make the network layer stall (docs/distribution.md).
   [[nodiscard]] gpu::result<std::uint16_t> publish_node();
+  // Whether `address` (IPv4, IPv6 or "localhost") is a loopback address.
+  [[nodiscard]] static bool is_loopback(const std::string& address);
   // A barrier over the runtime's streams `members` (indices into streams(), at least one, none
   // twice). The runtime stops it before the streams. Safe to call from any thread.
   [[nodiscard]] gpu::result<barrier_actor> spawn_barrier(const std::vector<std::size_t>& members,
@@ -98,6 +102,7 @@ class runtime {
   event_pool_actor pool_;
   coordinator_actor coordinator_;
   node_actor node_;
+  caf::actor node_core_;  // what shutdown() stops; node_ goes with it
   std::vector<stream_actor> streams_;
   std::vector<barrier_member> stream_members_;  // the streams' names and backend views
   std::mutex barriers_mutex_;

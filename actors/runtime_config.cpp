@@ -77,7 +77,17 @@ runtime_config::runtime_config() {
   opt_group{custom_options_, "cudactor.node"}
       .add(node_name_, "name", "this node's name in every error it gives (default: host-pid)")
       .add(node_address_, "address", "address publish_node listens on (IPv4; default loopback)")
-      .add(node_port_, "port", "port publish_node listens on (0: any free port)");
+      .add(node_port_, "port", "port publish_node listens on (0: any free port)")
+      .add(node_insecure_, "insecure",
+           "allow publishing on an address other than loopback without TLS")
+      .add(node_max_graph_ops_, "max-graph-ops", "most operations in one graph a peer sends")
+      .add(node_max_graph_edges_, "max-graph-edges", "most dependencies in one graph")
+      .add(node_max_graph_bytes_, "max-graph-bytes",
+           "most bytes of names, descriptions and arguments in one graph")
+      .add(node_max_description_, "max-description", "most bytes of one description")
+      .add(node_max_pending_, "max-pending", "requests a node holds open at once")
+      .add(node_max_pending_ops_, "max-pending-ops", "operations of the open requests")
+      .add(node_max_hold_, "max-hold", "longest a barrier may hold a node's new work");
   opt_group{custom_options_, "cudactor.tls"}
       .add(tls_enabled_, "enabled",
            "every node connection is TLS (CAF's OpenSSL module), peers checked against the CA")
@@ -228,6 +238,22 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.node.name = node_name_.empty() ? default_node_name() : node_name_;
   if (out.node.name.size() > 256) return bad("cudactor.node.name has at most 256 characters");
   out.node_address = node_address_;
+  out.node_insecure = node_insecure_;
+  if (node_max_graph_ops_ == 0 || node_max_graph_edges_ == 0 || node_max_graph_bytes_ == 0 ||
+      node_max_description_ == 0 || node_max_pending_ == 0 || node_max_pending_ops_ == 0) {
+    return bad("cudactor.node.max-* must each be at least 1");
+  }
+  if (node_max_graph_ops_ > std::numeric_limits<std::uint32_t>::max()) {
+    return bad("cudactor.node.max-graph-ops must be below 2^32 (graph indices are 32-bit)");
+  }
+  out.node.limits.max_graph_ops = node_max_graph_ops_;
+  out.node.limits.max_graph_edges = node_max_graph_edges_;
+  out.node.limits.max_graph_bytes = node_max_graph_bytes_;
+  out.node.limits.max_description = node_max_description_;
+  out.node.max_pending = node_max_pending_;
+  out.node.max_pending_ops = node_max_pending_ops_;
+  if (node_max_hold_.count() < 0) return bad("cudactor.node.max-hold must not be negative");
+  out.node.max_hold = node_max_hold_;
   if (node_port_ > 65535) return bad("cudactor.node.port must be 0 to 65535");
   out.node_port = static_cast<std::uint16_t>(node_port_);
   out.network = network_;

@@ -47,6 +47,9 @@ struct runtime_options {
   std::uint16_t node_port = 0;             // 0: any free port
   bool network = false;                    // runtime_config::enable_network() was called
   bool tls = false;                        // cudactor.tls.enabled: publish through OpenSSL
+  // cudactor.node.insecure: publish without TLS on an address other than loopback (CAF 0.17
+  // lets any peer that reaches the port stall the network layer: docs/distribution.md)
+  bool node_insecure = false;
 };
 
 class runtime_config : public caf::actor_system_config {
@@ -125,6 +128,14 @@ class runtime_config : public caf::actor_system_config {
   std::string node_name_;
   std::string node_address_ = "127.0.0.1";
   std::size_t node_port_ = 0;
+  std::size_t node_max_graph_ops_ = input_limits{}.max_graph_ops;
+  std::size_t node_max_graph_edges_ = input_limits{}.max_graph_edges;
+  std::size_t node_max_graph_bytes_ = input_limits{}.max_graph_bytes;
+  std::size_t node_max_description_ = input_limits{}.max_description;
+  std::size_t node_max_pending_ = node_options{}.max_pending;
+  std::size_t node_max_pending_ops_ = node_options{}.max_pending_ops;
+  caf::timespan node_max_hold_ = node_options{}.max_hold;
+  bool node_insecure_ = false;
   bool network_ = false;
   bool tls_enabled_ = false;
   bool tls_loaded_ = false;

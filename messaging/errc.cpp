@@ -34,6 +34,7 @@ std::string_view to_string(errc code) noexcept {
     case errc::node_unreachable: return "node_unreachable";
     case errc::node_mismatch: return "node_mismatch";
     case errc::node_lost: return "node_lost";
+    case errc::permission_denied: return "permission_denied";
   }
   return "unknown";
 }

@@ -47,6 +47,7 @@ enum class errc : std::uint8_t {
   node_unreachable,    // a node that refused the connection or did not answer in time
   node_mismatch,       // the peer is not a cudactor node of this protocol
   node_lost,           // a connected node died or stopped answering (heartbeat)
+  permission_denied,   // the sender may not ask this (another control plane owns the node)
 };
 
 // CAF's category for cudactor::errc.

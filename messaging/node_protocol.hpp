@@ -1,13 +1,13 @@
 // messaging/node_protocol.hpp
 //
 // What a control plane in another process may say to a node: the one actor a node publishes
-// on the network. It takes work only as named operations (no code crosses the wire) and
-// answers a graph or an operation once it has ended, so that a remote caller needs no actor
-// of its own to listen with. Everything that arrives is checked as local input is (sizes,
-// counts, names, argument types) before it reaches the coordinator.
-//
-// The coordinator's notices reach the node as an op_listener; the node accepts them only
-// from its own coordinator.
+// on the network, and nothing more. It takes work only as named operations (no code crosses
+// the wire) and answers a graph or an operation once it has ended, so that a remote caller
+// needs no actor of its own to listen with. Everything that arrives is checked before it
+// reaches the coordinator (messaging/input_check.hpp); anything else a peer sends (another
+// message, an exit or down message) is refused and counted. The node's lifecycle, the
+// coordinator's notices and its timers go to an actor a peer cannot address
+// (actors/detail/node_core.hpp).
 #pragma once
 
 #include <caf/replies_to.hpp>
@@ -33,13 +33,6 @@ using node_actor =
                      // a barrier across nodes: answered once every request taken before it has
                      // ended; then work is held back until the release (or the call's hold)
                      caf::replies_to<synchronize_atom, barrier_call>::with<node_arrival>,
-                     caf::reacts_to<release_atom, std::string, std::uint64_t>,
-                     // the node's coordinator telling it of ends (op_listener); from anyone else:
-                     // dropped
-                     caf::reacts_to<std::vector<op_notice>>,
-                     // the node's own timer: a hold ran out; from anyone else: dropped
-                     caf::reacts_to<expire_atom, std::uint64_t>,
-                     // the runtime
-                     caf::reacts_to<shutdown_atom>>;
+                     caf::reacts_to<release_atom, std::string, std::uint64_t>>;
 
 }  // namespace cudactor

@@ -5,6 +5,7 @@
 
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/coordinator_state.hpp"
+#include "cudactor/messaging/enum_range.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor::detail {
@@ -32,6 +33,7 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
       ++next_failure;
     }
     if (auto r = records_.find(id); r != records_.end()) {
+      assert(in_range(r->second.workload));  // checked where it entered
       ++ended_by_workload[static_cast<std::size_t>(r->second.workload)];
       if (batch.detected_ns != 0 && index < slot_metrics_.size()) {
         slot_metrics_[index].latency(batch.detected_ns - r->second.dispatched_ns);

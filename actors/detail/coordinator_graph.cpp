@@ -8,29 +8,21 @@
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/coordinator_state.hpp"
 #include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
 
 namespace cudactor::detail {
 
 caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& graph,
                                                                 const op_listener* listener) {
   if (auto why = refusal()) return why;
+  if (auto bad = check_input(graph, options_.limits)) return bad;
   const std::size_t n = graph.ops.size();
-  if (n == 0 || n > options_.max_graph) {
-    return make_error(errc::invalid_argument, "a graph holds 1 to " +
-                                                  std::to_string(options_.max_graph) +
-                                                  " operations, not " + std::to_string(n));
-  }
   // Local edges, checked and ordered (Kahn): ids are issued in that order, so every
   // dependency is older than its dependent, as op_graph requires.
   std::vector<std::uint32_t> waiting(n, 0);
   std::vector<std::uint32_t> first(n + 1, 0);  // dependents of i: next_of[first[i] .. first[i+1])
   for (std::size_t i = 0; i < n; ++i) {
     for (std::uint32_t a : graph.ops[i].after) {
-      if (a >= n) {
-        return make_error(errc::invalid_argument, "graph op " + std::to_string(i) +
-                                                      " comes after op " + std::to_string(a) +
-                                                      ", beyond the graph's " + std::to_string(n));
-      }
       if (a == i) {
         return make_error(errc::dependency_cycle,
                           "graph op " + std::to_string(i) + " comes after itself");

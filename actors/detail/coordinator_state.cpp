@@ -10,6 +10,7 @@
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/progress.hpp"
 #include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
 
 namespace cudactor::detail {
 
@@ -109,6 +110,7 @@ void coordinator_state::add_listener(op_record& r, const op_listener& listener) 
 
 caf::result<op_id> coordinator_state::register_op(op_spec& spec, const op_listener* listener) {
   if (auto why = refusal()) return why;
+  if (auto bad = check_input(spec, options_.limits)) return bad;
   const bool manual = spec.body.empty();
   gpu::work_fn fn;
   if (!manual) {

@@ -1,6 +1,7 @@
 #include "cudactor/actors/detail/op_graph.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <string>
 #include <utility>
 
@@ -63,9 +64,13 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
   for (op_id dep : deps) {
     bool live = false;
     if (auto err = resolve(id, dep, live)) return err;
-    if (live && std::find(live_deps.begin(), live_deps.end(), dep) == live_deps.end()) {
-      live_deps.push_back(dep);
-    }
+    if (live) live_deps.push_back(dep);
+  }
+  // Each dependency once. A sort, not a search per dependency: an operation that names
+  // thousands must not cost their square.
+  if (live_deps.size() > 1) {
+    std::sort(live_deps.begin(), live_deps.end());
+    live_deps.erase(std::unique(live_deps.begin(), live_deps.end()), live_deps.end());
   }
   newest_ = id;
   node& n = nodes_[id];
@@ -142,6 +147,8 @@ caf::error op_graph::add_dependency(op_id op, op_id dep) {
 void op_graph::make_ready(node& n) {
   n.state = op_state::ready;
   n.ready_seq = next_seq_++;
+  // Priorities are checked where they enter (messaging/input_check.hpp).
+  assert(in_range(n.priority));
   if (!n.manual) ready_[static_cast<std::size_t>(n.priority)].push_back({n.ready_seq, n.id});
 }
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cudactor/gpu/types.hpp"
+#include "cudactor/messaging/enum_range.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 
 namespace cudactor::detail {
@@ -150,7 +151,7 @@ class op_graph {
   std::unordered_map<op_id, node> nodes_;
   // One FIFO per priority, most urgent first: ops become ready in seq order, so each lane is
   // sorted by readiness without a heap.
-  static constexpr std::size_t op_priorities = static_cast<std::size_t>(op_priority::cleanup) + 1;
+  static constexpr std::size_t op_priorities = enum_count<op_priority>;
   std::array<std::deque<ready_entry>, op_priorities> ready_;
   std::uint64_t next_seq_ = 1;
   op_id newest_;  // the greatest id added

@@ -1,5 +1,9 @@
 #include "cudactor/actors/detail/stream_pool.hpp"
 
+#include <cassert>
+
+#include "cudactor/messaging/enum_range.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,7 +14,11 @@ namespace {
 
 constexpr double ewma_weight = 0.2;
 
-std::size_t index_of(op_workload w) { return static_cast<std::size_t>(w); }
+// Workloads are checked where they enter (messaging/input_check.hpp).
+std::size_t index_of(op_workload w) {
+  assert(in_range(w));
+  return static_cast<std::size_t>(w);
+}
 
 }  // namespace
 

@@ -30,6 +30,7 @@
 #include "cudactor/actors/pool_strategy.hpp"
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/gpu/types.hpp"
+#include "cudactor/messaging/enum_range.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 
 namespace cudactor::detail {
@@ -41,7 +42,7 @@ using cudactor::to_string;
 
 class stream_pool {
  public:
-  static constexpr std::size_t workloads = 4;
+  static constexpr std::size_t workloads = enum_count<op_workload>;
 
   struct slot {
     gpu::stream stream;

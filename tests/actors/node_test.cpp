@@ -127,12 +127,23 @@ BOOST_AUTO_TEST_CASE(a_node_refuses_what_it_cannot_run_and_says_which_node_it_is
   BOOST_REQUIRE(!empty);
   BOOST_TEST(is(empty.error(), errc::invalid_argument));
 
-  // Notices sent to the node by anyone but its coordinator change nothing.
+  // What is not in the published interface reaches nothing: forged notices, a shutdown, an
+  // expiry, an exit message. The node refuses each (an error to a request) and goes on.
   {
     caf::scoped_actor self{cp.system};
+    const auto untyped = caf::actor_cast<caf::actor>(n);
     op_notice forged;
     forged.id = op_id{1};
-    self->send(n, std::vector<op_notice>{forged});
+    self->send(untyped, std::vector<op_notice>{forged});
+    self->send(untyped, shutdown_atom::value);
+    self->send(untyped, expire_atom::value, std::uint64_t{1});
+    self->send_exit(untyped, caf::exit_reason::kill);
+    self->send_exit(untyped, caf::exit_reason::user_shutdown);
+    caf::error refused_shutdown;
+    self->request(untyped, 5s, shutdown_atom::value)
+        .receive([] { BOOST_FAIL("a peer's shutdown was taken"); },
+                 [&](caf::error& err) { refused_shutdown = err; });
+    BOOST_TEST((refused_shutdown == caf::sec::unexpected_message));
   }
   runtime::release_calling_thread();
   auto still = cp.ask<op_notice>(n, register_atom::value, named("ok", work::named("noop")));

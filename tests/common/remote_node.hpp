@@ -24,8 +24,7 @@ namespace cudactor::test {
 // A cudactor-node process on the host backend, stopped and reaped when the object goes.
 struct node_process {
   explicit node_process(const std::string& name, std::vector<std::string> extra = {})
-      : log("node." + name + "." + std::to_string(getpid()) + ".log"),
-        child(arguments(name, std::move(extra)), log) {
+      : log(fresh_log(name)), child(arguments(name, std::move(extra)), log) {
     port = wait_for_port(log, child, "listening on 127.0.0.1:").value_or(0);
   }
   node_process(const node_process&) = delete;
@@ -33,6 +32,15 @@ struct node_process {
   ~node_process() {
     child.stop();
     if (!std::getenv("KEEP_LOGS")) std::remove(log.c_str());
+  }
+  // One log per node process: a test case's node never reads another's lines (KEEP_LOGS=1
+  // keeps them all, and a rerun in the same process would otherwise append to the same file).
+  static std::string fresh_log(const std::string& name) {
+    static int started = 0;
+    std::string path =
+        "node." + name + "." + std::to_string(getpid()) + "." + std::to_string(++started) + ".log";
+    std::remove(path.c_str());
+    return path;
   }
   static std::vector<std::string> arguments(const std::string& name,
                                             std::vector<std::string> extra) {

@@ -1,0 +1,381 @@
+#include "cudactor/actors/detail/node_core.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
+
+namespace cudactor::detail {
+
+namespace {
+
+// One request not yet answered: a graph (every end, in order) or a single operation.
+struct pending_request {
+  caf::typed_response_promise<std::vector<op_notice>> graph;
+  caf::typed_response_promise<op_notice> single;
+  bool is_graph = true;
+  std::vector<op_notice> ends;
+  std::size_t left = 0;
+};
+
+// A barrier call waiting for the requests taken before it to end.
+struct arriving_call {
+  caf::typed_response_promise<node_arrival> promise;
+  barrier_call call;
+  caf::actor_addr holder;        // who called: only it may release, its end ends the hold
+  std::uint64_t before_key = 0;  // requests with a smaller key must end first
+  std::uint64_t waited = 0;      // open requests when the call came
+  std::uint64_t left = 0;        // of those, not ended yet
+  std::chrono::steady_clock::time_point since;
+};
+
+// An arrival not yet released: while any is held, new work waits in `held`.
+struct hold {
+  std::string barrier;
+  std::uint64_t generation = 0;
+  caf::actor_addr holder;
+};
+
+using clock = std::chrono::steady_clock;
+
+struct node_core_state {
+  node_context context;
+  node_options options;
+  std::uint64_t next_key = 1;
+  std::unordered_map<std::uint64_t, pending_request> pending;
+  std::size_t pending_ops = 0;  // operations of the requests in `pending`
+  // Each operation of a pending request: the request and the operation's index in it.
+  std::unordered_map<op_id, std::pair<std::uint64_t, std::size_t>> ops;
+  // Ends told before the coordinator's answer with the ids (it tells listeners first).
+  std::unordered_map<op_id, op_notice> early;
+  bool closing = false;
+  std::vector<arriving_call> arriving;
+  std::uint64_t next_hold = 1;
+  std::vector<caf::actor_addr> callers;  // monitored once each: barrier callers
+  // The control plane whose barriers this node takes part in: the first caller, until it is
+  // gone. Another's barrier calls are refused, so that nobody else can hold the node's work.
+  caf::actor_addr owner;
+  std::unordered_map<std::uint64_t, hold> holds;
+  // Work that came while a hold was on: dispatched, in order, once the last hold ends.
+  std::vector<std::pair<std::uint64_t, graph_spec>> held;
+  std::function<void(std::uint64_t, caf::timespan)> start_timer;  // set by the behaviour
+  std::function<void(std::uint64_t, graph_spec)> dispatch;        // set by the behaviour
+
+  caf::error named(errc code, const std::string& what) const {
+    return make_error(code, "node '" + options.name + "': " + what);
+  }
+
+  // Whether a request of `ops` operations may be taken now.
+  caf::error refusal(std::size_t ops) const {
+    if (closing) return named(errc::shutting_down, "shutting down");
+    if (pending.size() >= options.max_pending) {
+      return named(
+          errc::resource_exhausted,
+          std::to_string(pending.size()) + " requests are open (limit max-pending); retry later");
+    }
+    if (pending_ops + ops > options.max_pending_ops) {
+      return named(errc::resource_exhausted, std::to_string(pending_ops) +
+                                                 " operations of open requests and " +
+                                                 std::to_string(ops) + " more exceed " +
+                                                 std::to_string(options.max_pending_ops) +
+                                                 " (limit max-pending-ops); retry later");
+    }
+    return {};
+  }
+
+  caf::error check_call(const barrier_call& call, const caf::actor_addr& holder) const {
+    if (call.hold > options.max_hold) {
+      return named(
+          errc::invalid_argument,
+          "barrier " + quote_peer_text(call.barrier) + ": a hold is 0 to " +
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(options.max_hold).count()) +
+              " ms (limit max-hold)");
+    }
+    if (!holder) return named(errc::invalid_argument, "a barrier call needs a caller to answer");
+    if (owner && owner != holder) {
+      return named(errc::permission_denied,
+                   "barrier " + quote_peer_text(call.barrier) +
+                       ": this node takes part in the barriers of another control plane "
+                       "(the first to call one, until it is gone)");
+    }
+    if (arriving.size() + holds.size() >= options.max_pending) {
+      return named(errc::resource_exhausted,
+                   "too many barrier calls are open (limit max-pending); retry later");
+    }
+    return refusal(0);
+  }
+
+  void finished(std::unordered_map<std::uint64_t, pending_request>::iterator it) {
+    const std::uint64_t key = it->first;
+    pending_ops -= it->second.ends.size();
+    pending.erase(it);
+    ended(key);
+  }
+
+  void answer(std::uint64_t key) {
+    auto it = pending.find(key);
+    if (it == pending.end()) return;
+    if (it->second.is_graph) {
+      it->second.graph.deliver(std::move(it->second.ends));
+    } else {
+      it->second.single.deliver(std::move(it->second.ends.front()));
+    }
+    finished(it);
+  }
+
+  void fail(std::uint64_t key, const caf::error& why) {
+    auto it = pending.find(key);
+    if (it == pending.end()) return;
+    if (it->second.is_graph) {
+      it->second.graph.deliver(why);
+    } else {
+      it->second.single.deliver(why);
+    }
+    finished(it);
+  }
+
+  // A request left `pending`: barrier calls that waited for it may arrive.
+  void ended(std::uint64_t key) {
+    if (arriving.empty()) return;
+    std::vector<arriving_call> done;
+    for (auto it = arriving.begin(); it != arriving.end();) {
+      if (key < it->before_key && --it->left == 0) {
+        done.push_back(std::move(*it));
+        it = arriving.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& a : done) arrive(a);
+  }
+
+  void arrive(arriving_call& a) {
+    node_arrival out;
+    out.node = options.name;
+    out.generation = a.call.generation;
+    out.waited = a.waited;
+    out.duration = std::chrono::duration_cast<caf::timespan>(clock::now() - a.since);
+    if (a.call.hold.count() > 0) {
+      const std::uint64_t id = next_hold++;
+      holds.emplace(id, hold{a.call.barrier, a.call.generation, a.holder});
+      start_timer(id, a.call.hold);
+    }
+    a.promise.deliver(std::move(out));
+  }
+
+  void end(const op_notice& n) {
+    auto found = ops.find(n.id);
+    if (found == ops.end()) {
+      early.emplace(n.id, n);
+      return;
+    }
+    const auto [key, index] = found->second;
+    ops.erase(found);
+    auto it = pending.find(key);
+    if (it == pending.end()) return;
+    it->second.ends[index] = n;
+    if (--it->second.left == 0) answer(key);
+  }
+
+  // The coordinator took the request: its operations' ids, in order.
+  void registered(std::uint64_t key, const std::vector<op_id>& ids) {
+    auto it = pending.find(key);
+    if (it == pending.end()) return;
+    it->second.left = ids.size();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      it->second.ends[i].id = ids[i];
+      ops.emplace(ids[i], std::make_pair(key, i));
+    }
+    for (op_id id : ids) {
+      if (auto e = early.find(id); e != early.end()) {
+        op_notice n = std::move(e->second);
+        early.erase(e);
+        end(n);
+      }
+    }
+  }
+
+  // A hold ended (released, run out, or its holder gone): when none is left, the work held
+  // back goes to the coordinator in the order it came.
+  void unhold(std::uint64_t id) {
+    holds.erase(id);
+    if (!holds.empty()) return;
+    auto work = std::move(held);
+    held.clear();
+    for (auto& [key, g] : work) dispatch(key, std::move(g));
+  }
+
+  void release(const std::string& barrier, std::uint64_t generation, const caf::actor_addr& from) {
+    for (auto it = holds.begin(); it != holds.end(); ++it) {
+      if (it->second.barrier == barrier && it->second.generation == generation &&
+          it->second.holder == from) {
+        unhold(it->first);
+        return;
+      }
+    }
+  }
+
+  // Whoever called barriers is gone: its calls are dropped, its holds end, and the node is
+  // free for another control plane.
+  void holder_down(const caf::actor_addr& who) {
+    callers.erase(std::remove(callers.begin(), callers.end(), who), callers.end());
+    if (owner == who) owner = caf::actor_addr{};
+    const caf::error why = named(errc::cancelled, "the barrier's caller is gone");
+    for (auto it = arriving.begin(); it != arriving.end();) {
+      if (it->holder == who) {
+        it->promise.deliver(why);
+        it = arriving.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::vector<std::uint64_t> ids;
+    for (const auto& [id, h] : holds) {
+      if (h.holder == who) ids.push_back(id);
+    }
+    for (auto id : ids) unhold(id);
+  }
+
+  void close() {
+    closing = true;
+    const caf::error why = named(errc::shutting_down, "shut down before the work ended");
+    std::vector<std::uint64_t> keys;
+    for (const auto& [key, unused] : pending) keys.push_back(key);
+    for (auto key : keys) fail(key, why);
+    ops.clear();
+    early.clear();
+    for (auto& a : arriving) a.promise.deliver(why);
+    arriving.clear();
+    holds.clear();
+    held.clear();
+  }
+};
+
+// A new request: handed on at once, or held back while a barrier holds the node.
+std::uint64_t take(node_core_state& st, graph_spec& g, bool is_graph) {
+  const std::uint64_t key = st.next_key++;
+  pending_request& p = st.pending[key];
+  p.is_graph = is_graph;
+  p.ends.resize(g.ops.size());
+  st.pending_ops += g.ops.size();
+  if (st.holds.empty()) {
+    st.dispatch(key, std::move(g));
+  } else {
+    st.held.emplace_back(key, std::move(g));
+  }
+  return key;
+}
+
+node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_core_state> self,
+                                         node_context context, node_options options) {
+  auto& st = self->state;
+  st.context = std::move(context);
+  st.options = std::move(options);
+  self->monitor(st.context.coordinator);
+  self->set_down_handler([self](const caf::down_msg& down) {
+    if (down.source == self->state.context.coordinator.address()) {
+      self->state.close();
+    } else {
+      self->state.holder_down(down.source);
+    }
+  });
+  const op_listener listener = caf::actor_cast<op_listener>(self);
+  st.dispatch = [self, listener](std::uint64_t key, graph_spec g) {
+    self->request(self->state.context.coordinator, caf::infinite, submit_atom::value, std::move(g),
+                  listener)
+        .then([self, key](const std::vector<op_id>& ids) { self->state.registered(key, ids); },
+              [self, key](caf::error& err) {
+                // The coordinator's own words, with the node's name in front.
+                auto& st = self->state;
+                st.fail(key, err.category() == error_category
+                                 ? st.named(static_cast<errc>(err.code()), error_context(err))
+                                 : st.named(errc::shutting_down, caf::to_string(err)));
+              });
+  };
+  st.start_timer = [self](std::uint64_t id, caf::timespan after) {
+    self->delayed_send(self, after, expire_atom::value, id);
+  };
+  return {
+      [self](submit_atom, graph_spec& g) -> caf::result<std::vector<op_notice>> {
+        auto& st = self->state;
+        if (auto bad = st.refusal(g.ops.size())) return bad;
+        auto promise = self->make_response_promise<std::vector<op_notice>>();
+        const auto key = take(st, g, true);
+        st.pending[key].graph = promise;
+        return promise;
+      },
+      [self](register_atom, op_spec& op) -> caf::result<op_notice> {
+        auto& st = self->state;
+        if (auto bad = st.refusal(1)) return bad;
+        graph_spec g;
+        g.add(std::move(op));
+        auto promise = self->make_response_promise<op_notice>();
+        const auto key = take(st, g, false);
+        st.pending[key].single = promise;
+        return promise;
+      },
+      [self](synchronize_atom, barrier_call& call,
+             caf::actor_addr& holder) -> caf::result<node_arrival> {
+        auto& st = self->state;
+        if (auto bad = st.check_call(call, holder)) return bad;
+        arriving_call a;
+        a.holder = holder;
+        a.promise = self->make_response_promise<node_arrival>();
+        if (std::find(st.callers.begin(), st.callers.end(), holder) == st.callers.end()) {
+          st.callers.push_back(holder);
+          self->monitor(holder);
+        }
+        if (!st.owner) st.owner = holder;
+        a.before_key = st.next_key;
+        a.waited = st.pending.size();
+        a.left = a.waited;
+        a.since = clock::now();
+        a.call = std::move(call);
+        auto promise = a.promise;
+        if (a.left == 0) {
+          st.arrive(a);
+        } else {
+          st.arriving.push_back(std::move(a));
+        }
+        return promise;
+      },
+      [self](release_atom, const std::string& barrier, std::uint64_t generation,
+             const caf::actor_addr& from) { self->state.release(barrier, generation, from); },
+      [self](std::vector<op_notice>& ends) {
+        auto& st = self->state;
+        if (st.closing) return;  // every request has been answered already
+        if (caf::actor_cast<caf::actor_addr>(self->current_sender()) !=
+            st.context.coordinator.address()) {
+          return;  // only the coordinator tells the node of ends
+        }
+        for (const auto& n : ends) st.end(n);
+      },
+      [self](expire_atom, std::uint64_t id) {
+        auto& st = self->state;
+        if (caf::actor_cast<caf::actor_addr>(self->current_sender()) != self->address()) return;
+        if (st.holds.count(id) == 0) return;  // released in time
+        st.unhold(id);
+      },
+      [self](shutdown_atom) {
+        self->state.close();
+        self->quit();
+      },
+  };
+}
+
+}  // namespace
+
+node_core_actor spawn_node_core(caf::actor_system& system, node_context context,
+                                node_options options) {
+  return system.spawn(node_core, std::move(context), std::move(options));
+}
+
+}  // namespace cudactor::detail

@@ -1,0 +1,41 @@
+// actors/detail/node_core.hpp
+//
+// The node's state and work, behind its published face (actors/node_actor.hpp). The face
+// takes what peers send, checks it and asks the core; the core alone holds the requests that
+// are open, hears the coordinator's ends, runs barrier holds and their timers, and answers
+// shutting_down to everything when the runtime stops it. Its handle never leaves the
+// process (every reply to a peer comes from the face), so no peer can address the messages
+// below: they are not part of what a control plane may say.
+#pragma once
+
+#include <caf/actor_addr.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cudactor/actors/node_actor.hpp"
+#include "cudactor/messaging/atoms.hpp"
+#include "cudactor/messaging/coordinator_types.hpp"
+#include "cudactor/messaging/node_types.hpp"
+
+namespace cudactor::detail {
+
+using node_core_actor = caf::typed_actor<
+    // checked by the face already: handed to the coordinator, answered once all has ended
+    caf::replies_to<submit_atom, graph_spec>::with<std::vector<op_notice>>,
+    caf::replies_to<register_atom, op_spec>::with<op_notice>,
+    // a barrier call, and who made it (the face relays it: the caller is not the sender)
+    caf::replies_to<synchronize_atom, barrier_call, caf::actor_addr>::with<node_arrival>,
+    caf::reacts_to<release_atom, std::string, std::uint64_t, caf::actor_addr>,
+    // the coordinator's notices (op_listener); its own hold timers; the runtime
+    caf::reacts_to<std::vector<op_notice>>, caf::reacts_to<expire_atom, std::uint64_t>,
+    caf::reacts_to<shutdown_atom>>;
+
+[[nodiscard]] node_core_actor spawn_node_core(caf::actor_system& system, node_context context,
+                                              node_options options);
+
+}  // namespace cudactor::detail

@@ -1,0 +1,140 @@
+#include "cudactor/messaging/input_check.hpp"
+
+#include <caf/detail/serialized_size.hpp>
+
+#include "cudactor/messaging/detail/input_walker.hpp"
+#include "cudactor/messaging/errc.hpp"
+
+namespace cudactor {
+
+namespace detail {
+
+void input_walker::consume(caf::message& x) {
+  if (x.size() > limits_.max_args) {
+    fail(std::to_string(x.size()) + " arguments (at most " + std::to_string(limits_.max_args) +
+         ", limit max-args)");
+    return;
+  }
+  if (x.empty()) return;
+  // What the arguments would take on the wire: strings and lists count by their size, so a
+  // graph's byte bound covers them as it covers descriptions.
+  caf::detail::serialized_size_inspector size{static_cast<caf::execution_unit*>(nullptr)};
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (auto err = x.cvals()->save(i, size)) {
+      fail("argument " + std::to_string(i) + " cannot be measured");
+      return;
+    }
+  }
+  bytes_ += size.result();
+  if (size.result() > limits_.max_string) {
+    fail("arguments of " + std::to_string(size.result()) + " bytes (at most " +
+         std::to_string(limits_.max_string) + ")");
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+caf::error bad(std::string what) { return make_error(errc::invalid_argument, std::move(what)); }
+
+// The fields of `op`, and what they mean, as operation `index` of a graph (or alone).
+caf::error check_op(const op_spec& op, const input_limits& limits, const std::string& which,
+                    std::size_t& bytes) {
+  detail::input_walker walker{limits};
+  walker.walk(op);
+  if (!walker.problem().empty()) return bad(which + ": " + walker.problem());
+  if (op.description.size() > limits.max_description) {
+    return bad(which + "'s description has " + std::to_string(op.description.size()) +
+               " bytes (at most " + std::to_string(limits.max_description) +
+               ", limit max-description)");
+  }
+  if (op.body.name().size() > limits.max_name) {
+    return bad(which + "'s operation name has " + std::to_string(op.body.name().size()) +
+               " bytes (at most " + std::to_string(limits.max_name) + ")");
+  }
+  bytes += walker.bytes();
+  return {};
+}
+
+}  // namespace
+
+caf::error check_input(const op_spec& op, const input_limits& limits) {
+  std::size_t bytes = 0;
+  if (auto err = check_op(op, limits, "the operation", bytes)) return err;
+  if (op.deps.size() > limits.max_graph_edges) {
+    return bad("the operation has " + std::to_string(op.deps.size()) + " dependencies (at most " +
+               std::to_string(limits.max_graph_edges) + ", limit max-graph-edges)");
+  }
+  return {};
+}
+
+caf::error check_input(const graph_spec& graph, const input_limits& limits) {
+  const std::size_t n = graph.ops.size();
+  if (n == 0 || n > limits.max_graph_ops) {
+    return bad("a graph holds 1 to " + std::to_string(limits.max_graph_ops) +
+               " operations (limit max-graph-ops), not " + std::to_string(n));
+  }
+  std::size_t edges = 0;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const graph_op& op = graph.ops[i];
+    const std::string which = "graph op " + std::to_string(i);
+    // Edges first: the walk over a list of millions is what the bound is there to avoid.
+    edges += op.after.size() + op.spec.deps.size();
+    if (edges > limits.max_graph_edges) {
+      return bad("the graph has more than " + std::to_string(limits.max_graph_edges) +
+                 " dependencies (limit max-graph-edges), counted up to " + which);
+    }
+    if (auto err = check_op(op.spec, limits, which, bytes)) return err;
+    if (bytes > limits.max_graph_bytes) {
+      return bad("the graph holds more than " + std::to_string(limits.max_graph_bytes) +
+                 " bytes of names, descriptions and arguments (limit max-graph-bytes), counted "
+                 "up to " +
+                 which);
+    }
+    for (std::uint32_t a : op.after) {
+      if (a >= n) {
+        return bad(which + " comes after op " + std::to_string(a) + ", beyond the graph's " +
+                   std::to_string(n));
+      }
+    }
+  }
+  return {};
+}
+
+caf::error check_input(const barrier_call& call, const input_limits& limits) {
+  detail::input_walker walker{limits};
+  walker.walk(call);
+  if (!walker.problem().empty()) return bad("barrier call: " + walker.problem());
+  if (auto err = check_name(call.barrier, limits, "a barrier's name")) return err;
+  if (call.generation == 0) {
+    return bad("barrier " + quote_peer_text(call.barrier) + ": generations count from 1");
+  }
+  return {};
+}
+
+caf::error check_name(const std::string& name, const input_limits& limits, std::string_view what) {
+  if (name.empty() || name.size() > limits.max_name) {
+    return bad(std::string{what} + " has 1 to " + std::to_string(limits.max_name) + " bytes, not " +
+               std::to_string(name.size()));
+  }
+  return {};
+}
+
+std::string quote_peer_text(std::string_view text, std::size_t keep) {
+  std::string out = "'";
+  const std::size_t shown = std::min(text.size(), keep);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const char c = text[i];
+    out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  }
+  if (shown < text.size()) {
+    out += "...' (" + std::to_string(text.size()) + " bytes)";
+  } else {
+    out += "'";
+  }
+  return out;
+}
+
+}  // namespace cudactor

@@ -1,0 +1,29 @@
+// messaging/input_limits.hpp
+//
+// How much one message may ask for. Every value that may have come from another process is
+// checked against these (messaging/input_check.hpp) before anything acts on it, so that the
+// work a message causes stays linear in its size and bounded in total. A node's defaults
+// (node_options) are these; the coordinator, which takes only local input, allows more.
+// Each is an option of the runtime (docs/configuration.md, cudactor.node.*).
+#pragma once
+
+#include <caf/timespan.hpp>
+
+#include <chrono>
+#include <cstddef>
+
+namespace cudactor {
+
+struct input_limits {
+  std::size_t max_graph_ops = 65536;                    // operations in one graph
+  std::size_t max_graph_edges = std::size_t{1} << 20;   // dependencies (after + deps) in one
+  std::size_t max_graph_bytes = std::size_t{16} << 20;  // names, descriptions, arguments
+  std::size_t max_description = 256;                    // bytes of one description
+  std::size_t max_name = 256;                           // bytes of a barrier or operation name
+  std::size_t max_args = 16;                            // arguments of one named operation
+  std::size_t max_string = std::size_t{1} << 20;        // bytes of any one string
+  std::size_t max_sequence = std::size_t{1} << 22;      // elements of any one list
+  caf::timespan max_duration{std::chrono::hours{24}};   // any duration (never negative)
+};
+
+}  // namespace cudactor

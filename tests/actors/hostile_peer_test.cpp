@@ -1,0 +1,342 @@
+// A hostile peer against a cudactor-node: for every message of the published interface it
+// sends valid messages, boundary values and random values in every field (enums out of
+// range, huge counts, indices beyond the graph, negative and huge durations, long strings,
+// dense graphs), messages outside the interface, a burst of 10k requests and raw bytes on
+// the socket. The node must answer every request with a value or an error, never crash,
+// keep its peak RSS under a stated bound, and still serve a good client at the end.
+//
+// Seeded and replayable: HOSTILE_SEED=<n> repeats a run (the seed is printed first).
+#define BOOST_TEST_MODULE hostile_peer
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/remote_node.hpp"
+#include "cudactor/actors/node_client.hpp"
+
+using namespace cudactor;
+using namespace cudactor::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The node's peak resident memory may not pass this, whatever a peer sends (a node at rest
+// takes about 20 MiB; the largest message below is 32 MiB).
+constexpr std::uint64_t rss_bound_kib = 256 * 1024;
+
+std::uint64_t seed() {
+  if (const char* s = std::getenv("HOSTILE_SEED")) return std::strtoull(s, nullptr, 10);
+  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+std::uint64_t peak_rss_kib(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
+  std::string key;
+  while (in >> key) {
+    if (key == "VmHWM:") {
+      std::uint64_t kib = 0;
+      in >> kib;
+      return kib;
+    }
+  }
+  return 0;
+}
+
+struct hostile {
+  hostile() : rng(seed_value) {
+    BOOST_TEST_MESSAGE("HOSTILE_SEED=" << seed_value);
+    BOOST_REQUIRE(node.port != 0);
+    auto connected = connect_node(cp.system, "127.0.0.1", node.port);
+    BOOST_REQUIRE_MESSAGE(connected, cp.why(connected));
+    n = connected->actor;
+  }
+
+  // Asks and requires an answer, a value or an error, in time; answers whether it was a value.
+  template <class T, class... Ts>
+  bool answered(Ts&&... xs) {
+    auto r = cp.ask_for<T>(30s, n, std::forward<Ts>(xs)...);
+    ++requests;
+    if (r) return true;
+    BOOST_REQUIRE_MESSAGE(r.error() != caf::sec::request_timeout,
+                          "no answer (seed " << seed_value << ")");
+    const std::string said = cp.render(r.error());
+    BOOST_TEST(said.size() < 2048u, "an error of " << said.size() << " bytes");
+    ++errors;
+    return false;
+  }
+
+  std::uint64_t pick(std::uint64_t below) { return rng() % below; }
+
+  std::string text(std::size_t max) {
+    std::string s(pick(max + 1), '\0');
+    for (auto& c : s) c = static_cast<char>(pick(256));
+    return s;
+  }
+
+  op_spec random_op() {
+    op_spec op;
+    op.type = static_cast<op_type>(pick(2) ? pick(7) : pick(256));
+    op.priority = static_cast<op_priority>(pick(2) ? pick(5) : pick(256));
+    op.workload = static_cast<op_workload>(pick(2) ? pick(4) : pick(256));
+    op.description = pick(4) == 0 ? text(600) : "op";
+    if (pick(8) == 0) {
+      for (auto k = pick(4); k > 0; --k) op.deps.push_back(op_id{rng()});
+    }
+    switch (pick(6)) {
+      case 0: op.body = work::named("noop"); break;
+      case 1: op.body = work::named("busy", std::uint64_t{pick(200)}); break;
+      case 2: op.body = work::named("busy", std::string{"x"}); break;  // ill-typed
+      case 3: op.body = work::named("fail", text(40)); break;
+      case 4: op.body = work::named(text(300)); break;
+      default: break;  // no work at all
+    }
+    return op;
+  }
+
+  graph_spec random_graph(std::size_t max_ops) {
+    graph_spec g;
+    const auto count = pick(max_ops + 1);
+    for (std::size_t i = 0; i < count; ++i) {
+      std::vector<std::uint32_t> after;
+      for (auto k = pick(3); k > 0; --k) {
+        after.push_back(static_cast<std::uint32_t>(pick(4) == 0 ? rng() : pick(i + 1)));
+      }
+      g.add(random_op(), std::move(after));
+    }
+    return g;
+  }
+
+  void still_serving() {
+    BOOST_REQUIRE_MESSAGE(node.child.running(), "the node died (seed " << seed_value << ")");
+    auto ok = cp.ask_for<op_notice>(30s, n, register_atom::value, named("ok", work::named("noop")));
+    BOOST_REQUIRE_MESSAGE(ok, "a good request failed: " << cp.why(ok));
+    BOOST_TEST((ok->state == op_state::completed));
+  }
+
+  const std::uint64_t seed_value = seed();
+  std::mt19937_64 rng;
+  node_process node{"hostile"};
+  control_plane cp;
+  node_actor n;
+  std::uint64_t requests = 0;
+  std::uint64_t errors = 0;
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(hostile_peer, hostile)
+
+BOOST_AUTO_TEST_CASE(out_of_range_enums_are_refused_not_indexed) {
+  for (int field = 0; field < 3; ++field) {
+    for (unsigned value : {7u, 8u, 200u, 255u}) {
+      op_spec op = named("enum", work::named("noop"));
+      if (field == 0) op.type = static_cast<op_type>(value);
+      if (field == 1) op.priority = static_cast<op_priority>(value);
+      if (field == 2) op.workload = static_cast<op_workload>(value);
+      BOOST_TEST(!answered<op_notice>(register_atom::value, op));
+      graph_spec g;
+      g.add(op);
+      BOOST_TEST(!answered<std::vector<op_notice>>(submit_atom::value, g));
+    }
+  }
+  still_serving();
+}
+
+BOOST_AUTO_TEST_CASE(boundary_values_of_every_field) {
+  // Valid at the edge: the last enum values, the longest description.
+  op_spec edge = named(std::string(256, 'd'), work::named("noop"));
+  edge.type = op_type::barrier;
+  edge.priority = op_priority::cleanup;
+  edge.workload = op_workload::coordination;
+  BOOST_TEST(answered<op_notice>(register_atom::value, edge));
+  edge.description += 'd';
+  BOOST_TEST(!answered<op_notice>(register_atom::value, edge));
+  // A graph of the most operations a node takes, then one more.
+  graph_spec most;
+  for (int i = 0; i < 65536; ++i) most.add(named("", work::named("noop")));
+  BOOST_TEST(answered<std::vector<op_notice>>(submit_atom::value, most));
+  most.add(named("", work::named("noop")));
+  BOOST_TEST(!answered<std::vector<op_notice>>(submit_atom::value, most));
+  // Indices beyond the graph, and a dense graph past the edge limit (2000 ops, 2M edges).
+  graph_spec beyond;
+  beyond.add(named("", work::named("noop")), {0xFFFFFFFFu});
+  BOOST_TEST(!answered<std::vector<op_notice>>(submit_atom::value, beyond));
+  graph_spec dense;
+  for (std::uint32_t i = 0; i < 2000; ++i) {
+    std::vector<std::uint32_t> after(i < 1000 ? i : 1000);
+    for (std::uint32_t j = 0; j < after.size(); ++j) after[j] = j;
+    dense.add(named("", work::named("noop")), std::move(after));
+  }
+  BOOST_TEST(!answered<std::vector<op_notice>>(submit_atom::value, dense));
+  // Barrier calls: generations 0 and the largest, holds negative, huge, at the limit.
+  for (auto hold : {caf::timespan{-1}, caf::timespan{0}, caf::timespan{30s}, caf::timespan{31s},
+                    caf::timespan{std::numeric_limits<std::int64_t>::max()}}) {
+    for (std::uint64_t generation :
+         {std::uint64_t{0}, std::uint64_t{1}, std::numeric_limits<std::uint64_t>::max()}) {
+      const barrier_call call{"edge", generation, hold};
+      const bool took = answered<node_arrival>(synchronize_atom::value, call);
+      BOOST_TEST(took == (generation != 0 && hold >= 0s && hold <= 30s));
+    }
+  }
+  BOOST_TEST(!answered<node_arrival>(synchronize_atom::value, barrier_call{"", 1, 0s}));
+  BOOST_TEST(!answered<node_arrival>(synchronize_atom::value,
+                                     barrier_call{std::string(1 << 20, 'n'), 1, 0s}));
+  still_serving();
+}
+
+BOOST_AUTO_TEST_CASE(random_values_in_every_field) {
+  for (int round = 0; round < 300; ++round) {
+    switch (pick(5)) {
+      case 0: answered<op_notice>(register_atom::value, random_op()); break;
+      case 1: answered<std::vector<op_notice>>(submit_atom::value, random_graph(40)); break;
+      case 2: {
+        const barrier_call call{text(8), pick(3) == 0 ? 0 : rng(),
+                                caf::timespan{static_cast<std::int64_t>(rng()) % 2'000'000'000}};
+        answered<node_arrival>(synchronize_atom::value, call);
+        break;
+      }
+      case 3: {
+        caf::scoped_actor self{cp.system};
+        self->send(n, release_atom::value, text(300), rng());
+        break;
+      }
+      default: answered<node_info>(info_atom::value); break;
+    }
+  }
+  runtime::release_calling_thread();
+  BOOST_TEST_MESSAGE(requests << " requests, " << errors << " refused");
+  BOOST_TEST(errors > 0u);
+  BOOST_TEST(errors < requests);
+  still_serving();
+}
+
+BOOST_AUTO_TEST_CASE(messages_outside_the_interface_are_refused_and_never_echoed) {
+  const auto untyped = caf::actor_cast<caf::actor>(n);
+  const std::string big(32 << 20, 'A');  // 32 MiB
+  caf::error refused;
+  {
+    caf::scoped_actor self{cp.system};
+    self->request(untyped, 30s, big)
+        .receive([](const std::string&) { BOOST_FAIL("an ill-typed message was answered"); },
+                 [&](caf::error& err) { refused = err; });
+    self->send(untyped, shutdown_atom::value);
+    self->send(untyped, std::vector<op_notice>(3));
+    self->send_exit(untyped, caf::exit_reason::kill);
+  }
+  runtime::release_calling_thread();
+  BOOST_TEST((refused == caf::sec::unexpected_message));
+  BOOST_TEST(cp.render(refused).size() < 256u, cp.render(refused).size());
+  still_serving();
+  // What the node logged of it is one short line.
+  std::ifstream log{node.log};
+  std::string line;
+  bool seen = false;
+  while (std::getline(log, line)) {
+    BOOST_TEST(line.size() < 512u);
+    if (line.find("33554") != std::string::npos) seen = true;  // the size, not the content
+  }
+  BOOST_TEST(seen);
+}
+
+BOOST_AUTO_TEST_CASE(a_burst_of_ten_thousand_requests_is_answered_in_full) {
+  constexpr int burst = 10000;
+  auto done = std::make_shared<std::pair<int, int>>(0, 0);  // values, errors
+  {
+    caf::scoped_actor self{cp.system};
+    auto driver =
+        cp.system.spawn([done, node = n, waiter = caf::actor{self}](caf::event_based_actor* me) {
+          for (int i = 0; i < burst; ++i) {
+            me->request(node, 60s, register_atom::value, named("", work::named("noop")))
+                .then(
+                    [=](op_notice&) {
+                      if (++done->first + done->second == burst) me->send(waiter, true);
+                    },
+                    [=](caf::error&) {
+                      if (done->first + ++done->second == burst) me->send(waiter, true);
+                    });
+          }
+        });
+    self->receive([](bool) {},
+                  caf::after(120s) >> [] { BOOST_FAIL("the burst was not answered"); });
+    self->send_exit(driver, caf::exit_reason::user_shutdown);
+  }
+  runtime::release_calling_thread();
+  BOOST_TEST_MESSAGE(done->first << " completed, " << done->second << " refused");
+  BOOST_TEST(done->first + done->second == burst);
+  BOOST_TEST(done->first > 0);
+  still_serving();
+}
+
+BOOST_AUTO_TEST_CASE(raw_bytes_on_the_socket_do_not_harm_the_node) {
+  namespace asio = boost::asio;
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<unsigned char> bytes(1 + pick(4096));
+    for (auto& b : bytes) b = static_cast<unsigned char>(pick(256));
+    if (bytes.size() >= 8) {
+      // The announced payload stays small: a header announcing gigabytes is CAF 0.17's known
+      // stall (docs/distribution.md, Security), measured there, not repeated here.
+      bytes[4] = bytes[5] = 0;
+    }
+    asio::io_context io;
+    asio::ip::tcp::socket socket{io};
+    boost::system::error_code ec;
+    socket.connect({asio::ip::make_address("127.0.0.1"), node.port}, ec);
+    BOOST_REQUIRE(!ec);
+    asio::write(socket, asio::buffer(bytes), ec);  // the node may close first: fine
+    socket.close(ec);
+  }
+  still_serving();
+  // And a new control plane can still connect.
+  control_plane other;
+  auto again = connect_node(other.system, "127.0.0.1", node.port);
+  BOOST_TEST(static_cast<bool>(again), other.why(again));
+}
+
+BOOST_AUTO_TEST_CASE(only_the_control_plane_that_claimed_the_node_holds_it) {
+  // One control plane's actor calls a barrier and stays: it owns the node's barriers.
+  caf::scoped_actor owner{cp.system};
+  caf::expected<node_arrival> first{caf::sec::request_timeout};
+  owner->request(n, 10s, synchronize_atom::value, barrier_call{"job", 1, 5s})
+      .receive([&](node_arrival& a) { first = a; }, [&](caf::error& e) { first = e; });
+  BOOST_REQUIRE_MESSAGE(first, cp.why(first));
+  // Another may not hold it.
+  control_plane intruder;
+  auto reached = connect_node(intruder.system, "127.0.0.1", node.port);
+  BOOST_REQUIRE(reached);
+  auto refused =
+      intruder.ask<node_arrival>(reached->actor, synchronize_atom::value, barrier_call{"x", 1, 5s});
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(is(refused.error(), errc::permission_denied), intruder.why(refused));
+  owner->send(n, release_atom::value, std::string{"job"}, std::uint64_t{1});
+  still_serving();
+}
+
+BOOST_AUTO_TEST_CASE(peak_memory_stays_under_its_bound) {
+  // The heaviest refused messages again, then the bound.
+  graph_spec dense;
+  for (std::uint32_t i = 0; i < 2000; ++i) {
+    std::vector<std::uint32_t> after(1000);
+    for (std::uint32_t j = 0; j < after.size(); ++j) after[j] = j % (i + 1);
+    dense.add(named("", work::named("noop")), std::move(after));
+  }
+  for (int i = 0; i < 3; ++i)
+    BOOST_TEST(!answered<std::vector<op_notice>>(submit_atom::value, dense));
+  still_serving();
+  const auto peak = peak_rss_kib(node.child.pid());
+  BOOST_TEST_MESSAGE("peak RSS " << peak / 1024 << " MiB");
+  BOOST_TEST(peak > 0u);
+  BOOST_TEST(peak < rss_bound_kib);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,135 @@
+#define BOOST_TEST_MODULE input_check
+#include <boost/test/unit_test.hpp>
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
+
+using namespace cudactor;
+using namespace std::chrono_literals;
+
+namespace {
+
+// What a peer may have sent: enums carry any byte, as CAF 0.17 deserializes them.
+template <class E>
+E raw(std::uint8_t value) {
+  return static_cast<E>(value);
+}
+
+op_spec named_op(std::string name = "noop") {
+  op_spec op;
+  op.body = work::named(std::move(name));
+  return op;
+}
+
+bool says(const caf::error& err, const std::string& part) {
+  const std::string text = error_context(err);
+  BOOST_TEST_MESSAGE(text);
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_valid_operation_and_graph_pass) {
+  const input_limits limits;
+  BOOST_TEST(!check_input(named_op(), limits));
+  graph_spec g;
+  const auto a = g.add(named_op());
+  g.add(named_op(), {a});
+  BOOST_TEST(!check_input(g, limits));
+  const barrier_call call{"job", 1, 100ms};
+  BOOST_TEST(!check_input(call, limits));
+}
+
+BOOST_AUTO_TEST_CASE(every_enum_field_is_checked_against_its_range) {
+  const input_limits limits;
+  for (int field = 0; field < 3; ++field) {
+    for (unsigned value : {7u, 8u, 200u, 255u}) {
+      op_spec op = named_op();
+      if (field == 0) op.type = raw<op_type>(static_cast<std::uint8_t>(value));
+      if (field == 1) op.priority = raw<op_priority>(static_cast<std::uint8_t>(value));
+      if (field == 2) op.workload = raw<op_workload>(static_cast<std::uint8_t>(value));
+      const auto err = check_input(op, limits);
+      BOOST_TEST((err == errc::invalid_argument));
+      BOOST_TEST(says(err, "is not an op_"));
+      graph_spec g;
+      g.add(op);
+      BOOST_TEST(says(check_input(g, limits), "graph op 0"));
+    }
+  }
+  // The last value of each passes.
+  op_spec edge = named_op();
+  edge.type = op_type::barrier;
+  edge.priority = op_priority::cleanup;
+  edge.workload = op_workload::coordination;
+  BOOST_TEST(!check_input(edge, limits));
+}
+
+BOOST_AUTO_TEST_CASE(a_graph_is_bounded_in_operations_edges_and_bytes) {
+  input_limits limits;
+  limits.max_graph_ops = 10;
+  limits.max_graph_edges = 20;
+  limits.max_graph_bytes = 1000;
+  graph_spec empty;
+  BOOST_TEST(says(check_input(empty, limits), "max-graph-ops"));
+  graph_spec big;
+  for (int i = 0; i < 11; ++i) big.add(named_op());
+  BOOST_TEST(says(check_input(big, limits), "max-graph-ops"));
+  graph_spec dense;
+  for (std::uint32_t i = 0; i < 10; ++i) {
+    std::vector<std::uint32_t> after;
+    for (std::uint32_t j = 0; j < i; ++j) after.push_back(j);
+    dense.add(named_op(), after);  // 45 edges
+  }
+  BOOST_TEST(says(check_input(dense, limits), "max-graph-edges"));
+  graph_spec heavy;
+  for (int i = 0; i < 5; ++i) {
+    op_spec op = named_op();
+    op.description = std::string(250, 'x');
+    heavy.add(op);
+  }
+  BOOST_TEST(says(check_input(heavy, limits), "max-graph-bytes"));
+  graph_spec beyond;
+  beyond.add(named_op(), {7});
+  BOOST_TEST(says(check_input(beyond, limits), "beyond the graph"));
+}
+
+BOOST_AUTO_TEST_CASE(strings_arguments_and_durations_are_bounded) {
+  input_limits limits;
+  op_spec long_description = named_op();
+  long_description.description = std::string(limits.max_description + 1, 'd');
+  BOOST_TEST(says(check_input(long_description, limits), "max-description"));
+  op_spec long_name = named_op(std::string(limits.max_name + 1, 'n'));
+  BOOST_TEST(says(check_input(long_name, limits), "operation name"));
+  op_spec huge_string = named_op();
+  huge_string.description = std::string(limits.max_string + 1, 's');
+  BOOST_TEST(says(check_input(huge_string, limits), "a string of"));
+  op_spec many_args;
+  many_args.body = work::named("busy", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17);
+  BOOST_TEST(says(check_input(many_args, limits), "max-args"));
+  limits.max_string = 100;
+  op_spec big_arg;
+  big_arg.body = work::named("fail", std::string(1000, 'a'));
+  BOOST_TEST(says(check_input(big_arg, limits), "arguments of"));
+
+  const input_limits defaults;
+  BOOST_TEST(says(check_input(barrier_call{"job", 1, -1ns}, defaults), "duration"));
+  BOOST_TEST(says(check_input(barrier_call{"job", 1, 25h}, defaults), "duration"));
+  BOOST_TEST(says(check_input(barrier_call{"job", 0, 1s}, defaults), "generations count from 1"));
+  BOOST_TEST(says(check_input(barrier_call{"", 1, 1s}, defaults), "barrier's name"));
+  BOOST_TEST(
+      says(check_input(barrier_call{std::string(300, 'b'), 1, 1s}, defaults), "barrier's name"));
+}
+
+BOOST_AUTO_TEST_CASE(a_peer_text_is_quoted_by_a_bounded_printable_prefix) {
+  const std::string huge(100 << 20, 'A');
+  const std::string quoted = quote_peer_text(huge);
+  BOOST_TEST(quoted.size() < 100u);
+  BOOST_TEST(quoted.find("104857600 bytes") != std::string::npos);
+  BOOST_TEST(quote_peer_text(std::string("a\nb\0c", 5)) == "'a?b?c'");
+  BOOST_TEST(quote_peer_text("short") == "'short'");
+}
