@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
 
 namespace cudactor {
 
@@ -307,9 +308,12 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
       },
       [self](submit_atom, const std::string& name,
              graph_spec& g) -> caf::result<std::vector<op_notice>> {
+        // Over a node's limits it would be refused there: refused here, before it leaves.
+        if (auto bad = check_input(g, self->state.options.limits)) return bad;
         return forward<std::vector<op_notice>>(self, name, submit_atom::value, std::move(g));
       },
       [self](register_atom, const std::string& name, op_spec& op) -> caf::result<op_notice> {
+        if (auto bad = check_input(op, self->state.options.limits)) return bad;
         return forward<op_notice>(self, name, register_atom::value, std::move(op));
       },
       [self](status_atom) {

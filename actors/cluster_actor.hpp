@@ -25,6 +25,7 @@
 
 #include "cudactor/actors/node_client.hpp"
 #include "cudactor/messaging/cluster_protocol.hpp"
+#include "cudactor/messaging/input_limits.hpp"
 
 namespace cudactor {
 
@@ -35,6 +36,9 @@ struct cluster_options {
   // How long a node that arrived holds new work back without a release; at most what the
   // nodes accept (cudactor.node.max-hold, 30 s by default).
   caf::timespan max_hold{std::chrono::seconds{30}};
+  // What the nodes take in one message (cudactor.node.max-*): work past it is refused before
+  // it is sent, rather than moved across the network to be refused there.
+  input_limits limits;
 };
 
 // At least one node, names unique (work is addressed by name): invalid_argument otherwise.

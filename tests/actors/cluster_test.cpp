@@ -137,6 +137,15 @@ BOOST_AUTO_TEST_CASE(work_goes_to_nodes_by_name_and_a_late_node_is_named_by_the_
   BOOST_TEST((ends->at(1).state == op_state::failed));
   BOOST_TEST(text(cp, ends->at(1).cause).find("on purpose") != std::string::npos);
 
+  // Past a node's limits: refused by the cluster before anything is sent.
+  graph_spec too_big;
+  for (int i = 0; i < 65537; ++i) too_big.add(named("", work::named("noop")));
+  auto refused =
+      cp.ask<std::vector<op_notice>>(j.cluster, submit_atom::value, std::string{"n1"}, too_big);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(is(refused.error(), errc::invalid_argument));
+  BOOST_TEST(text(cp, refused.error()).find("max-graph-ops") != std::string::npos);
+
   auto nobody = cp.ask<op_notice>(j.cluster, register_atom::value, std::string{"n9"},
                                   named("x", work::named("noop")));
   BOOST_REQUIRE(!nobody);

@@ -133,6 +133,39 @@ BOOST_AUTO_TEST_CASE(a_failure_cancels_its_dependents_and_the_rest_goes_on) {
   BOOST_TEST(m.cancelled >= 1u);  // child and grandchild, unless they already ran
 }
 
+// Cost linear in edges: a graph of the same operations with 8x the dependencies takes about
+// 8x as long to submit, not 64x (a search per dependency made it quadratic per operation, and
+// 8 million edges kept the coordinator busy for 23 s). The bound leaves room for a loaded
+// machine while still telling linear from quadratic; the best of three runs is compared.
+BOOST_AUTO_TEST_CASE(graph_submission_cost_grows_linearly_with_edges) {
+  constexpr std::uint32_t ops = 4000;
+  auto dense = [&](std::uint32_t per_op) {
+    graph_spec g;
+    for (std::uint32_t i = 0; i < ops; ++i) {
+      std::vector<std::uint32_t> after;
+      for (std::uint32_t k = 0; k < per_op && k < i; ++k) after.push_back(i - 1 - k);
+      g.add(spec_of(noop()), std::move(after));
+    }
+    return g;
+  };
+  auto best_of_three = [&](std::uint32_t per_op) {
+    const graph_spec g = dense(per_op);
+    auto best = std::chrono::steady_clock::duration::max();
+    for (int run = 0; run < 3; ++run) {
+      const auto began = std::chrono::steady_clock::now();
+      auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, g);
+      best = std::min(best, std::chrono::steady_clock::now() - began);
+      BOOST_REQUIRE_MESSAGE(ids, (ids ? std::string{} : render(ids.error())));
+    }
+    return std::chrono::duration<double, std::milli>(best).count();
+  };
+  const double sparse_ms = best_of_three(32);  // 128k edges
+  const double dense_ms = best_of_three(256);  // 1M edges: a node's default limit
+  BOOST_TEST_MESSAGE("4000 ops: 128k edges " << sparse_ms << " ms, 1M edges " << dense_ms
+                                             << " ms, ratio " << dense_ms / sparse_ms);
+  BOOST_TEST(dense_ms / sparse_ms < 24.0);
+}
+
 BOOST_AUTO_TEST_CASE(bad_input_is_refused_with_a_clear_error_and_nothing_registered) {
   const auto before = metrics().total;
   auto unknown = ask<op_id>(co(), register_atom::value, spec_of(noop(), {op_id{999999}}));
