@@ -15,7 +15,8 @@
 // A barrier across nodes (actors/cluster_actor.hpp) asks each node to arrive: the node
 // answers once every request it took before the call has ended, then holds back new work
 // until the caller releases it, the call's hold runs out, or the caller is gone. Only one
-// control plane holds a node: the first to call a barrier, until it is gone.
+// control plane (process) holds a node: the first to call a barrier, until none of its
+// callers is left.
 //
 // The runtime spawns one (runtime::node()) and publishes it on request
 // (runtime::publish_node); cudactor-node is a program that does both.

@@ -59,9 +59,10 @@ struct node_core_state {
   std::vector<arriving_call> arriving;
   std::uint64_t next_hold = 1;
   std::vector<caf::actor_addr> callers;  // monitored once each: barrier callers
-  // The control plane whose barriers this node takes part in: the first caller, until it is
-  // gone. Another's barrier calls are refused, so that nobody else can hold the node's work.
-  caf::actor_addr owner;
+  // The control plane (the process) whose barriers this node takes part in: the first
+  // caller's, until none of its callers is left. Another's barrier calls are refused, so that
+  // nobody else can hold the node's work.
+  caf::node_id owner;
   std::unordered_map<std::uint64_t, hold> holds;
   // Work that came while a hold was on: dispatched, in order, once the last hold ends.
   std::vector<std::pair<std::uint64_t, graph_spec>> held;
@@ -100,7 +101,7 @@ struct node_core_state {
               " ms (limit max-hold)");
     }
     if (!holder) return named(errc::invalid_argument, "a barrier call needs a caller to answer");
-    if (owner && owner != holder) {
+    if (owner && owner != holder.node()) {
       return named(errc::permission_denied,
                    "barrier " + quote_peer_text(call.barrier) +
                        ": this node takes part in the barriers of another control plane "
@@ -227,7 +228,10 @@ struct node_core_state {
   // free for another control plane.
   void holder_down(const caf::actor_addr& who) {
     callers.erase(std::remove(callers.begin(), callers.end(), who), callers.end());
-    if (owner == who) owner = caf::actor_addr{};
+    if (std::none_of(callers.begin(), callers.end(),
+                     [&](const caf::actor_addr& c) { return c.node() == owner; })) {
+      owner = caf::node_id{};
+    }
     const caf::error why = named(errc::cancelled, "the barrier's caller is gone");
     for (auto it = arriving.begin(); it != arriving.end();) {
       if (it->holder == who) {
@@ -333,7 +337,7 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
           st.callers.push_back(holder);
           self->monitor(holder);
         }
-        if (!st.owner) st.owner = holder;
+        if (!st.owner) st.owner = holder.node();
         a.before_key = st.next_key;
         a.waited = st.pending.size();
         a.left = a.waited;
