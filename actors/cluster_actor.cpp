@@ -11,7 +11,6 @@
 #include <utility>
 
 #include "cudactor/messaging/errc.hpp"
-#include "cudactor/messaging/input_check.hpp"
 
 namespace cudactor {
 
@@ -113,6 +112,11 @@ struct cluster_state {
 
   template <class Self>
   void refused(Self* self, std::uint64_t generation, std::size_t index, const caf::error& err) {
+    // The node's stand-in fails what it had open before it ends: the node is lost.
+    if (err == errc::node_lost) {
+      lost(self, index, err);
+      return;
+    }
     auto it = open.find(generation);
     if (it == open.end()) return;
     const caf::error why = make_error(
@@ -147,7 +151,13 @@ struct cluster_state {
     member& m = members[index];
     if (!m.up) return;
     m.up = false;
-    m.lost = reason ? describe(reason) : std::string{"its connection closed"};
+    // The stand-in's reason names the node already (actors/detail/node_link.hpp).
+    if (reason == errc::node_lost) {
+      m.lost = describe(reason);
+    } else {
+      m.lost = m.who() + " was lost (" +
+               (reason ? describe(reason) : std::string{"its connection closed"}) + ")";
+    }
     std::vector<std::uint64_t> failing;
     for (const auto& [generation, g] : open) {
       for (std::size_t i = 0; i < g.members.size(); ++i) {
@@ -157,18 +167,17 @@ struct cluster_state {
     for (auto generation : failing) {
       const auto& g = open.at(generation);
       const auto arrived = g.members.size() - g.left;
-      const caf::error why = make_error(
-          errc::node_lost, prefix(generation) + m.who() + " was lost before it arrived (" + m.lost +
-                               "); " + std::to_string(arrived) + " of " +
-                               std::to_string(g.members.size()) + " nodes had arrived");
+      const caf::error why =
+          make_error(errc::node_lost, prefix(generation) + m.lost + " before it arrived; " +
+                                          std::to_string(arrived) + " of " +
+                                          std::to_string(g.members.size()) + " nodes had arrived");
       finish(self, generation, &why);
     }
     std::vector<std::uint64_t> keys;
     for (const auto& [key, r] : requests) {
       if (r.member == index) keys.push_back(key);
     }
-    const caf::error why =
-        make_error(errc::node_lost, m.who() + " was lost before it answered (" + m.lost + ")");
+    const caf::error why = make_error(errc::node_lost, m.lost + " before it answered");
     for (auto key : keys) answer_error(key, why);
   }
 
@@ -201,8 +210,7 @@ struct cluster_state {
     for (std::size_t i = 0; i < members.size(); ++i) {
       if (members[i].node.info.name != name) continue;
       if (!members[i].up) {
-        return make_error(errc::node_lost,
-                          members[i].who() + " was lost earlier (" + members[i].lost + ")");
+        return make_error(errc::node_lost, members[i].lost + " earlier");
       }
       index = i;
       return {};
@@ -259,6 +267,20 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
     self->monitor(n.actor);
     st.members.push_back(member{std::move(n), true, {}});
   }
+  // Stopped (its owner went): every generation and request it has open is answered, and the
+  // nodes that had arrived are released.
+  self->set_exit_handler([self](const caf::exit_msg& msg) {
+    auto& st = self->state;
+    const caf::error why =
+        make_error(errc::shutting_down, "cluster '" + st.options.name + "' was stopped");
+    std::vector<std::uint64_t> generations;
+    for (const auto& entry : st.open) generations.push_back(entry.first);
+    for (auto generation : generations) st.finish(self, generation, &why);
+    std::vector<std::uint64_t> keys;
+    for (const auto& entry : st.requests) keys.push_back(entry.first);
+    for (auto key : keys) st.answer_error(key, why);
+    self->quit(msg.reason);
+  });
   self->set_down_handler([self](const caf::down_msg& down) {
     auto& st = self->state;
     for (std::size_t i = 0; i < st.members.size(); ++i) {
@@ -308,12 +330,9 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
       },
       [self](submit_atom, const std::string& name,
              graph_spec& g) -> caf::result<std::vector<op_notice>> {
-        // Over a node's limits it would be refused there: refused here, before it leaves.
-        if (auto bad = check_input(g, self->state.options.limits)) return bad;
         return forward<std::vector<op_notice>>(self, name, submit_atom::value, std::move(g));
       },
       [self](register_atom, const std::string& name, op_spec& op) -> caf::result<op_notice> {
-        if (auto bad = check_input(op, self->state.options.limits)) return bad;
         return forward<op_notice>(self, name, register_atom::value, std::move(op));
       },
       [self](status_atom) {
@@ -335,9 +354,21 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
 
 }  // namespace
 
-caf::expected<cluster_actor> spawn_cluster(caf::actor_system& system,
-                                           std::vector<remote_node> nodes,
-                                           cluster_options options) {
+cluster& cluster::operator=(cluster&& other) noexcept {
+  if (this != &other) {
+    stop();
+    actor_ = std::exchange(other.actor_, cluster_actor{});
+  }
+  return *this;
+}
+
+void cluster::stop() noexcept {
+  if (actor_) caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
+  actor_ = cluster_actor{};
+}
+
+caf::expected<cluster> spawn_cluster(caf::actor_system& system, std::vector<remote_node> nodes,
+                                     cluster_options options) {
   if (nodes.empty()) return make_error(errc::invalid_argument, "a cluster needs a node");
   if (options.name.empty() || options.name.size() > 256) {
     return make_error(errc::invalid_argument, "a cluster's name has 1 to 256 characters");
@@ -353,7 +384,7 @@ caf::expected<cluster_actor> spawn_cluster(caf::actor_system& system,
                         "two nodes are named '" + n.info.name + "': work goes to nodes by name");
     }
   }
-  return system.spawn(cluster_behavior, std::move(nodes), std::move(options));
+  return cluster{system.spawn(cluster_behavior, std::move(nodes), std::move(options))};
 }
 
 }  // namespace cudactor

@@ -21,11 +21,11 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cudactor/actors/node_client.hpp"
 #include "cudactor/messaging/cluster_protocol.hpp"
-#include "cudactor/messaging/input_limits.hpp"
 
 namespace cudactor {
 
@@ -36,14 +36,33 @@ struct cluster_options {
   // How long a node that arrived holds new work back without a release; at most what the
   // nodes accept (cudactor.node.max-hold, 30 s by default).
   caf::timespan max_hold{std::chrono::seconds{30}};
-  // What the nodes take in one message (cudactor.node.max-*): work past it is refused before
-  // it is sent, rather than moved across the network to be refused there.
-  input_limits limits;
+};
+
+// The owner of a cluster actor: it stops the actor when it goes. An actor that has talked to
+// another process stays in CAF's registry until it ends, so a cluster whose handles were all
+// dropped would never end, and the actor system's destructor would wait for it forever.
+// Move-only; the handle it gives out is a non-owning view.
+class cluster {
+ public:
+  explicit cluster(cluster_actor actor) noexcept : actor_(std::move(actor)) {}
+  cluster(cluster&& other) noexcept : actor_(std::exchange(other.actor_, cluster_actor{})) {}
+  cluster& operator=(cluster&& other) noexcept;
+  cluster(const cluster&) = delete;
+  cluster& operator=(const cluster&) = delete;
+  ~cluster() { stop(); }
+
+  [[nodiscard]] const cluster_actor& actor() const noexcept { return actor_; }
+  // Ends the actor now: what it had open is answered (node requests and generations fail
+  // with shutting_down). Idempotent.
+  void stop() noexcept;
+
+ private:
+  cluster_actor actor_;
 };
 
 // At least one node, names unique (work is addressed by name): invalid_argument otherwise.
-[[nodiscard]] caf::expected<cluster_actor> spawn_cluster(caf::actor_system& system,
-                                                         std::vector<remote_node> nodes,
-                                                         cluster_options options = {});
+[[nodiscard]] caf::expected<cluster> spawn_cluster(caf::actor_system& system,
+                                                   std::vector<remote_node> nodes,
+                                                   cluster_options options = {});
 
 }  // namespace cudactor

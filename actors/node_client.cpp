@@ -8,8 +8,10 @@
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/remote_actor.hpp>
 
+#include "cudactor/actors/detail/node_link.hpp"
 #include "cudactor/actors/runtime.hpp"
 #include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
 
 namespace cudactor {
 
@@ -71,12 +73,11 @@ caf::expected<remote_node> connect_node(caf::actor_system& system, const std::st
                       "cannot reach the node at " + where + ": " + system.render(actor.error()));
   }
   remote_node out;
-  out.actor = *actor;
   out.address = where;
   caf::error failed;
   {
     caf::scoped_actor self{system};
-    self->request(out.actor, timeout, info_atom::value)
+    self->request(*actor, timeout, info_atom::value)
         .receive([&](node_info& info) { out.info = std::move(info); },
                  [&](caf::error& err) { failed = std::move(err); });
   }
@@ -85,6 +86,15 @@ caf::expected<remote_node> connect_node(caf::actor_system& system, const std::st
     return make_error(errc::node_unreachable,
                       "the node at " + where + " did not say what it is: " + system.render(failed));
   }
+  if (auto bad = check_input(out.info, input_limits{})) {
+    return make_error(
+        errc::node_mismatch,
+        "the peer at " + where + " is not a node that can be trusted: " + error_context(bad));
+  }
+  auto link = detail::spawn_node_link(
+      system, std::move(*actor), "node '" + out.info.name + "' (" + where + ")", out.info.limits);
+  out.actor = std::move(link.actor);
+  out.link = std::move(link.guard);
   return out;
 }
 

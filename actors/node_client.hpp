@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "cudactor/messaging/node_protocol.hpp"
@@ -22,13 +23,19 @@
 namespace cudactor {
 
 struct remote_node {
+  // A local stand-in that relays to the node (actors/detail/node_link.hpp): once the node
+  // has gone, what it had not answered fails with node_lost naming it, and later requests
+  // are refused at once instead of waiting out their timeout. It ends when the node is lost
+  // (a monitor says why) or when the last copy of this remote_node goes.
   node_actor actor;
   node_info info;
-  std::string address;  // host:port, for messages
+  std::string address;         // host:port, for messages
+  std::shared_ptr<void> link;  // keeps the stand-in; copies share it
 };
 
 // Blocking: for a control plane's start-up, not for an actor's handler. `timeout` bounds the
-// TCP connection and the node's first answer.
+// TCP connection and the node's first answer. The remote_node must go before its actor
+// system does (the stand-in is an actor of it).
 [[nodiscard]] caf::expected<remote_node> connect_node(
     caf::actor_system& system, const std::string& host, std::uint16_t port,
     std::chrono::milliseconds timeout = std::chrono::seconds{5});

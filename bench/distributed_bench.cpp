@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
       for (std::size_t r = 0; r < warmup + rounds && failure.empty(); ++r) {
         // barrier
         auto t0 = now_ns();
-        self->request(*cluster, 10s, synchronize_atom::value)
+        self->request(cluster->actor(), 10s, synchronize_atom::value)
             .receive([](const cluster_crossing&) {},
                      [&](caf::error& e) { failure = system.render(e); });
         auto t1 = now_ns();
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
         }
       }
       if (!failure.empty()) die(failure);
-      caf::anon_send_exit(*cluster, caf::exit_reason::user_shutdown);
+      cluster->stop();
       const auto b = summarize_us(barrier_us);
       const auto f = summarize_us(fanout_us);
       const double ratio = b.p50 / f.p50;

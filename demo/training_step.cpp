@@ -176,7 +176,11 @@ double training_model::max_difference(std::uint64_t steps, std::size_t samples) 
   double worst = 0;
   for (std::size_t l = 0; l < shape_.layers; ++l) {
     for (std::size_t k = 0; k < at.size(); ++k) {
-      worst = std::max(worst, std::fabs(static_cast<double>(weights(l)[at[k]]) - expected[l][k]));
+      const double got = weights(l)[at[k]];
+      const double want = expected[l][k];
+      // std::max would pass over a NaN: a weight that is not finite is infinitely wrong.
+      if (!std::isfinite(got) || !std::isfinite(want)) return HUGE_VAL;
+      worst = std::max(worst, std::fabs(got - want));
     }
   }
   return worst;

@@ -50,7 +50,8 @@ class training_model {
 
   // Sum of every weight, and the largest difference from the host's reference after `steps`
   // over `samples` weights per layer spread evenly across it (the model is element-wise, so
-  // each weight can be recomputed alone; all of them when samples >= width).
+  // each weight can be recomputed alone; all of them when samples >= width). Infinite when a
+  // weight or its reference is not finite.
   [[nodiscard]] double weight_sum() const;
   [[nodiscard]] double max_difference(std::uint64_t steps, std::size_t samples = 4096) const;
 

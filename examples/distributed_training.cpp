@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cudactor/actors/cluster_actor.hpp"
@@ -77,10 +78,23 @@ struct node_process {
     return port != 0 && metrics_port != 0;
   }
 
-  void stop() {
+  // SIGTERM, then SIGKILL if it has not exited within `grace`: a node that hangs in its
+  // shutdown does not hang the control plane.
+  void stop(std::chrono::milliseconds grace = std::chrono::seconds{5}) {
     if (pid > 0) {
       kill(pid, SIGTERM);
-      waitpid(pid, nullptr, 0);
+      const auto until = std::chrono::steady_clock::now() + grace;
+      while (waitpid(pid, nullptr, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() >= until) {
+          std::fprintf(stderr,
+                       "distributed_training: node %d did not exit within %lld ms: killed\n",
+                       static_cast<int>(pid), static_cast<long long>(grace.count()));
+          kill(pid, SIGKILL);
+          waitpid(pid, nullptr, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});
+      }
       pid = -1;
     }
     if (out != nullptr) fclose(out);
@@ -176,17 +190,17 @@ int main(int argc, char** argv) {
           steps, nodes_n, static_cast<unsigned long long>(step_us));
       std::printf("step  slowest shard ms  barrier ms\n");
       for (std::size_t s = 1; s <= steps && status == 0; ++s) {
-        std::vector<decltype(self->request(*cluster, 1s, register_atom::value, std::string{},
-                                           op_spec{}))>
+        std::vector<decltype(self->request(cluster->actor(), 1s, register_atom::value,
+                                           std::string{}, op_spec{}))>
             shards;
         for (std::size_t i = 0; i < nodes_n; ++i) {
           op_spec shard;
           shard.description = "step " + std::to_string(s) + " shard " + std::to_string(i);
           shard.body = work::named("busy", std::uint64_t{step_us + step_us * i / 4});
-          shards.push_back(self->request(*cluster, 60s, register_atom::value, remotes[i].info.name,
-                                         std::move(shard)));
+          shards.push_back(self->request(cluster->actor(), 60s, register_atom::value,
+                                         remotes[i].info.name, std::move(shard)));
         }
-        auto barrier = self->request(*cluster, 60s, synchronize_atom::value);
+        auto barrier = self->request(cluster->actor(), 60s, synchronize_atom::value);
         double slowest_ms = 0;
         for (auto& shard : shards) {
           shard.receive(
@@ -209,8 +223,7 @@ int main(int argc, char** argv) {
               status = 1;
             });
       }
-      caf::anon_send_exit(*cluster, caf::exit_reason::user_shutdown);
-    }
+    }  // the cluster stops here: its owner went
     runtime::release_calling_thread();
     // Every node ran exactly what it was given: its own metrics say so.
     for (std::size_t i = 0; i < nodes_n && status == 0; ++i) {

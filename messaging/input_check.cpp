@@ -114,6 +114,17 @@ caf::error check_input(const barrier_call& call, const input_limits& limits) {
   return {};
 }
 
+caf::error check_input(const node_info& info, const input_limits& limits) {
+  detail::input_walker walker{limits};
+  walker.walk(info);
+  if (!walker.problem().empty()) return bad("node info: " + walker.problem());
+  if (auto err = check_name(info.name, limits, "a node's name")) return err;
+  for (const auto& op : info.operations) {
+    if (auto err = check_name(op, limits, "an operation's name")) return err;
+  }
+  return {};
+}
+
 caf::error check_name(const std::string& name, const input_limits& limits, std::string_view what) {
   if (name.empty() || name.size() > limits.max_name) {
     return bad(std::string{what} + " has 1 to " + std::to_string(limits.max_name) + " bytes, not " +

@@ -27,6 +27,8 @@ namespace cudactor {
 [[nodiscard]] caf::error check_input(const graph_spec& graph, const input_limits& limits);
 // One node's part in a barrier across nodes.
 [[nodiscard]] caf::error check_input(const barrier_call& call, const input_limits& limits);
+// What a node says it is, as a control plane receives it (connect_node).
+[[nodiscard]] caf::error check_input(const node_info& info, const input_limits& limits);
 // A name (a barrier's, an operation's): 1 to max_name bytes.
 [[nodiscard]] caf::error check_name(const std::string& name, const input_limits& limits,
                                     std::string_view what);

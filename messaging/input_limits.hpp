@@ -7,6 +7,7 @@
 // Each is an option of the runtime (docs/configuration.md, cudactor.node.*).
 #pragma once
 
+#include <caf/meta/type_name.hpp>
 #include <caf/timespan.hpp>
 
 #include <chrono>
@@ -25,5 +26,14 @@ struct input_limits {
   std::size_t max_sequence = std::size_t{1} << 22;      // elements of any one list
   caf::timespan max_duration{std::chrono::hours{24}};   // any duration (never negative)
 };
+
+// A node says what it takes (node_info), so that a control plane refuses more before it
+// sends it rather than moving it across the network to be refused.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, input_limits& x) {
+  return f(caf::meta::type_name("cudactor::input_limits"), x.max_graph_ops, x.max_graph_edges,
+           x.max_graph_bytes, x.max_description, x.max_name, x.max_args, x.max_string,
+           x.max_sequence, x.max_duration);
+}
 
 }  // namespace cudactor

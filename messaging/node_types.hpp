@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "cudactor/messaging/input_limits.hpp"
+
 namespace cudactor {
 
 struct node_info {
@@ -20,12 +22,13 @@ struct node_info {
   std::string backend;  // the runtime's backend, and why it was chosen
   std::uint32_t coordinator_streams = 0;
   std::vector<std::string> operations;  // the named operations it runs, sorted
+  input_limits limits;  // what it takes in one message: a control plane checks before sending
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("cudactor::node_info"), x.name, x.backend, x.coordinator_streams,
-           x.operations);
+           x.operations, x.limits);
 }
 
 // One generation of a barrier across nodes, as the node is asked to reach it. The node

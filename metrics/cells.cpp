@@ -1,5 +1,6 @@
 #include "cudactor/metrics/cells.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -53,6 +54,24 @@ duration_histogram::snapshot duration_histogram::read() const {
   }
   out.sum_seconds = static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9;
   return out;
+}
+
+std::chrono::nanoseconds duration_histogram::quantile_bound(double q) const {
+  const snapshot now = read();
+  const std::vector<std::int64_t>& bounds = *bounds_;
+  const std::vector<std::uint64_t>& counts = now.counts;
+  const std::uint64_t count = now.count;
+  if (count == 0 || bounds.empty()) return std::chrono::nanoseconds{0};
+  const double clamped = std::isnan(q) ? 1.0 : std::min(1.0, std::max(0.0, q));
+  // The rank of the quantile, counted from 1: the first bucket whose running total reaches it.
+  const auto rank = std::max<std::uint64_t>(
+      1, static_cast<std::uint64_t>(std::ceil(clamped * static_cast<double>(count))));
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < bounds.size() && i < counts.size(); ++i) {
+    seen += counts[i];
+    if (seen >= rank) return std::chrono::nanoseconds{bounds[i]};
+  }
+  return std::chrono::nanoseconds{bounds.back()};
 }
 
 }  // namespace cudactor::metrics

@@ -75,6 +75,10 @@ class duration_histogram {
     double sum_seconds = 0;
   };
   [[nodiscard]] snapshot read() const;
+  // The upper bound of the bucket that holds quantile q (0 to 1) of what was observed: no
+  // lower than the true quantile, and as close as the buckets are fine. 0 when nothing was
+  // observed; the largest finite bound when the quantile falls in the +Inf bucket.
+  [[nodiscard]] std::chrono::nanoseconds quantile_bound(double q) const;
   [[nodiscard]] const bucket_bounds& bounds() const noexcept { return bounds_; }
 
  private:

@@ -12,8 +12,11 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,14 +49,15 @@ struct job {
     actors = remotes;
     auto spawned = spawn_cluster(cp.system, remotes, std::move(options));
     BOOST_REQUIRE_MESSAGE(spawned, cp.why(spawned));
-    cluster = *spawned;
+    owner.emplace(std::move(*spawned));
+    cluster = owner->actor();
     runtime::release_calling_thread();
   }
-  ~job() { caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown); }
 
   control_plane cp;
   std::vector<std::unique_ptr<node_process>> nodes;
   std::vector<remote_node> actors;
+  std::optional<cudactor::cluster> owner;  // stops the cluster first when the job goes
   cluster_actor cluster;
 };
 
@@ -137,7 +141,7 @@ BOOST_AUTO_TEST_CASE(work_goes_to_nodes_by_name_and_a_late_node_is_named_by_the_
   BOOST_TEST((ends->at(1).state == op_state::failed));
   BOOST_TEST(text(cp, ends->at(1).cause).find("on purpose") != std::string::npos);
 
-  // Past a node's limits: refused by the cluster before anything is sent.
+  // Past the limits n1 said it takes: refused before anything is sent.
   graph_spec too_big;
   for (int i = 0; i < 65537; ++i) too_big.add(named("", work::named("noop")));
   auto refused =
@@ -261,4 +265,45 @@ BOOST_AUTO_TEST_CASE(a_stopped_node_is_detected_by_the_heartbeat) {
   auto next = cp.ask<cluster_crossing>(j.cluster, synchronize_atom::value);
   BOOST_REQUIRE_MESSAGE(next, cp.why(next));
   BOOST_TEST(next->nodes.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_control_plane_that_lets_go_of_its_cluster_and_nodes_shuts_down) {
+  // CAF keeps any actor that has talked to another process in its registry until it ends,
+  // so a cluster or a node's stand-in that nobody stops would hold the actor system's
+  // destructor forever. Their owners (cluster, remote_node) stop them when they go; what was
+  // open is answered.
+  node_process node{"n0"};
+  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+  auto cp = std::make_unique<control_plane>();
+  caf::expected<cluster_crossing> open_generation{caf::sec::request_timeout};
+  {
+    auto connected = connect_node(cp->system, "127.0.0.1", node.port);
+    BOOST_REQUIRE_MESSAGE(connected, cp->why(connected));
+    auto spawned = spawn_cluster(cp->system, {*connected});
+    BOOST_REQUIRE_MESSAGE(spawned, cp->why(spawned));
+    auto first = cp->ask<cluster_crossing>(spawned->actor(), synchronize_atom::value);
+    BOOST_REQUIRE_MESSAGE(first, cp->why(first));
+    // The node is busy for 3 s, so the next generation is still open when the cluster goes.
+    auto busy =
+        cp->ask_for<op_notice>(500ms, spawned->actor(), register_atom::value, std::string{"n0"},
+                               named("long", work::named("busy", std::uint64_t{3'000'000})));
+    BOOST_TEST(!busy);
+    {
+      caf::scoped_actor self{cp->system};
+      auto pending = self->request(spawned->actor(), 30s, synchronize_atom::value);
+      std::this_thread::sleep_for(100ms);
+      spawned->stop();
+      pending.receive([&](cluster_crossing& c) { open_generation = c; },
+                      [&](caf::error& e) { open_generation = e; });
+    }
+    runtime::release_calling_thread();
+  }
+  BOOST_TEST((!open_generation && is(open_generation.error(), errc::shutting_down)),
+             cp->why(open_generation));
+  // Every handle is gone: the actor system's destructor must return.
+  auto ended = std::async(std::launch::async, [&] { cp.reset(); });
+  if (ended.wait_for(30s) != std::future_status::ready) {
+    std::fprintf(stderr, "the control plane's actor system did not shut down within 30 s\n");
+    std::_Exit(1);  // the thread is stuck in ~actor_system: nothing else can end it
+  }
 }

@@ -43,6 +43,7 @@ BOOST_AUTO_TEST_CASE(a_control_plane_runs_named_work_on_a_node_in_another_proces
   BOOST_TEST(connected->info.backend.find("host") != std::string::npos);
   BOOST_TEST(connected->info.coordinator_streams == 4u);
   BOOST_TEST((connected->info.operations == std::vector<std::string>{"busy", "fail", "noop"}));
+  BOOST_TEST(connected->info.limits.max_graph_ops == input_limits{}.max_graph_ops);
   const node_actor& n = connected->actor;
 
   // A graph: noop -> busy 2 ms -> (noop, fail) ; after the fail, a noop that never runs.
@@ -130,8 +131,13 @@ BOOST_AUTO_TEST_CASE(a_node_refuses_what_it_cannot_run_and_says_which_node_it_is
   // What is not in the published interface reaches nothing: forged notices, a shutdown, an
   // expiry, an exit message. The node refuses each (an error to a request) and goes on.
   {
+    // CAF's own handle on what the node publishes, as a peer that does not use connect_node
+    // has: connect_node's stand-in relays only the interface.
+    auto reached = cp.system.middleman().remote_actor<node_actor>("127.0.0.1", node.port);
+    runtime::release_calling_thread();
+    BOOST_REQUIRE_MESSAGE(reached, cp.why(reached));
     caf::scoped_actor self{cp.system};
-    const auto untyped = caf::actor_cast<caf::actor>(n);
+    const auto untyped = caf::actor_cast<caf::actor>(*reached);
     op_notice forged;
     forged.id = op_id{1};
     self->send(untyped, std::vector<op_notice>{forged});
@@ -215,4 +221,43 @@ BOOST_AUTO_TEST_CASE(a_node_answers_what_it_holds_when_its_runtime_shuts_down) {
   BOOST_REQUIRE((told.wait_for(10s) == std::future_status::ready));
   const caf::error err = told.get();
   BOOST_TEST(is(err, errc::shutting_down));
+}
+
+BOOST_AUTO_TEST_CASE(requests_on_the_handle_of_a_node_that_has_gone_fail_at_once) {
+  node_process node{"gone"};
+  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+  control_plane cp;
+  auto connected = connect_node(cp.system, "127.0.0.1", node.port);
+  BOOST_REQUIRE_MESSAGE(connected, cp.why(connected));
+  const node_actor n = connected->actor;
+  // One request in flight when the node dies (busy 20 s), one sent after: both must end long
+  // before their 30 s limit, and the one in flight with node_lost naming the node.
+  std::optional<caf::expected<op_notice>> in_flight;
+  std::thread asker{[&] {
+    in_flight =
+        cp.ask_for<op_notice>(30s, n, register_atom::value,
+                              named("long", work::named("busy", std::uint64_t{20'000'000})));
+  }};
+  std::this_thread::sleep_for(300ms);
+  BOOST_REQUIRE(kill(node.child.pid(), SIGKILL) == 0);
+  BOOST_TEST(node.child.wait_exit(10s).value_or(0) == -1);
+  asker.join();
+  BOOST_REQUIRE(in_flight.has_value());
+  BOOST_TEST((!*in_flight && is(in_flight->error(), errc::node_lost)), cp.why(*in_flight));
+  BOOST_TEST(cp.why(*in_flight).find("'gone'") != std::string::npos, cp.why(*in_flight));
+  // The handle has ended with the node (a monitor learns why, naming it): CAF refuses a
+  // request to an ended actor at once.
+  auto after =
+      cp.ask_for<op_notice>(30s, n, register_atom::value, named("late", work::named("noop")));
+  BOOST_TEST((!after && after.error() == caf::sec::request_receiver_down), cp.why(after));
+  caf::error why_gone;
+  {
+    caf::scoped_actor self{cp.system};
+    self->monitor(n);
+    self->receive([&](const caf::down_msg& down) { why_gone = down.reason; },
+                  caf::after(10s) >> [] { BOOST_ERROR("no down message for an ended handle"); });
+  }
+  runtime::release_calling_thread();
+  BOOST_TEST(is(why_gone, errc::node_lost), cp.render(why_gone));
+  BOOST_TEST(cp.render(why_gone).find("'gone'") != std::string::npos, cp.render(why_gone));
 }

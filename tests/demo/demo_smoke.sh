@@ -1,11 +1,14 @@
 #!/bin/sh
 # Runs cudactor-demo for a few steps and checks what it prints: every step ran, the summary
 # has its figures, every coordinator stream did work, and the weights equal the host's
-# reference. Usage: demo_smoke.sh path/to/cudactor-demo
+# reference. Then: weights that overflow fail the check, and SIGTERM ends an open-ended run
+# with its summary and a complete trace. Usage: demo_smoke.sh path/to/cudactor-demo
 set -eu
 demo=$1
 trace=$(mktemp "${TMPDIR:-/tmp}/demo_smoke.XXXXXX.json")
-trap 'rm -f "$trace"' EXIT
+trace2=$(mktemp "${TMPDIR:-/tmp}/demo_smoke.XXXXXX.json")
+log=$(mktemp "${TMPDIR:-/tmp}/demo_smoke.XXXXXX.log")
+trap 'rm -f "$trace" "$trace2" "$log"' EXIT
 out=$("$demo" --steps=40 --layers=4 --replicas=3 --width=4096 --streams=3 --metrics-port=0 \
   --cudactor.backend=host --quiet --trace="$trace")
 echo "$out"
@@ -36,4 +39,34 @@ events=$(grep -c '"ph":"X"' "$trace") || true
 tail -c 4 "$trace" | grep -q ']}' || fail "the trace is not closed"
 echo "$out" | grep -Eq 'largest difference from the host reference 0: exact$' ||
   fail "weights differ from the host reference"
+
+# A learning rate that makes the weights overflow: NaN compares false with everything, so
+# the check must say so and fail rather than pass over it.
+if bad=$("$demo" --steps=3 --layers=4 --replicas=2 --width=1024 --streams=2 --metrics-port=0 \
+  --cudactor.backend=host --quiet --learning-rate=1e30); then
+  echo "$bad"
+  fail "weights that are not finite passed the check"
+fi
+echo "$bad" | grep -q 'WRONG (not finite)$' || { echo "$bad"; fail "no 'not finite' verdict"; }
+
+# SIGTERM, like SIGINT: the run ends early with its summary, a valid check and a closed trace.
+"$demo" --steps=0 --duration=600 --layers=2 --replicas=2 --width=1024 --streams=2 \
+  --metrics-port=0 --cudactor.backend=host --quiet --trace="$trace2" >"$log" 2>&1 &
+pid=$!
+tries=0
+until grep -q 'coordinator streams' "$log"; do
+  tries=$((tries + 1))
+  [ "$tries" -le 600 ] || { kill -9 "$pid"; fail "the demo did not start"; }
+  sleep 0.1
+done
+sleep 1
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+cat "$log"
+[ "$rc" -eq 0 ] || fail "SIGTERM: exit status $rc"
+grep -Eq '^steps  *[1-9][0-9]*$' "$log" || fail "SIGTERM: no summary"
+grep -Eq 'largest difference from the host reference 0: exact$' "$log" ||
+  fail "SIGTERM: the weights were not checked"
+tail -c 4 "$trace2" | grep -q ']}' || fail "SIGTERM: the trace is not closed"
 echo "demo_smoke: ok"

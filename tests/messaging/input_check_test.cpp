@@ -125,6 +125,22 @@ BOOST_AUTO_TEST_CASE(strings_arguments_and_durations_are_bounded) {
       says(check_input(barrier_call{std::string(300, 'b'), 1, 1s}, defaults), "barrier's name"));
 }
 
+BOOST_AUTO_TEST_CASE(what_a_node_says_it_is_is_checked_by_the_control_plane) {
+  const input_limits defaults;
+  node_info info{"n1", "host", 4, {"busy", "noop"}, defaults};
+  BOOST_TEST(!check_input(info, defaults));
+  info.name = "";
+  BOOST_TEST(says(check_input(info, defaults), "node's name"));
+  info.name = std::string(300, 'n');
+  BOOST_TEST(says(check_input(info, defaults), "node's name"));
+  info.name = "n1";
+  info.operations.push_back("");
+  BOOST_TEST(says(check_input(info, defaults), "operation's name"));
+  info.operations = {"noop"};
+  info.backend = std::string(defaults.max_string + 1, 'b');
+  BOOST_TEST(says(check_input(info, defaults), "node info"));
+}
+
 BOOST_AUTO_TEST_CASE(a_peer_text_is_quoted_by_a_bounded_printable_prefix) {
   const std::string huge(100 << 20, 'A');
   const std::string quoted = quote_peer_text(huge);

@@ -47,6 +47,22 @@ BOOST_AUTO_TEST_CASE(a_run_of_equal_observations_counts_each_one) {
   BOOST_TEST(snap.sum_seconds == 40 * 500e-6 + 2e-6, boost::test_tools::tolerance(1e-12));
 }
 
+BOOST_AUTO_TEST_CASE(a_quantile_is_bounded_by_the_bucket_it_falls_in) {
+  duration_histogram h{buckets_in_seconds({1e-6, 1e-5, 1e-4})};
+  BOOST_TEST(h.quantile_bound(0.5).count() == 0);  // nothing observed
+  h.observe(std::chrono::nanoseconds{500}, 90);    // <= 1 us
+  h.observe(std::chrono::nanoseconds{5'000}, 9);   // <= 10 us
+  h.observe(std::chrono::nanoseconds{50'000});     // <= 100 us
+  BOOST_TEST(h.quantile_bound(0.0).count() == 1'000);
+  BOOST_TEST(h.quantile_bound(0.5).count() == 1'000);
+  BOOST_TEST(h.quantile_bound(0.9).count() == 1'000);    // rank 90 of 100
+  BOOST_TEST(h.quantile_bound(0.91).count() == 10'000);  // rank 91
+  BOOST_TEST(h.quantile_bound(0.99).count() == 10'000);
+  BOOST_TEST(h.quantile_bound(1.0).count() == 100'000);
+  h.observe(std::chrono::seconds{1}, 1000);  // past every bound: the largest finite one
+  BOOST_TEST(h.quantile_bound(0.99).count() == 100'000);
+}
+
 BOOST_AUTO_TEST_CASE(bad_bounds_are_refused) {
   BOOST_CHECK_THROW(buckets_in_seconds({0.0}), std::invalid_argument);
   BOOST_CHECK_THROW(buckets_in_seconds({1.0, 1.0}), std::invalid_argument);

@@ -1,0 +1,124 @@
+#include "cudactor/actors/detail/node_link.hpp"
+
+#include <caf/all.hpp>
+
+#include <functional>
+#include <unordered_map>
+#include <utility>
+
+#include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
+
+namespace cudactor::detail {
+
+namespace {
+
+struct node_link_state {
+  node_actor remote;
+  std::string who;
+  input_limits limits;
+  std::uint64_t next = 1;
+  // Each request the node has not answered yet, by key: fails it (each ends exactly once:
+  // whoever takes it out of the map answers it).
+  std::unordered_map<std::uint64_t, std::function<void(const caf::error&)>> open;
+
+  // The node's own errors name it already; anything CAF says is about it.
+  caf::error from_node(const caf::error& err) const {
+    if (err.category() == error_category) return err;
+    return make_error(errc::node_lost, who + ": " + caf::to_string(err));
+  }
+};
+
+using link_pointer = node_actor::stateful_pointer<node_link_state>;
+
+caf::error refused(const node_link_state& st, const caf::error& bad) {
+  return make_error(errc::invalid_argument,
+                    st.who + " would refuse it, so it was not sent: " + error_context(bad));
+}
+
+template <class T, class... Ts>
+caf::result<T> relay(link_pointer self, Ts&&... xs) {
+  auto& st = self->state;
+  auto promise = self->make_response_promise<T>();
+  const std::uint64_t key = st.next++;
+  st.open.emplace(key, [promise](const caf::error& err) mutable { promise.deliver(err); });
+  self->request(st.remote, caf::infinite, std::forward<Ts>(xs)...)
+      .then(
+          [self, key, promise](T& answer) mutable {
+            if (self->state.open.erase(key) != 0) promise.deliver(std::move(answer));
+          },
+          [self, key](caf::error& err) {
+            auto& st = self->state;
+            auto it = st.open.find(key);
+            if (it == st.open.end()) return;
+            auto fail = std::move(it->second);
+            st.open.erase(it);
+            fail(st.from_node(err));
+          });
+  return promise;
+}
+
+node_actor::behavior_type node_link_behavior(link_pointer self, node_actor remote, std::string who,
+                                             input_limits limits) {
+  auto& st = self->state;
+  st.remote = std::move(remote);
+  st.who = std::move(who);
+  st.limits = limits;
+  self->monitor(st.remote);
+  // Stopped by its guard (the last remote_node went) or by anyone else: nothing it relayed
+  // is left unanswered.
+  self->set_exit_handler([self](const caf::exit_msg& msg) {
+    auto& st = self->state;
+    const caf::error stopped =
+        make_error(errc::shutting_down, st.who + ": the control plane let go of the node");
+    auto open = std::move(st.open);
+    st.open.clear();
+    for (auto& [key, fail] : open) fail(stopped);
+    self->quit(msg.reason);
+  });
+  self->set_down_handler([self](const caf::down_msg& down) {
+    auto& st = self->state;
+    if (down.source != st.remote.address()) return;
+    const std::string cause =
+        down.reason ? caf::to_string(down.reason) : std::string{"its connection closed"};
+    // One error for what it had open and for its end, so that whoever monitors the handle
+    // (a cluster) says the same as the requests that failed.
+    const caf::error lost = make_error(errc::node_lost, st.who + " was lost (" + cause + ")");
+    auto open = std::move(st.open);
+    st.open.clear();
+    for (auto& [key, fail] : open) fail(lost);
+    self->quit(lost);
+  });
+  return {
+      [self](info_atom) { return relay<node_info>(self, info_atom::value); },
+      // Over the node's limits it would be refused there: refused here, before it leaves.
+      [self](submit_atom, graph_spec& g) -> caf::result<std::vector<op_notice>> {
+        if (auto bad = check_input(g, self->state.limits)) return refused(self->state, bad);
+        return relay<std::vector<op_notice>>(self, submit_atom::value, std::move(g));
+      },
+      [self](register_atom, op_spec& op) -> caf::result<op_notice> {
+        if (auto bad = check_input(op, self->state.limits)) return refused(self->state, bad);
+        return relay<op_notice>(self, register_atom::value, std::move(op));
+      },
+      [self](synchronize_atom, barrier_call& call) {
+        return relay<node_arrival>(self, synchronize_atom::value, std::move(call));
+      },
+      [self](release_atom, std::string& barrier, std::uint64_t generation) {
+        self->send(self->state.remote, release_atom::value, std::move(barrier), generation);
+      },
+  };
+}
+
+}  // namespace
+
+node_link spawn_node_link(caf::actor_system& system, node_actor remote, std::string who,
+                          input_limits limits) {
+  node_link out;
+  out.actor = system.spawn(node_link_behavior, std::move(remote), std::move(who), limits);
+  out.guard = std::shared_ptr<void>(nullptr, [actor = out.actor](void*) {
+    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  });
+  return out;
+}
+
+}  // namespace cudactor::detail
