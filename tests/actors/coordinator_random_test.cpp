@@ -224,6 +224,16 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
       sum.ops, sum.bad, 100.0 * sum.bad / std::max<std::size_t>(sum.ops, 1), sum.edges,
       100.0 * sum.cross_edges / std::max<std::size_t>(sum.completed_edges, 1), sum.lost_dags,
       sum.hangs, sum.cancels, sum.completed, sum.failed, sum.cancelled);
+  // Coverage: the run exercised what it was built to (6% of operations fail, 8% of graphs
+  // lose the device, most edges cross streams). Below 2000 graphs chance decides it: at 2000,
+  // fewer than 5% losing the device is 4.9 standard deviations from the 8% expected, so the
+  // check holds for any seed from there on; below, it is not made, and the run says so.
+  constexpr std::size_t coverage_needs = 2000;
+  if (dags < coverage_needs) {
+    std::printf("coordinator_random: coverage not checked: it needs CUDACTOR_DAGS >= %zu\n",
+                coverage_needs);
+    return;
+  }
   BOOST_TEST(100.0 * sum.bad / std::max<std::size_t>(sum.ops, 1) >= 5.0);
   BOOST_TEST(sum.lost_dags * 100 >= dags * 5);
   BOOST_TEST(sum.cross_edges * 100 >= sum.completed_edges * 30);

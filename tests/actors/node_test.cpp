@@ -261,3 +261,48 @@ BOOST_AUTO_TEST_CASE(requests_on_the_handle_of_a_node_that_has_gone_fail_at_once
   BOOST_TEST(is(why_gone, errc::node_lost), cp.render(why_gone));
   BOOST_TEST(cp.render(why_gone).find("'gone'") != std::string::npos, cp.render(why_gone));
 }
+
+BOOST_AUTO_TEST_CASE(the_largest_graph_a_node_takes_crosses_the_connection_and_is_answered) {
+  // At every per-graph limit at once (operations, edges, bytes): the biggest message a node
+  // accepts must arrive within CAF's connection timeout (2 s, which also bounds how fast a
+  // hung node is seen) and be answered; docs/distribution.md quotes the figures.
+  node_process node{"big"};
+  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+  control_plane cp;
+  auto connected = connect_node(cp.system, "127.0.0.1", node.port);
+  BOOST_REQUIRE_MESSAGE(connected, cp.why(connected));
+  const input_limits& limits = connected->info.limits;
+  const std::size_t ops = limits.max_graph_ops;
+  const std::size_t fan_in = limits.max_graph_edges / ops - 1;  // 15 with the defaults
+  const std::size_t text = limits.max_graph_bytes / ops - 4;    // description + "noop"
+  BOOST_REQUIRE(text <= limits.max_description);
+  graph_spec g;
+  std::size_t edges = 0;
+  for (std::size_t i = 0; i < ops; ++i) {
+    std::vector<std::uint32_t> deps;
+    for (std::size_t d = 1; d <= fan_in && d <= i; ++d)
+      deps.push_back(static_cast<std::uint32_t>(i - d));
+    edges += deps.size();
+    g.add(named(std::string(text, 'd'), work::named("noop")), deps);
+  }
+  BOOST_TEST_MESSAGE(ops << " operations, " << edges << " edges, " << ops * (text + 4)
+                         << " bytes of text");
+  const auto sent = std::chrono::steady_clock::now();
+  auto ends = cp.ask_for<std::vector<op_notice>>(120s, connected->actor, submit_atom::value, g);
+  const auto took = std::chrono::steady_clock::now() - sent;
+  BOOST_REQUIRE_MESSAGE(ends, cp.why(ends));
+  BOOST_TEST(ends->size() == ops);
+  BOOST_TEST((ends->back().state == op_state::completed));
+  // How long the message took to arrive: from sending to the first operation registered.
+  std::int64_t first_registered = ends->front().registered_ns;
+  for (const auto& e : *ends) first_registered = std::min(first_registered, e.registered_ns);
+  const std::int64_t sent_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(sent.time_since_epoch()).count();
+  BOOST_TEST_MESSAGE("answered after "
+                     << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                     << " ms; the first operation registered "
+                     << (first_registered - sent_ns) / 1'000'000 << " ms after sending");
+  // And the connection is still up: the node answers.
+  auto info = cp.ask<node_info>(connected->actor, info_atom::value);
+  BOOST_TEST(static_cast<bool>(info), cp.why(info));
+}
