@@ -33,12 +33,27 @@ using namespace cudactor;
 using namespace cudactor::test;
 using namespace std::chrono_literals;
 
-BOOST_AUTO_TEST_CASE(a_control_plane_runs_named_work_on_a_node_in_another_process) {
-  node_process node{"n1"};
-  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+namespace {
+
+// A node process and a control plane connected to it. Members go in reverse: the node's
+// handle first, then the control plane's actor system, then the process.
+struct connected_node {
+  explicit connected_node(const std::string& name) : node(name) {
+    BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+    auto reached = connect_node(cp.system, "127.0.0.1", node.port);
+    BOOST_REQUIRE_MESSAGE(reached, cp.why(reached));
+    connected = std::move(*reached);
+  }
+  node_process node;
   control_plane cp;
-  auto connected = connect_node(cp.system, "127.0.0.1", node.port);
-  BOOST_REQUIRE_MESSAGE(connected, cp.why(connected));
+  std::optional<remote_node> connected;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_control_plane_runs_named_work_on_a_node_in_another_process) {
+  connected_node fixture{"n1"};
+  auto& [node, cp, connected] = fixture;
   BOOST_TEST(connected->info.name == "n1");
   BOOST_TEST(connected->info.backend.find("host") != std::string::npos);
   BOOST_TEST(connected->info.coordinator_streams == 4u);
@@ -90,11 +105,8 @@ BOOST_AUTO_TEST_CASE(a_control_plane_runs_named_work_on_a_node_in_another_proces
 }
 
 BOOST_AUTO_TEST_CASE(a_node_refuses_what_it_cannot_run_and_says_which_node_it_is) {
-  node_process node{"n2"};
-  BOOST_REQUIRE(node.port != 0);
-  control_plane cp;
-  auto connected = connect_node(cp.system, "127.0.0.1", node.port);
-  BOOST_REQUIRE_MESSAGE(connected, cp.why(connected));
+  connected_node fixture{"n2"};
+  auto& [node, cp, connected] = fixture;
   const node_actor& n = connected->actor;
 
   auto unknown = cp.ask<op_notice>(n, register_atom::value, named("x", work::named("warp_drive")));
@@ -224,11 +236,8 @@ BOOST_AUTO_TEST_CASE(a_node_answers_what_it_holds_when_its_runtime_shuts_down) {
 }
 
 BOOST_AUTO_TEST_CASE(requests_on_the_handle_of_a_node_that_has_gone_fail_at_once) {
-  node_process node{"gone"};
-  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
-  control_plane cp;
-  auto connected = connect_node(cp.system, "127.0.0.1", node.port);
-  BOOST_REQUIRE_MESSAGE(connected, cp.why(connected));
+  connected_node fixture{"gone"};
+  auto& [node, cp, connected] = fixture;
   const node_actor n = connected->actor;
   // One request in flight when the node dies (busy 20 s), one sent after: both must end long
   // before their 30 s limit, and the one in flight with node_lost naming the node.
@@ -266,11 +275,8 @@ BOOST_AUTO_TEST_CASE(the_largest_graph_a_node_takes_crosses_the_connection_and_i
   // At every per-graph limit at once (operations, edges, bytes): the biggest message a node
   // accepts must arrive within CAF's connection timeout (2 s, which also bounds how fast a
   // hung node is seen) and be answered; docs/distribution.md quotes the figures.
-  node_process node{"big"};
-  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
-  control_plane cp;
-  auto connected = connect_node(cp.system, "127.0.0.1", node.port);
-  BOOST_REQUIRE_MESSAGE(connected, cp.why(connected));
+  connected_node fixture{"big"};
+  auto& [node, cp, connected] = fixture;
   const input_limits& limits = connected->info.limits;
   const std::size_t ops = limits.max_graph_ops;
   const std::size_t fan_in = limits.max_graph_edges / ops - 1;  // 15 with the defaults
