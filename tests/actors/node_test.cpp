@@ -248,9 +248,15 @@ BOOST_AUTO_TEST_CASE(requests_on_the_handle_of_a_node_that_has_gone_fail_at_once
                               named("long", work::named("busy", std::uint64_t{20'000'000})));
   }};
   std::this_thread::sleep_for(300ms);
+  const auto killed = std::chrono::steady_clock::now();
   BOOST_REQUIRE(kill(node.child.pid(), SIGKILL) == 0);
   BOOST_TEST(node.child.wait_exit(10s).value_or(0) == -1);
   asker.join();
+  BOOST_TEST_MESSAGE("the request in flight failed "
+                     << std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - killed)
+                            .count()
+                     << " ms after kill -9 (its limit: 30 s)");
   BOOST_REQUIRE(in_flight.has_value());
   BOOST_TEST((!*in_flight && is(in_flight->error(), errc::node_lost)), cp.why(*in_flight));
   BOOST_TEST(cp.why(*in_flight).find("'gone'") != std::string::npos, cp.why(*in_flight));
