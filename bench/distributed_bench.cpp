@@ -4,15 +4,18 @@
 // Starts 8 cudactor-node processes on 127.0.0.1 (host backend) and, for 2, 4 and 8 of them,
 // alternates two rounds from one control-plane thread:
 //
-//   barrier   synchronize on a cluster actor over the k nodes: the cluster asks every node to
-//             arrive, waits for all, releases them and answers;
+//   barrier   synchronize on a cluster actor over the k nodes: the cluster asks every node
+//             (through connect_node's stand-in for it) to arrive, waits for all, releases
+//             them and answers;
 //   fan-out   one plain request (info_atom) sent to each of the same k node actors at once,
-//             answered by all: the raw CAF equivalent, with no cluster actor in between.
+//             straight to CAF's proxy of each (no cluster, no stand-in): the raw CAF
+//             equivalent.
 //
 // Reports p50/p99 of both and their ratio per k. The nodes are idle, so the barrier's cost
 // is its messages, not waiting for work. --quick: 300 rounds each (under 30 s); otherwise
 // 3000. The node program is found next to this one, else where the build put it.
 #include <caf/all.hpp>
+#include <caf/io/all.hpp>
 
 #include <unistd.h>
 
@@ -86,10 +89,14 @@ int main(int argc, char** argv) {
   if (auto err = config.parse(mode.passed_on)) die(caf::to_string(err));
   caf::actor_system system{config};
   std::vector<remote_node> remotes;
+  std::vector<node_actor> proxies;  // CAF's own handles on the same nodes: the baseline
   for (auto& n : nodes) {
     auto connected = connect_node(system, "127.0.0.1", n->port);
     if (!connected) die(system.render(connected.error()));
     remotes.push_back(*connected);
+    auto proxy = system.middleman().remote_actor<node_actor>("127.0.0.1", n->port);
+    if (!proxy) die(system.render(proxy.error()));
+    proxies.push_back(*proxy);
   }
 
   table out{{"nodes", "barrier p50 us", "p99", "fan-out p50 us", "p99", "ratio p50"}};
@@ -116,10 +123,10 @@ int main(int argc, char** argv) {
                      [&](caf::error& e) { failure = system.render(e); });
         auto t1 = now_ns();
         // fan-out: every request out before the first answer is awaited
-        std::vector<decltype(self->request(members[0].actor, 10s, info_atom::value))> pending;
+        std::vector<decltype(self->request(proxies[0], 10s, info_atom::value))> pending;
         pending.reserve(k);
-        for (const auto& m : members)
-          pending.push_back(self->request(m.actor, 10s, info_atom::value));
+        for (std::size_t i = 0; i < k; ++i)
+          pending.push_back(self->request(proxies[i], 10s, info_atom::value));
         for (auto& p : pending) {
           p.receive([](const node_info&) {}, [&](caf::error& e) { failure = system.render(e); });
         }
