@@ -7,7 +7,8 @@
 #   make asan        every test under AddressSanitizer + UndefinedBehaviorSanitizer + leak
 #                    detection, child processes included (build-asan/); fails on any report
 #   make tsan        every test under ThreadSanitizer (build-tsan/); CAF is not instrumented,
-#                    so reports through it are suppressed (tests/sanitizers/tsan.supp)
+#                    so reports through it are suppressed (tests/sanitizers/tsan.supp);
+#                    not clean yet (README)
 #   make bench       build, then run every benchmark in its --quick mode
 #   make format      clang-format every source file
 #

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "actors/coordinator_fixture.hpp"
+#include "common/time_scale.hpp"
 #include "common/gate.hpp"
 #include "cudactor/actors/client.hpp"
 #include "cudactor/actors/client_asio.hpp"
@@ -23,7 +24,8 @@ namespace {
 
 template <class T>
 T get_within(std::future<T>& f, std::chrono::seconds limit = 10s) {
-  BOOST_REQUIRE_MESSAGE(f.wait_for(limit) == std::future_status::ready, "no answer in time");
+  BOOST_REQUIRE_MESSAGE(f.wait_for(scaled(limit)) == std::future_status::ready,
+                        "no answer in time");
   return f.get();
 }
 
@@ -140,14 +142,15 @@ BOOST_FIXTURE_TEST_CASE(many_threads_each_told_exactly_once, runtime_fixture) {
         }
       }
       for (auto& f : futures) {
-        if (f.wait_for(20s) == std::future_status::ready && f.get().state == op_state::completed) {
+        if (f.wait_for(scaled(20s)) == std::future_status::ready &&
+            f.get().state == op_state::completed) {
           ++completed;
         }
       }
     });
   }
   for (auto& t : ts) t.join();
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  const auto deadline = std::chrono::steady_clock::now() + scaled(20s);
   while (completed < threads * each && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(1ms);
   }
@@ -163,7 +166,7 @@ BOOST_FIXTURE_TEST_CASE(stopping_tells_what_is_pending_shutting_down, runtime_fi
   two.add(spec_of(g.hold()));
   two.add(spec_of(noop()), {0});
   auto behind = c->submit(std::move(two));
-  std::this_thread::sleep_for(20ms);  // all registered, the holders running
+  std::this_thread::sleep_for(scaled(20ms));  // all registered, the holders running
   c->stop();
   const op_notice a = get_within(held);
   const auto b = get_within(behind);

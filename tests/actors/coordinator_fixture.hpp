@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/time_scale.hpp"
 #include "common/gate.hpp"
 #include "common/protocol_printing.hpp"
 #include "common/runtime_fixture.hpp"
@@ -95,7 +96,7 @@ class coordinator_fixture : public runtime_fixture {
   std::map<std::uint64_t, op_notice> collect(const std::vector<op_id>& ids,
                                              std::chrono::seconds within = std::chrono::seconds{
                                                  20}) {
-    const auto deadline = std::chrono::steady_clock::now() + within;
+    const auto deadline = std::chrono::steady_clock::now() + scaled(within);
     auto outstanding = [&] {
       for (op_id id : ids) {
         if (told_.count(id.value) == 0) return true;
@@ -144,7 +145,7 @@ class coordinator_fixture : public runtime_fixture {
       caf::expected<T> out{caf::sec::request_timeout};
       {
         caf::scoped_actor other{rt().system()};
-        other->request(co(), std::chrono::seconds{10}, xs...)
+        other->request(co(), scaled(std::chrono::seconds{10}), xs...)
             .receive([&](T& value) { out = std::move(value); },
                      [&](caf::error& err) { out = std::move(err); });
       }

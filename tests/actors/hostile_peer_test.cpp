@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/time_scale.hpp"
 #include "common/remote_node.hpp"
 #include "cudactor/actors/node_client.hpp"
 
@@ -261,7 +262,7 @@ BOOST_AUTO_TEST_CASE(a_burst_of_ten_thousand_requests_is_answered_in_full) {
     auto driver =
         cp.system.spawn([done, node = n, waiter = caf::actor{self}](caf::event_based_actor* me) {
           for (int i = 0; i < burst; ++i) {
-            me->request(node, 60s, register_atom::value, named("", work::named("noop")))
+            me->request(node, scaled(60s), register_atom::value, named("", work::named("noop")))
                 .then(
                     [=](op_notice&) {
                       if (++done->first + done->second == burst) me->send(waiter, true);
@@ -272,7 +273,7 @@ BOOST_AUTO_TEST_CASE(a_burst_of_ten_thousand_requests_is_answered_in_full) {
           }
         });
     self->receive([](bool) {},
-                  caf::after(120s) >> [] { BOOST_FAIL("the burst was not answered"); });
+                  caf::after(scaled(120s)) >> [] { BOOST_FAIL("the burst was not answered"); });
     self->send_exit(driver, caf::exit_reason::user_shutdown);
   }
   runtime::release_calling_thread();

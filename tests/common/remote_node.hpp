@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/time_scale.hpp"
 #include "common/child_process.hpp"
 #include "common/log_file.hpp"
 #include "cudactor/actors/runtime.hpp"
@@ -73,7 +74,7 @@ struct control_plane {
     caf::expected<T> out{caf::sec::request_timeout};
     {
       caf::scoped_actor self{system};
-      self->request(to, limit, std::forward<Ts>(xs)...)
+      self->request(to, scaled(limit), std::forward<Ts>(xs)...)
           .receive([&](T& value) { out = std::move(value); },
                    [&](caf::error& err) { out = std::move(err); });
     }

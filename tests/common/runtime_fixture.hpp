@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/time_scale.hpp"
 #include "cudactor/actors/runtime.hpp"
 
 // Boost.Test prints what it checks; an expected prints as "value" or its error.
@@ -72,7 +73,7 @@ class runtime_fixture {
   caf::expected<T> ask(const Handle& to, Ts&&... xs) {
     caf::expected<T> out{caf::sec::request_timeout};
     (*self_)
-        ->request(to, std::chrono::seconds{10}, std::forward<Ts>(xs)...)
+        ->request(to, scaled(std::chrono::seconds{10}), std::forward<Ts>(xs)...)
         .receive([&](T& value) { out = std::move(value); },
                  [&](caf::error& err) { out = std::move(err); });
     return out;
@@ -83,7 +84,7 @@ class runtime_fixture {
   caf::error tell(const Handle& to, Ts&&... xs) {
     caf::error out;
     (*self_)
-        ->request(to, std::chrono::seconds{10}, std::forward<Ts>(xs)...)
+        ->request(to, scaled(std::chrono::seconds{10}), std::forward<Ts>(xs)...)
         .receive([] {}, [&](caf::error& err) { out = std::move(err); });
     return out;
   }
