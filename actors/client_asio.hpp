@@ -36,11 +36,17 @@ auto post_to_handler(Handler&& handler) {
     boost::asio::executor_work_guard<boost::asio::associated_executor_t<handler_type>> guard;
   };
   auto h = std::make_shared<held>(std::forward<Handler>(handler));
-  return [h](Result r) {
+  // The handler (and whatever it owns: a socket, a session) must go on its executor's thread,
+  // never on the client's: moved into the posted function, not copied, so the last reference
+  // goes when the executor has run it. A copy dropped later on the client's thread would
+  // destroy a socket there, possibly after its io_context (seen by ASan in async_service).
+  return [h = std::move(h)](Result r) mutable {
+    if (!h) return;  // called once: a second call has nothing to hand over
     auto ex = h->guard.get_executor();
-    boost::asio::post(ex, [h, r = std::move(r)]() mutable {
+    boost::asio::post(ex, [h = std::move(h), r = std::move(r)]() mutable {
       h->handler(std::move(r));
       h->guard.reset();
+      h.reset();
     });
   };
 }
