@@ -6,9 +6,12 @@
 #   make build       the same without running the tests
 #   make asan        every test under AddressSanitizer + UndefinedBehaviorSanitizer + leak
 #                    detection, child processes included (build-asan/); fails on any report
-#   make tsan        every test under ThreadSanitizer (build-tsan/); CAF is not instrumented,
-#                    so reports through it are suppressed (tests/sanitizers/tsan.supp);
-#                    not clean yet (README)
+#   make tsan        every test under ThreadSanitizer (build-tsan/); CAF is not instrumented:
+#                    what its mailboxes order is told to TSan by a preloaded library
+#                    (tests/sanitizers/tsan_caf_mailbox.cpp), its own code is suppressed
+#   make gpu-bundle  build with CUDA (build-gpu/) and pack every test, example, demo and
+#                    benchmark with the libraries a bare GPU machine lacks into
+#                    build/gpu-bundle; build/gpu-bundle/run runs them all there (docs/gpu-validation.md)
 #   make bench       build, then run every benchmark in its --quick mode
 #   make format      clang-format every source file
 #
@@ -23,7 +26,7 @@ ARGS ?=
 
 SOURCES = $(shell git ls-files '*.cpp' '*.hpp' '*.cu' 2>/dev/null)
 
-.PHONY: deps configure build demo test bench asan tsan format clean
+.PHONY: deps configure build demo test bench asan tsan gpu-bundle format clean
 
 deps:
 	@scripts/install-deps
@@ -64,8 +67,16 @@ tsan:
 	  CMAKE_ARGS='-DCUDACTOR_SANITIZE=thread $(SANITIZED_CMAKE) $(CMAKE_ARGS)'
 	scripts/run-sanitized build-tsan $(JOBS) $(CTEST_ARGS)
 
+# Shared libraries: one copy of cudactor's code instead of one per program keeps the bundle
+# small enough to travel (under 64 MiB); Release without debug information, for the same reason.
+gpu-bundle:
+	$(MAKE) --no-print-directory build BUILD_DIR=build-gpu \
+	  CMAKE_ARGS='-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DCUDACTOR_CUDA=ON $(CMAKE_ARGS)'
+	cmake --build build-gpu -j $(JOBS) --target doc_snippets  # built by a test here, not there
+	scripts/gpu-bundle build-gpu build/gpu-bundle
+
 format:
 	clang-format -i $(SOURCES)
 
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-tsan
+	rm -rf $(BUILD_DIR) build-asan build-tsan build-gpu

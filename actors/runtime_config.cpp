@@ -67,7 +67,10 @@ runtime_config::runtime_config() {
       .add(host_memory_, "memory-limit", "bytes of device memory the host backend hands out")
       .add(host_idle_spin_, "idle-spin",
            "an idle host worker looks for work this long, then sleeps");
-  opt_group{custom_options_, "cudactor.cuda"}.add(cuda_device_, "device", "CUDA device ordinal");
+  opt_group{custom_options_, "cudactor.cuda"}
+      .add(cuda_device_, "device", "CUDA device ordinal")
+      .add(cuda_max_in_flight_, "max-in-flight",
+           "signalled values in flight per CUDA stream (below the ~1000 a stream queues)");
   opt_group{custom_options_, "cudactor.poller"}
       .add(poller_mode_, "mode", "completion detection: auto, polling or callback")
       .add(stuck_after_, "stuck-after", "report a watch waiting longer than this (0: never)")
@@ -264,6 +267,8 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.device.host.idle_spin =
       std::chrono::duration_cast<std::chrono::microseconds>(host_idle_spin_);
   out.device.cuda_device = cuda_device_;
+  if (cuda_max_in_flight_ == 0) return bad("cudactor.cuda.max-in-flight must be at least 1");
+  out.device.cuda_max_in_flight = cuda_max_in_flight_;
   if (poller_mode_ == "polling") {
     out.poller.mode = gpu::delivery_mode::polling;
   } else if (poller_mode_ == "callback") {

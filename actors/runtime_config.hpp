@@ -116,6 +116,7 @@ class runtime_config : public caf::actor_system_config {
   std::size_t host_memory_ = std::size_t{4} << 30;
   caf::timespan host_idle_spin_{gpu::host_backend_options{}.idle_spin};
   int cuda_device_ = 0;
+  std::size_t cuda_max_in_flight_ = gpu::cuda_default_max_in_flight;
   std::string poller_mode_ = "auto";
   caf::timespan stuck_after_{std::chrono::seconds{10}};
   caf::timespan spin_window_{gpu::poller_options{}.spin_window};

@@ -3,7 +3,7 @@
 // Every coordinator operation as Chrome trace-event JSON, the format Perfetto and
 // chrome://tracing open: per operation an async "queued" span (registered -> dispatched) and,
 // on its stream's track, a complete event from when it started to when it finished on the
-// stream (host callbacks around it stamp both; without them, dispatched -> end seen, marked
+// stream (timing events around it stamp both; without them, dispatched -> end seen, marked
 // "timed": false). Times are microseconds from when the file was opened.
 //
 // add() only appends to a buffer; full buffers go to a thread of the writer's own, so the

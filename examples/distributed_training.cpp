@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -144,10 +145,15 @@ int main(int argc, char** argv) {
   const auto nodes_n = std::stoul(flag(args, "nodes", "3"));
   const auto steps = std::stoul(flag(args, "steps", "10"));
   const auto step_us = std::stoull(flag(args, "step-us", "20000"));
+  // --node-program, else $CUDACTOR_NODE, else cudactor-node beside this program, else the
+  // one this build made.
   const auto beside = std::filesystem::path{argv[0]}.parent_path() / "cudactor-node";
-  const std::string program =
-      flag(args, "node-program",
-           std::filesystem::exists(beside) ? beside.string() : std::string{CUDACTOR_NODE});
+  const char* from_environment = std::getenv("CUDACTOR_NODE");
+  const std::string program = flag(
+      args, "node-program",
+      from_environment != nullptr    ? std::string{from_environment}
+      : std::filesystem::exists(beside) ? beside.string()
+                                        : std::string{CUDACTOR_NODE});
 
   runtime_config config;  // the control plane needs cudactor's types and the network
   config.enable_network();

@@ -101,9 +101,11 @@ class backend {
   // --- health ----------------------------------------------------------------------------
   // ok, or the device_lost status that poisons the backend.
   [[nodiscard]] virtual status health() const = 0;
-  // Recovers from device_lost: waits for outstanding work to end, then invalidates every
-  // stream, event and allocation of this backend (as cudaDeviceReset does) and clears the
-  // error. Owning handles that outlive it release nothing and count nothing.
+  // Recovers from device_lost where the backend can. The host backend waits for outstanding
+  // work to end, then invalidates every stream, event and allocation and clears the error
+  // (owning handles that outlive it release nothing and count nothing). A lost CUDA device
+  // cannot be recovered in the process (CUDA 13): the CUDA backend answers device_lost,
+  // saying the process must restart, and with nothing lost answers ok and changes nothing.
   [[nodiscard]] virtual status reset() = 0;
 
   // --- interop -------------------------------------------------------------------------------

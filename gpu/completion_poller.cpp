@@ -106,10 +106,27 @@ result<watch_id> completion_poller::impl::watch(stream_ref s, watch_entry entry,
 }
 
 void completion_poller::impl::wake_when_reached(stream_ref s) {
+  const std::uint64_t key = s.id().value();
+  {
+    std::lock_guard<std::mutex> lock{core_->mutex};
+    if (core_->closed || !core_->armed.insert(key).second) return;  // one is on its way
+  }
   // Runs on a backend thread once the stream gets here (cudaStreamAddCallback on CUDA); it
   // only wakes the loop, which then queries as usual. If it cannot be added (a stale
   // stream), the loop still answers at its backstop.
-  device_.add_callback(s, [core = core_](const status&) { core->notify(); }).ignore();
+  auto added = device_.add_callback(s, [core = core_, key](const status&) {
+    {
+      std::lock_guard<std::mutex> lock{core->mutex};
+      core->armed.erase(key);
+    }
+    core->notify();
+  });
+  if (added.ok()) {
+    core_->host_notifications.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    std::lock_guard<std::mutex> lock{core_->mutex};
+    core_->armed.erase(key);
+  }
 }
 
 status completion_poller::impl::watch_points(stream_ref s, timeline_point first,
@@ -200,6 +217,7 @@ poller_stats completion_poller::impl::stats() const {
   out.stuck_total = load(counters_.stuck_total);
   out.stuck_now = load(counters_.stuck_now);
   out.callback_errors = load(counters_.callback_errors);
+  out.host_notifications = load(core_->host_notifications);
   out.busy_time = nanoseconds{load(counters_.busy_ns)};
   out.learned_sleeps = load(counters_.learned_sleeps);
   nanoseconds cpu{-1};

@@ -93,6 +93,10 @@ struct poller_stats {
   std::uint64_t stuck_total = 0;         // watchdog reports
   std::uint64_t stuck_now = 0;           // streams whose oldest watch is past the threshold now
   std::uint64_t callback_errors = 0;     // callbacks that threw (caught and counted)
+  // Callback mode without timeline listeners (CUDA): host callbacks added to streams to wake
+  // the loop. At most one is outstanding per stream (each stalls its stream while the host
+  // runs it), so this grows with the streams' progress, not with the watches.
+  std::uint64_t host_notifications = 0;
   std::chrono::nanoseconds cpu_time{0};  // CPU time of the poller's thread
   // Wall time spent in ticks that answered something: the cost of the work itself, without
   // the empty looks in between.

@@ -1,14 +1,24 @@
+// The CUDA backend: every member of the backend interface over the runtime API, with the
+// argument checks and the loss handling each needs. Long (some 700 lines) because the
+// interface is; what stands on its own is apart: the timeline (cuda_timeline.cpp), freeing
+// after a destroyed stream (cuda_release_stream.cpp), device selection and driver versions
+// (cuda_device.cpp), error classes (cuda_status.cpp).
 #include "cudactor/gpu/cuda_backend.hpp"
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <limits>
 #include <mutex>
 #include <shared_mutex>
+#include <utility>
+#include <vector>
 
 #include "cudactor/gpu/detail/allocation_table.hpp"
+#include "cudactor/gpu/detail/cuda_device.hpp"
+#include "cudactor/gpu/detail/cuda_release_stream.hpp"
 #include "cudactor/gpu/detail/cuda_status.hpp"
 #include "cudactor/gpu/detail/cuda_timeline.hpp"
 #include "cudactor/gpu/detail/handle_table.hpp"
@@ -44,9 +54,6 @@ struct cuda_event_entry {
   recorded_flag recorded;
 };
 
-// The runtime's current device is per thread; actors reach a backend from many threads.
-thread_local int current_device = -1;
-
 }  // namespace
 
 result<int> cuda_device_count() {
@@ -54,17 +61,14 @@ result<int> cuda_device_count() {
   const cudaError_t answer = cudaGetDeviceCount(&count);
   if (answer != cudaSuccess) {
     (void)cudaGetLastError();  // the failed probe must not surface as a later launch error
-    status why = from_cuda(answer, "counting CUDA devices");
-    if (answer == cudaErrorNoDevice || answer == cudaErrorInsufficientDriver) {
-      return status{errc::no_device, why.message()};
-    }
-    return why;
+    return detail::explain_no_device(answer, detail::query_versions());
   }
   return count;
 }
 
 struct cuda_backend::impl {
   int ordinal = 0;
+  std::size_t max_in_flight = cuda_default_max_in_flight;
   device_info info;
   int least_priority = 0;
   int greatest_priority = 0;
@@ -78,16 +82,56 @@ struct cuda_backend::impl {
   std::atomic<bool> lost{false};
   status lost_status;
 
+  // Every timeline this backend made, its streams' gone or not: a poller may keep one past
+  // its stream and past the backend. Each is poisoned when the device is lost and abandoned
+  // when the backend closes, so none calls CUDA afterwards.
+  std::mutex timelines_mutex;
+  std::vector<std::weak_ptr<detail::cuda_timeline>> timelines;
+
+  // Memory whose stream is gone is freed there, after the end of that stream's work.
+  detail::cuda_release_stream released{
+      [this](cudaError_t answer, std::string_view doing) { return check(answer, doing); }};
+
   cuda_backend* owner = nullptr;
 
-  [[nodiscard]] status activate() const {
-    if (current_device == ordinal) return {};
-    const cudaError_t answer = cudaSetDevice(ordinal);
-    if (answer != cudaSuccess) {
-      return from_cuda(answer, "selecting CUDA device " + std::to_string(ordinal));
+  [[nodiscard]] status activate() const { return detail::select_device(ordinal); }
+
+  void track(const std::shared_ptr<detail::cuda_timeline>& made) {
+    std::lock_guard<std::mutex> lock{timelines_mutex};
+    timelines.erase(std::remove_if(timelines.begin(), timelines.end(),
+                                   [](const auto& weak) { return weak.expired(); }),
+                    timelines.end());
+    timelines.push_back(made);
+  }
+
+  // A copy from or to pageable host memory is synchronous for the calling thread (the driver
+  // stages it): refused, so that no actor thread ever blocks in one.
+  status check_pinned(const void* host, std::size_t bytes, copy_kind direction,
+                      const std::string& label) {
+    if (auto mine = allocations.containing(host); mine && mine->kind != memory_kind::device) {
+      return {};
     }
-    current_device = ordinal;
+    cudaPointerAttributes attributes{};
+    const std::string doing = "copying " + std::to_string(bytes) + " bytes " +
+                              std::string{to_string(direction)} + " on " + label;
+    if (auto bad = check(cudaPointerGetAttributes(&attributes, host), doing); !bad.ok()) {
+      return bad;
+    }
+    if (attributes.type == cudaMemoryTypeUnregistered) {
+      return {errc::invalid_argument,
+              doing + ": the host memory at " + detail::format_address(host) +
+                  " is pageable, and a copy from or to it blocks the calling thread; use "
+                  "allocate_pinned() or register it with cudaHostRegister"};
+    }
     return {};
+  }
+
+  template <class F>
+  void for_each_timeline(F&& f) {
+    std::lock_guard<std::mutex> lock{timelines_mutex};
+    for (auto& weak : timelines) {
+      if (auto alive = weak.lock()) f(*alive);
+    }
   }
 
   // Every CUDA answer passes through here: a sticky one loses the device for everyone.
@@ -100,10 +144,16 @@ struct cuda_backend::impl {
   }
 
   void mark_lost(const status& why) {
-    std::lock_guard<std::mutex> lock{lost_mutex};
-    if (lost.load(std::memory_order_acquire)) return;
-    lost_status = status{errc::device_lost, why.message()};
-    lost.store(true, std::memory_order_release);
+    status lost_now;
+    {
+      std::lock_guard<std::mutex> lock{lost_mutex};
+      if (lost.load(std::memory_order_acquire)) return;
+      lost_status = status{errc::device_lost, why.message()};
+      lost.store(true, std::memory_order_release);
+      lost_now = lost_status;
+    }
+    // Every stream's pending values fail now, and no timeline asks the lost context again.
+    for_each_timeline([&](detail::cuda_timeline& t) { t.poison(lost_now); });
   }
 
   [[nodiscard]] status loss() const {
@@ -166,12 +216,15 @@ struct cuda_backend::impl {
   }
 };
 
-cuda_backend::cuda_backend(int device_ordinal) : impl_(std::make_unique<impl>()) {
+cuda_backend::cuda_backend(int device_ordinal, std::size_t max_in_flight)
+    : impl_(std::make_unique<impl>()) {
   impl_->ordinal = device_ordinal;
+  impl_->max_in_flight = max_in_flight == 0 ? 1 : max_in_flight;
   impl_->owner = this;
 }
 
-result<std::unique_ptr<cuda_backend>> cuda_backend::open(int device_ordinal) {
+result<std::unique_ptr<cuda_backend>> cuda_backend::open(int device_ordinal,
+                                                          std::size_t max_in_flight) {
   auto count = cuda_device_count();
   if (!count) return count.error();
   if (count.value() == 0) return status{errc::no_device, "no CUDA device"};
@@ -180,7 +233,7 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::open(int device_ordinal) {
                                               " does not exist (" + std::to_string(count.value()) +
                                               " present)"};
   }
-  std::unique_ptr<cuda_backend> self{new cuda_backend(device_ordinal)};
+  std::unique_ptr<cuda_backend> self{new cuda_backend(device_ordinal, max_in_flight)};
   impl& state = *self->impl_;
   if (auto bad = state.activate(); !bad.ok()) return bad;
   // Creates the primary context now, so the first real call does not pay for it.
@@ -220,6 +273,8 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::open(int device_ordinal) {
 
 cuda_backend::~cuda_backend() {
   if (impl_->activate().ok()) (void)cudaDeviceSynchronize();
+  const status closed{errc::invalid_handle, "the CUDA backend was closed"};
+  impl_->for_each_timeline([&](detail::cuda_timeline& t) { t.abandon(closed); });
   std::unique_lock<std::shared_mutex> lock{impl_->mutex};
   impl_->streams.clear([](cuda_stream_entry& s) { (void)cudaStreamDestroy(s.handle); });
   impl_->events.clear([](cuda_event_entry& e) { (void)cudaEventDestroy(e.handle); });
@@ -252,11 +307,19 @@ result<stream> cuda_backend::create_stream(const stream_options& options) {
   const handle_id id = make_id(key.slot, key.generation);
   entry.name = options.name.empty() ? "stream-" + std::to_string(key.slot) : options.name;
   entry.label = "stream '" + entry.name + "' (" + to_string(id) + ")";
-  entry.timeline = std::make_shared<detail::cuda_timeline>(handle, entry.name);
+  entry.timeline = std::make_shared<detail::cuda_timeline>(handle, entry.name, impl_->ordinal,
+                                                          impl_->max_in_flight);
+  impl_->track(entry.timeline);
   return stream{*this, stream_ref{id}};
 }
 
 status cuda_backend::destroy_stream(stream_ref s) {
+  // The end of the stream's work, for memory allocated on it and freed after it is gone.
+  // Recorded before the table is locked: the record blocks while the stream's queue is full.
+  status retired;
+  if (auto target = impl_->snapshot(s)) {
+    retired = impl_->released.retire(s.id().value(), target.value().first, target.value().second);
+  }
   std::unique_lock<std::shared_mutex> lock{impl_->mutex};
   auto found = impl_->find_stream(s);
   if (!found) return found.error();
@@ -264,7 +327,8 @@ status cuda_backend::destroy_stream(stream_ref s) {
   if (auto bad = impl_->activate(); !bad.ok()) return bad;
   // Returns at once; the driver releases the stream after its work completes. The timeline
   // keeps its events, so waiters on it still get answers.
-  return impl_->check(cudaStreamDestroy(entry->handle), "destroying " + entry->label);
+  auto destroyed = impl_->check(cudaStreamDestroy(entry->handle), "destroying " + entry->label);
+  return destroyed.ok() ? retired : destroyed;
 }
 
 result<std::string> cuda_backend::stream_name(stream_ref s) const {
@@ -472,8 +536,8 @@ status cuda_backend::release_memory(void* data, memory_kind kind, stream_ref s) 
       }
     }
   }
-  // Its stream is gone: cudaFree synchronizes the device first.
-  return impl_->check(cudaFree(data), doing);
+  // Its stream is gone: cudaFree would not wait for the work that still uses the memory.
+  return impl_->released.free(data, s.id().value(), doing);
 }
 
 status cuda_backend::copy(stream_ref s, void* dst, const void* src, std::size_t bytes,
@@ -485,6 +549,12 @@ status cuda_backend::copy(stream_ref s, void* dst, const void* src, std::size_t 
   if (direction == copy_kind::host_to_device) native = cudaMemcpyHostToDevice;
   if (direction == copy_kind::device_to_host) native = cudaMemcpyDeviceToHost;
   return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
+    if (direction != copy_kind::device_to_device) {
+      const void* host = direction == copy_kind::host_to_device ? src : dst;
+      if (auto bad = impl_->check_pinned(host, bytes, direction, target.label); !bad.ok()) {
+        return bad;
+      }
+    }
     return impl_->check(cudaMemcpyAsync(dst, src, bytes, native, target.handle),
                         std::string{"copying "} + std::to_string(bytes) + " bytes " +
                             std::string{to_string(direction)} + " on " + target.label);
@@ -518,12 +588,17 @@ status cuda_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
                                         std::string{to_string(owner->kind)} + " memory"};
   }
   return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
+    const std::string doing = "prefetching " + std::to_string(bytes) + " bytes on " + target.label;
+#if CUDART_VERSION >= 13000
     cudaMemLocation location{};
     location.type =
         where == prefetch_target::device ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
     location.id = where == prefetch_target::device ? impl_->ordinal : 0;
-    return impl_->check(cudaMemPrefetchAsync(data, bytes, location, 0, target.handle),
-                        "prefetching " + std::to_string(bytes) + " bytes on " + target.label);
+    return impl_->check(cudaMemPrefetchAsync(data, bytes, location, 0, target.handle), doing);
+#else  // CUDA 12: a device ordinal, cudaCpuDeviceId for the host
+    const int to = where == prefetch_target::device ? impl_->ordinal : cudaCpuDeviceId;
+    return impl_->check(cudaMemPrefetchAsync(data, bytes, to, target.handle), doing);
+#endif
   });
 }
 
@@ -593,11 +668,15 @@ status cuda_backend::add_callback(stream_ref s, host_callback callback) {
 // --- timelines -------------------------------------------------------------------------
 
 result<timeline_point> cuda_backend::signal(stream_ref s) {
-  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> result<timeline_point> {
-    auto value = target.timeline->signal();
-    if (!value && value.code() == errc::device_lost) impl_->mark_lost(value.error());
-    return value;
+  auto found = impl_->with_stream(s, [](cuda_stream_entry& target) {
+    return result<std::shared_ptr<detail::cuda_timeline>>{target.timeline};
   });
+  if (!found) return found.error();
+  // Without the table lock: the record may block on a full stream queue (the timeline's
+  // bound keeps it from filling with our own events, not with the user's launches).
+  auto value = found.value()->signal();
+  if (!value && value.code() == errc::device_lost) impl_->mark_lost(value.error());
+  return value;
 }
 
 result<std::shared_ptr<timeline>> cuda_backend::timeline_of(stream_ref s) {
@@ -623,22 +702,15 @@ status cuda_backend::synchronize() {
 
 status cuda_backend::health() const { return impl_->loss(); }
 
+// A lost CUDA device is lost for this process: CUDA 13 documents that a sticky error needs
+// the process to restart, and cudaDeviceReset does not free cudaMallocAsync memory. So there
+// is no in-process recovery to attempt; the error says what to do instead.
 status cuda_backend::reset() {
-  if (auto bad = impl_->activate(); !bad.ok()) return bad;
-  (void)cudaDeviceSynchronize();  // answers the sticky error when lost; reset clears it
-  std::unique_lock<std::shared_mutex> lock{impl_->mutex};
-  const status gone{errc::invalid_handle, "the CUDA backend was reset"};
-  impl_->streams.clear([&](cuda_stream_entry& s) { s.timeline->abandon(gone); });
-  impl_->events.clear([](cuda_event_entry&) {});
-  (void)impl_->allocations.take_all();  // cudaDeviceReset frees them
-  if (auto bad = from_cuda(cudaDeviceReset(), "resetting the device"); !bad.ok()) return bad;
-  (void)cudaGetLastError();
-  {
-    std::lock_guard<std::mutex> lost_lock{impl_->lost_mutex};
-    impl_->lost_status = {};
-    impl_->lost.store(false, std::memory_order_release);
-  }
-  return from_cuda(cudaFree(nullptr), "re-initialising the CUDA context");
+  const status lost = impl_->loss();
+  if (lost.ok()) return {};  // nothing to recover
+  return {errc::device_lost,
+          "the CUDA device cannot be recovered in this process: restart the process (" +
+              lost.message() + ")"};
 }
 
 // --- interop ---------------------------------------------------------------------------

@@ -19,13 +19,19 @@
 
 namespace cudactor::gpu {
 
-// Devices the CUDA runtime reports; no_device when there is none or no driver at all
-// (cudaErrorNoDevice and cudaErrorInsufficientDriver alike).
+// Devices the CUDA runtime reports; no_device when there is none, no driver at all, or a
+// driver too old for the runtime cudactor was built with (the message says which, with both
+// versions).
 [[nodiscard]] result<int> cuda_device_count();
 
 class cuda_backend final : public backend {
  public:
-  [[nodiscard]] static result<std::unique_ptr<cuda_backend>> open(int device_ordinal = 0);
+  // max_in_flight bounds the signalled timeline values in flight per stream, each an event
+  // recorded on it. A CUDA stream accepts about a thousand pending operations before the
+  // next enqueue blocks the calling thread; kept well below that, signal() never blocks on a
+  // full queue: past the bound it answers resource_exhausted and the caller holds its work.
+  [[nodiscard]] static result<std::unique_ptr<cuda_backend>> open(
+      int device_ordinal = 0, std::size_t max_in_flight = cuda_default_max_in_flight);
   ~cuda_backend() override;
 
   [[nodiscard]] backend_kind kind() const noexcept override { return backend_kind::cuda; }
@@ -75,7 +81,7 @@ class cuda_backend final : public backend {
 
  private:
   struct impl;
-  explicit cuda_backend(int device_ordinal);
+  cuda_backend(int device_ordinal, std::size_t max_in_flight);
   std::unique_ptr<impl> impl_;
 };
 

@@ -3,22 +3,21 @@
 #include <algorithm>
 #include <thread>
 
+#include "cudactor/gpu/detail/cuda_device.hpp"
 #include "cudactor/gpu/detail/cuda_status.hpp"
 
 namespace cudactor::gpu::detail {
-namespace {
-
-constexpr std::size_t failure_history = 256;
-
-}  // namespace
 
 cuda_timeline::slot::~slot() {
-  if (event != nullptr && !abandoned) (void)cudaEventDestroy(event);
+  if (event == nullptr || abandoned) return;
+  if (select_device(device).ok()) (void)cudaEventDestroy(event);
 }
 
-cuda_timeline::cuda_timeline(cudaStream_t stream, std::string name, std::size_t max_in_flight)
+cuda_timeline::cuda_timeline(cudaStream_t stream, std::string name, int device,
+                             std::size_t max_in_flight)
     : stream_(stream),
       name_(std::move(name)),
+      device_(device),
       max_in_flight_(std::max<std::size_t>(1, max_in_flight)) {}
 
 cuda_timeline::~cuda_timeline() {
@@ -27,8 +26,17 @@ cuda_timeline::~cuda_timeline() {
   spare_.clear();
 }
 
+void cuda_timeline::poison_locked(status why) {
+  if (poison_.ok()) poison_ = std::move(why);
+}
+
 void cuda_timeline::retire_locked() {
-  if (!poison_.ok()) return;  // a lost context answers every query with the same error
+  if (!poison_.ok()) return;  // nothing is asked of CUDA once poisoned
+  if (in_flight_.empty()) return;
+  if (auto selected = select_device(device_); !selected.ok()) {
+    poison_locked(std::move(selected));
+    return;
+  }
   while (!in_flight_.empty()) {
     entry& front = in_flight_.front();
     const cudaError_t answer = cudaEventQuery(front.marker->event);
@@ -37,30 +45,21 @@ void cuda_timeline::retire_locked() {
       return;
     }
     if (answer != cudaSuccess) {
-      status why =
-          from_cuda(answer, "timeline '" + name_ + "' at value " + std::to_string(front.value));
-      if (is_sticky(answer)) {
-        poison_ = std::move(why);
-        return;
-      }
-      failures_.emplace_back(front.value, std::move(why));
-      if (failures_.size() > failure_history) failures_.pop_front();
+      // Not seen to finish: the value and every later one fail, completed() stays.
+      (void)cudaGetLastError();
+      poison_locked(
+          from_cuda(answer, "timeline '" + name_ + "' at value " + std::to_string(front.value)));
+      return;
     }
     completed_.store(front.value, std::memory_order_release);
-    // Recycle the event unless a waiter still holds it (copies are only made under mutex_).
+    // Recycle the event unless a waiter still holds it.
     if (front.marker.use_count() == 1) spare_.push_back(std::move(front.marker));
     in_flight_.pop_front();
   }
 }
 
 query_result cuda_timeline::query_locked(timeline_point value) const {
-  if (completed_.load(std::memory_order_acquire) >= value) {
-    for (auto it = failures_.rbegin(); it != failures_.rend(); ++it) {
-      if (it->first == value) return {event_state::failed, it->second};
-      if (it->first < value) break;
-    }
-    return {event_state::ready, {}};
-  }
+  if (completed_.load(std::memory_order_acquire) >= value) return {event_state::ready, {}};
   if (!poison_.ok()) return {event_state::failed, poison_};
   return {event_state::not_ready, {}};
 }
@@ -99,9 +98,16 @@ status cuda_timeline::wait(timeline_point value, std::chrono::milliseconds timeo
     }
     if (target && !bounded) {
       // Unbounded and the value is in flight: let the driver block us.
-      const cudaError_t answer = cudaEventSynchronize(target->event);
-      if (answer != cudaSuccess && is_sticky(answer)) {
-        poison(from_cuda(answer, "waiting on timeline '" + name_ + "'"));
+      status why = select_device(device_);
+      if (why.ok()) {
+        const cudaError_t answer = cudaEventSynchronize(target->event);
+        if (answer != cudaSuccess) {
+          (void)cudaGetLastError();
+          why = from_cuda(answer, "waiting on timeline '" + name_ + "'");
+        }
+      }
+      if (!why.ok()) {
+        poison(std::move(why));  // the next round answers it
       }
       continue;
     }
@@ -118,58 +124,78 @@ status cuda_timeline::wait(timeline_point value, std::chrono::milliseconds timeo
 
 status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
                                    const std::string& waiter_label) {
-  std::lock_guard<std::mutex> lock{mutex_};
-  if (value > submitted_.load(std::memory_order_acquire)) {
-    return status{errc::invalid_argument, waiter_label + " cannot wait for point " +
-                                              std::to_string(value) + " of timeline '" + name_ +
-                                              "': not signalled yet (newest " +
-                                              std::to_string(submitted_.load()) + ")"};
+  std::shared_ptr<slot> target;
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    if (value > submitted_.load(std::memory_order_acquire)) {
+      return status{errc::invalid_argument,
+                    waiter_label + " cannot wait for point " + std::to_string(value) +
+                        " of timeline '" + name_ + "': not signalled yet (newest " +
+                        std::to_string(submitted_.load()) + ")"};
+    }
+    retire_locked();
+    const query_result answer = query_locked(value);
+    if (answer.failed()) return answer.error;
+    if (answer.ready()) return {};
+    auto found = std::lower_bound(in_flight_.begin(), in_flight_.end(), value,
+                                  [](const entry& e, timeline_point v) { return e.value < v; });
+    if (found == in_flight_.end()) return {};  // retired between the two checks: reached
+    target = found->marker;  // held: the event cannot be recycled while we enqueue the wait
   }
-  retire_locked();
-  const query_result answer = query_locked(value);
-  if (answer.failed()) return answer.error;
-  if (answer.ready()) return {};
-  auto found = std::lower_bound(in_flight_.begin(), in_flight_.end(), value,
-                                [](const entry& e, timeline_point v) { return e.value < v; });
-  if (found == in_flight_.end()) return {};  // retired between the two checks: reached
-  const cudaError_t waited = cudaStreamWaitEvent(waiter, found->marker->event, 0);
+  // Outside the lock: enqueueing on a full stream blocks, and the poller must not wait for it.
+  if (auto selected = select_device(device_); !selected.ok()) return selected;
+  const cudaError_t waited = cudaStreamWaitEvent(waiter, target->event, 0);
   if (waited != cudaSuccess) {
+    (void)cudaGetLastError();
     status why = from_cuda(waited, waiter_label + " waiting for point " + std::to_string(value) +
                                        " of timeline '" + name_ + "'");
-    if (is_sticky(waited)) poison_ = why;
+    if (is_sticky(waited)) poison(why);
     return why;
   }
   return {};
 }
 
 result<timeline_point> cuda_timeline::signal() {
-  std::lock_guard<std::mutex> lock{mutex_};
-  if (!poison_.ok()) return poison_;
-  if (in_flight_.size() >= max_in_flight_) retire_locked();
-  if (in_flight_.size() >= max_in_flight_) {
-    return status{errc::resource_exhausted, "timeline '" + name_ + "' has " +
-                                                std::to_string(in_flight_.size()) +
-                                                " values in flight, its limit"};
-  }
+  std::lock_guard<std::mutex> ordered{signal_mutex_};
   std::shared_ptr<slot> marker;
-  if (!spare_.empty()) {
-    marker = std::move(spare_.back());
-    spare_.pop_back();
-  } else {
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    if (!poison_.ok()) return poison_;
+    if (in_flight_.size() >= max_in_flight_) retire_locked();
+    if (!poison_.ok()) return poison_;
+    if (in_flight_.size() >= max_in_flight_) {
+      return status{errc::resource_exhausted,
+                    "timeline '" + name_ + "' has " + std::to_string(in_flight_.size()) +
+                        " values in flight, its limit (max_in_flight)"};
+    }
+    if (!spare_.empty()) {
+      marker = std::move(spare_.back());
+      spare_.pop_back();
+    }
+  }
+  // The CUDA calls, outside the lock the poller takes: cudaEventRecord blocks while the
+  // stream's queue is full (the bound above keeps it from filling with our own events).
+  if (auto selected = select_device(device_); !selected.ok()) return selected;
+  if (!marker) {
     marker = std::make_shared<slot>();
+    marker->device = device_;
     const cudaError_t made = cudaEventCreateWithFlags(&marker->event, cudaEventDisableTiming);
     if (made != cudaSuccess) {
+      (void)cudaGetLastError();
       marker->event = nullptr;
       return from_cuda(made, "creating an event for timeline '" + name_ + "'");
     }
   }
   const cudaError_t recorded = cudaEventRecord(marker->event, stream_);
+  std::lock_guard<std::mutex> lock{mutex_};
   if (recorded != cudaSuccess) {
+    (void)cudaGetLastError();
     status why = from_cuda(recorded, "signalling timeline '" + name_ + "'");
-    if (is_sticky(recorded)) poison_ = why;
-    spare_.push_back(std::move(marker));
+    if (is_sticky(recorded)) poison_locked(why);
+    if (poison_.ok()) spare_.push_back(std::move(marker));
     return why;
   }
+  if (!poison_.ok()) return poison_;  // abandoned or lost while we recorded
   const timeline_point value = submitted_.load(std::memory_order_relaxed) + 1;
   submitted_.store(value, std::memory_order_release);
   in_flight_.push_back(entry{value, std::move(marker)});
@@ -178,16 +204,24 @@ result<timeline_point> cuda_timeline::signal() {
 
 void cuda_timeline::poison(status why) {
   std::lock_guard<std::mutex> lock{mutex_};
-  if (poison_.ok()) poison_ = std::move(why);
+  poison_locked(std::move(why));
 }
 
 void cuda_timeline::abandon(status why) {
   std::lock_guard<std::mutex> lock{mutex_};
-  for (auto& pending : in_flight_) pending.marker->abandoned = true;
-  for (auto& marker : spare_) marker->abandoned = true;
+  poison_locked(std::move(why));
+  const bool selected = select_device(device_).ok();
+  auto release = [selected](std::shared_ptr<slot>& marker) {
+    // One a waiter holds is left alone: destroying it under the waiter is worse than a leak.
+    if (marker.use_count() == 1 && selected && marker->event != nullptr) {
+      (void)cudaEventDestroy(marker->event);
+    }
+    marker->abandoned = true;
+  };
+  for (auto& pending : in_flight_) release(pending.marker);
+  for (auto& marker : spare_) release(marker);
   in_flight_.clear();
   spare_.clear();
-  if (poison_.ok()) poison_ = std::move(why);
 }
 
 }  // namespace cudactor::gpu::detail

@@ -41,7 +41,7 @@ result<backend_selection> open_backend(std::string_view which, const backend_opt
                              "host: no usable CUDA device (" + probe.error.to_string() + ")"};
   }
 #if CUDACTOR_WITH_CUDA
-  auto opened = cuda_backend::open(options.cuda_device);
+  auto opened = cuda_backend::open(options.cuda_device, options.cuda_max_in_flight);
   if (!opened) {
     if (which == "cuda") return opened.error();
     return backend_selection{

@@ -28,6 +28,8 @@ struct cuda_probe {
 struct backend_options {
   host_backend_options host;
   int cuda_device = 0;
+  // Signalled values in flight per CUDA stream (cuda_backend::open says why it is bounded).
+  std::size_t cuda_max_in_flight = cuda_default_max_in_flight;
 };
 
 struct backend_selection {

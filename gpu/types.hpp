@@ -56,6 +56,10 @@ struct stream_options {
   stream_priority priority = stream_priority::normal;
 };
 
+// The CUDA backend's default bound on signalled timeline values in flight per stream: well
+// below the depth at which a CUDA stream stops accepting work (cuda_backend::open).
+inline constexpr std::size_t cuda_default_max_in_flight = 512;
+
 struct device_info {
   backend_kind kind = backend_kind::host;
   std::string name;                  // "host (4 workers)" or the CUDA device name

@@ -189,6 +189,10 @@ void poller_metrics::attach(const gpu::completion_poller& poller) {
       metric_kind::counter, {"gpu"}, {gpu_}, [](const stats& s) { return s.stuck_total; });
   add("cudactor_poller_callback_errors_total", "Callbacks that threw (caught and counted).",
       metric_kind::counter, {"gpu"}, {gpu_}, [](const stats& s) { return s.callback_errors; });
+  add("cudactor_poller_host_notifications_total",
+      "Host callbacks added to streams to wake the poller (CUDA callback mode; at most one "
+      "outstanding per stream).",
+      metric_kind::counter, {"gpu"}, {gpu_}, [](const stats& s) { return s.host_notifications; });
   add("cudactor_poller_cpu_seconds_total", "CPU time of the poller's thread.", metric_kind::counter,
       {"gpu"}, {gpu_},
       [](const stats& s) { return std::chrono::duration<double>(s.cpu_time).count(); });

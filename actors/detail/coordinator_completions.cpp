@@ -42,8 +42,10 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
     caf::error why;
     if (next_failure < batch.failures.size() && batch.failures[next_failure].point == point) {
       why = batch.failures[next_failure].error;
-      if (index < slot_metrics_.size()) slot_metrics_[index].failed();
+    } else {
+      why = timing_failure(id);
     }
+    if (why && index < slot_metrics_.size()) slot_metrics_[index].failed();
     if (deps_done(id)) {
       settle_and_wake(id, std::move(why));
     } else {
@@ -59,6 +61,19 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
   pump();
   serve_ready_waiters();
   flush();
+}
+
+caf::error coordinator_state::timing_failure(op_id id) {
+  auto found = records_.find(id);
+  if (found == records_.end() || !found->second.timing) return {};
+  // The host backend reports a failure once, at the first completion point after it: with
+  // timing on that is the start event (a failed dependency) or the end event (failed work),
+  // both reached before the operation's own point.
+  for (const gpu::event* e : {&found->second.timing->start, &found->second.timing->end}) {
+    const gpu::query_result q = context_.device->query(e->ref());
+    if (q.failed() && q.error.code() != gpu::errc::device_lost) return to_error(q.error);
+  }
+  return {};
 }
 
 bool coordinator_state::deps_done(op_id id) const {

@@ -34,6 +34,8 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
   }
   report_levels();  // makes the streams' metrics before anything is dispatched
   timing_ = options_.timing || context_.trace != nullptr;
+  // Without a device clock (a backend without timing events) operations carry no device times.
+  if (timing_ && !clock_.start(*context_.device)) timing_ = false;
   profile_.emplace(now_ns(), options_.report_names);
   profile_->streams(pool_.size());
   if (context_.trace) {
@@ -173,19 +175,13 @@ void coordinator_state::dispatch(op_id id, std::uint32_t slot, std::int64_t now)
   const gpu::stream_ref s = pool_.at(slot).stream.ref();
   gpu::status launched = place_waits(id, slot);
   if (launched.ok() && timing_) {
-    // Stamps around the work, in the stream's order: when the stream got to it (its waits
-    // done) and when it was done. They cost two host callbacks per operation.
-    r.stamps = std::make_shared<op_stamps>();
-    launched = context_.device->add_callback(s, [stamps = r.stamps](const gpu::status&) {
-      stamps->started.store(now_ns(), std::memory_order_release);
-    });
+    // Timing events around the work, in the stream's order: when the stream got to it (its
+    // waits done) and when it was done. No host callback: nothing stalls the stream.
+    r.timing = take_timing();
+    if (r.timing) launched = context_.device->record(r.timing->start.ref(), s);
   }
   if (launched.ok()) launched = context_.device->enqueue(s, std::move(r.fn));
-  if (launched.ok() && timing_) {
-    launched = context_.device->add_callback(s, [stamps = r.stamps](const gpu::status&) {
-      stamps->finished.store(now_ns(), std::memory_order_release);
-    });
-  }
+  if (launched.ok() && r.timing) launched = context_.device->record(r.timing->end.ref(), s);
   if (!launched.ok()) {
     launch_failed(id, slot, launched);
     return;
@@ -197,6 +193,18 @@ void coordinator_state::dispatch(op_id id, std::uint32_t slot, std::int64_t now)
   }
   r.dispatched_ns = now;
   submitted(id, r, slot, *point, now);
+}
+
+std::optional<coordinator_state::op_timing> coordinator_state::take_timing() {
+  if (!spare_timing_.empty()) {
+    op_timing out = std::move(spare_timing_.back());
+    spare_timing_.pop_back();
+    return out;
+  }
+  auto start = context_.device->create_event(gpu::event_kind::timing);
+  auto end = context_.device->create_event(gpu::event_kind::timing);
+  if (!start || !end) return std::nullopt;  // this operation goes untimed
+  return op_timing{std::move(start.value()), std::move(end.value())};
 }
 
 void coordinator_state::submitted(op_id id, op_record& r, std::uint32_t slot, timeline_point point,
@@ -463,6 +471,10 @@ void coordinator_state::finish() {
       info.ended_ns = now;
       ended_kept_.push_back(std::move(info));
       if (ended_kept_.size() > options_.ended_kept) ended_kept_.pop_front();
+    }
+    if (r.timing) {
+      spare_timing_.push_back(std::move(*r.timing));
+      r.timing.reset();
     }
     records_.erase(found);
   }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cudactor/actors/coordinator.hpp"
+#include "cudactor/actors/detail/device_clock.hpp"
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/op_graph.hpp"
 #include "cudactor/actors/detail/op_profile.hpp"
@@ -72,11 +73,11 @@ class coordinator_state {
  private:
   static constexpr std::uint32_t no_stream = ~std::uint32_t{0};
 
-  // When the stream got to an operation and when it was done with it, written by host
-  // callbacks on the stream and read once its end has been seen.
-  struct op_stamps {
-    std::atomic<std::int64_t> started{0};
-    std::atomic<std::int64_t> finished{0};
+  // Timing events recorded before and after an operation's work on its stream: when the
+  // device started and finished it, read on the device clock once its end has been seen.
+  struct op_timing {
+    gpu::event start;
+    gpu::event end;
   };
 
   struct op_record {
@@ -92,7 +93,7 @@ class coordinator_state {
     std::int64_t dispatched_ns = 0;
     std::uint32_t stream = no_stream;
     timeline_point point = 0;
-    std::shared_ptr<op_stamps> stamps;  // timing on: stamped by host callbacks on the stream
+    std::optional<op_timing> timing;  // timing on, and events to be had
   };
   struct begin_waiter {
     op_id id;
@@ -181,9 +182,15 @@ class coordinator_state {
   std::string gpu_;
   void report_levels();
 
-  // report_atom's profile, and the trace (timing_: host callbacks stamp every operation).
+  // report_atom's profile, and the trace (timing_: timing events around every operation,
+  // recycled through spare_timing_, read on clock_).
   std::optional<op_profile> profile_;
   bool timing_ = false;
+  device_clock clock_;
+  std::vector<op_timing> spare_timing_;
+  [[nodiscard]] std::optional<op_timing> take_timing();
+  // A failure that one of the operation's timing events reported instead of its point.
+  [[nodiscard]] caf::error timing_failure(op_id id);
   void profile(op_id id, const op_record& r, op_state state, std::int64_t now);
 
   // metrics

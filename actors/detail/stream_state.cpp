@@ -39,15 +39,8 @@ void stream_state::init(self_pointer self, const stream_context& context,
   if (auto tl = context_.device->timeline_of(stream_.ref())) {
     last_point_ = issued_ = completed_ = watched_ = (*tl)->submitted();
   }
-  if (options_.timing) {
-    auto base = context_.device->create_event(gpu::event_kind::timing);
-    if (base) {
-      base_event_ = std::move(base.value());
-      // The stream is new and idle: the record completes at once, at about this host time.
-      if (context_.device->record(base_event_.ref(), stream_.ref()).ok()) base_ns_ = now_ns();
-    }
-    if (base_ns_ == 0) options_.timing = false;  // no base: completions carry no device times
-  }
+  // The stream is new and idle: the clock's base. Without one, no device times.
+  if (options_.timing && !clock_.start(*context_.device, stream_.ref())) options_.timing = false;
   // The poller's per-tick report, forwarded as one message. A weak handle: the subscription
   // must not keep the actor alive.
   auto weak = caf::actor_cast<caf::actor_addr>(self);
@@ -326,11 +319,6 @@ caf::error stream_state::failure_in(timeline_point from, timeline_point to) cons
   return first->second;
 }
 
-std::int64_t stream_state::base_offset(const gpu::event_ref& e) {
-  auto elapsed = context_.device->elapsed(base_event_.ref(), e);
-  return elapsed ? base_ns_ + elapsed->count() : 0;
-}
-
 completion stream_state::make_completion(timeline_point point, const op_record* record,
                                          std::int64_t detected_ns) {
   completion out;
@@ -339,8 +327,8 @@ completion stream_state::make_completion(timeline_point point, const op_record* 
   if (record != nullptr) {
     out.submitted_ns = record->submitted_ns;
     if (record->start && record->end) {
-      out.started_ns = base_offset(record->start->device);
-      out.ended_ns = base_offset(record->end->device);
+      out.started_ns = clock_.host_ns(record->start->device);
+      out.ended_ns = clock_.host_ns(record->end->device);
       if (out.started_ns == 0 || out.ended_ns == 0) out.started_ns = out.ended_ns = 0;
     }
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cudactor/actors/detail/actor_metrics.hpp"
+#include "cudactor/actors/detail/device_clock.hpp"
 #include "cudactor/actors/stream_actor.hpp"
 #include "cudactor/gpu/stream_allocator.hpp"
 
@@ -114,7 +115,6 @@ class stream_state {
                              std::int64_t detected_ns);
   // Everything not yet reached is answered with `why`; nothing more is accepted.
   void fail_outstanding(const caf::error& why);
-  [[nodiscard]] std::int64_t base_offset(const gpu::event_ref& e);
   void close(bool running);
 
   self_pointer self_ = nullptr;
@@ -142,9 +142,8 @@ class stream_state {
   std::array<bool, 2> refill_pending_{false, false};
   std::array<caf::error, 2> refill_error_;
 
-  // Timing mode: a timing event recorded when the stream was idle, and the host time then.
-  gpu::event base_event_;
-  std::int64_t base_ns_ = 0;
+  // Timing mode: host times of the timing events around each operation.
+  device_clock clock_;
 
   std::vector<completion_listener> subscribers_;
   std::shared_ptr<metrics::registry> registry_;  // keeps metrics_' cells alive

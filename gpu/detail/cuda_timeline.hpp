@@ -4,8 +4,16 @@
 // the events in flight form a queue, oldest first, and only the oldest is queried (a stream
 // completes in order), so completed() costs one query per retired value plus one. Retired
 // events are recycled; a waiter blocked on one keeps it alive until it returns. The number in
-// flight is bounded: past the bound signal() answers resource_exhausted rather than growing
-// without limit or dropping points.
+// flight is bounded below the depth at which the stream stops accepting work: past the bound
+// signal() answers resource_exhausted rather than growing without limit, dropping points, or
+// blocking in cudaEventRecord.
+//
+// Only cudaSuccess from cudaEventQuery advances the timeline. Any other answer (a sticky
+// fault, or an invalid handle, or a runtime being unloaded) poisons it without moving
+// completed(): the GPU has not been seen to finish that work, so nothing after it may be
+// reported done. The mutex the poller takes (queries) is never held across a CUDA call that
+// can block: cudaEventRecord and cudaStreamWaitEvent are made outside it. Every CUDA call
+// first selects the timeline's device on the calling thread (the poller's thread included).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -24,10 +32,7 @@ namespace cudactor::gpu::detail {
 
 class cuda_timeline final : public timeline {
  public:
-  static constexpr std::size_t default_max_in_flight = 4096;
-
-  cuda_timeline(cudaStream_t stream, std::string name,
-                std::size_t max_in_flight = default_max_in_flight);
+  cuda_timeline(cudaStream_t stream, std::string name, int device, std::size_t max_in_flight);
   ~cuda_timeline() override;
 
   [[nodiscard]] timeline_point submitted() const noexcept override {
@@ -51,6 +56,7 @@ class cuda_timeline final : public timeline {
  private:
   struct slot {
     cudaEvent_t event = nullptr;
+    int device = 0;
     bool abandoned = false;
     ~slot();
   };
@@ -61,17 +67,22 @@ class cuda_timeline final : public timeline {
 
   // Retires completed entries, oldest first. Mutex held.
   void retire_locked();
+  // Poisons with `why` unless poisoned already. Mutex held.
+  void poison_locked(status why);
   [[nodiscard]] query_result query_locked(timeline_point value) const;
 
   cudaStream_t stream_;
   std::string name_;
+  int device_;
   std::size_t max_in_flight_;
   std::atomic<timeline_point> submitted_{0};
   std::atomic<timeline_point> completed_{0};
-  mutable std::mutex mutex_;
+  // Orders signal() callers among themselves: values are recorded in the order they are
+  // numbered. Never taken by queries, so a signal blocked in the driver holds up no poller.
+  std::mutex signal_mutex_;
+  mutable std::mutex mutex_;  // everything below
   std::deque<entry> in_flight_;
   std::vector<std::shared_ptr<slot>> spare_;
-  std::deque<std::pair<timeline_point, status>> failures_;
   status poison_;
 };
 

@@ -23,6 +23,7 @@
 #include <optional>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -90,6 +91,10 @@ struct poller_core {
   std::atomic<bool> asleep{true};
   std::atomic<bool> notified{false};
   std::atomic<bool> watching{false};  // the loop holds pending watches
+  // Streams with a host callback on its way to wake the loop (by handle_id::value), under
+  // `mutex`: at most one per stream.
+  std::unordered_set<std::uint64_t> armed;
+  std::atomic<std::uint64_t> host_notifications{0};
   std::atomic<std::uint64_t> wakeups{0};
   // When a backend callback last said a watched stream moved (watch_clock, in ns).
   std::atomic<std::int64_t> notified_ns{0};
@@ -131,7 +136,11 @@ class completion_poller::impl {
 
   result<watch_id> watch(stream_ref s, watch_entry entry, watch_deadline deadline);
   status watch_points(stream_ref s, timeline_point first, timeline_point last);
-  // Callback mode: a host callback on `s` at its current end that wakes the loop.
+  // Callback mode: a host callback on `s` at its current end that wakes the loop, unless one
+  // is on its way already: at most one per stream, since each stalls its stream while the
+  // host runs it. Called by whoever watches, never by the loop (adding a callback blocks
+  // while the stream's queue is full, and the loop must not). Watches made while one is on
+  // its way are seen when it fires (the loop then spins for spin_window) or at the backstop.
   void wake_when_reached(stream_ref s);
   bool cancel(const watch_id& id);
   status subscribe(stream_ref s, progress_callback callback);

@@ -31,6 +31,8 @@ port=9999
 stuck-after=5s
 [cudactor.host]
 workers=3
+[cudactor.cuda]
+max-in-flight=64
 )";
 
 runtime_options settings(std::vector<std::string> args, const std::string& file) {
@@ -57,6 +59,7 @@ BOOST_AUTO_TEST_CASE(every_section_of_the_file_reaches_the_options) {
   BOOST_TEST(o.metrics.port == 9999u);
   BOOST_TEST((o.poller.stuck_after == std::chrono::nanoseconds{5s}));
   BOOST_TEST(o.device.host.workers == 3u);
+  BOOST_TEST(o.device.cuda_max_in_flight == 64u);
 }
 
 BOOST_AUTO_TEST_CASE(the_command_line_wins_over_the_file) {
@@ -74,6 +77,17 @@ BOOST_AUTO_TEST_CASE(no_file_leaves_the_defaults) {
   BOOST_TEST(o.coordinator.streams == coordinator_options{}.streams);
   BOOST_TEST(!o.coordinator.timing);
   BOOST_TEST(o.trace_path.empty());
+  BOOST_TEST(o.device.cuda_max_in_flight == gpu::cuda_default_max_in_flight);
+  BOOST_TEST(gpu::cuda_default_max_in_flight <= 512u);  // well below a CUDA stream's ~1000
+}
+
+BOOST_AUTO_TEST_CASE(a_cuda_in_flight_bound_of_zero_is_refused) {
+  runtime_config config;
+  std::istringstream in{""};
+  BOOST_REQUIRE(!config.parse(std::vector<std::string>{"--cudactor.cuda.max-in-flight=0"}, in));
+  auto out = config.runtime_settings();
+  BOOST_REQUIRE(!out.ok());
+  BOOST_TEST(out.error().message().find("cudactor.cuda.max-in-flight") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(a_value_of_the_wrong_type_in_a_section_is_refused_by_name) {

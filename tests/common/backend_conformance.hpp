@@ -8,6 +8,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -273,13 +274,16 @@ inline void copies_and_fills_round_trip(conformance_target& t) {
   BOOST_TEST(first.value().size() == n);
   auto* source = pinned.value().as<std::uint8_t>();
   for (std::size_t i = 0; i < n; ++i) source[i] = static_cast<std::uint8_t>(i * 7 + 3);
-  std::vector<std::uint8_t> back(n, 0);
+  // Pinned both ways: CUDA refuses copies to or from pageable memory (they block the caller).
+  auto landing = b.allocate_pinned(n);
+  BOOST_REQUIRE(landing.ok());
+  auto* back = landing.value().as<std::uint8_t>();
+  std::fill(back, back + n, std::uint8_t{0});
   CUDACTOR_REQUIRE_OK(b.copy(s, first.value().data(), source, n, gpu::copy_kind::host_to_device));
   CUDACTOR_REQUIRE_OK(
       b.copy(s, second.value().data(), first.value().data(), n, gpu::copy_kind::device_to_device));
   CUDACTOR_REQUIRE_OK(b.fill(s, second.value().as<std::uint8_t>() + 100, 0xAB, 50));
-  CUDACTOR_REQUIRE_OK(
-      b.copy(s, back.data(), second.value().data(), n, gpu::copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(b.copy(s, back, second.value().data(), n, gpu::copy_kind::device_to_host));
   CUDACTOR_REQUIRE_OK(b.synchronize(s));
   bool same = true;
   for (std::size_t i = 0; i < n; ++i) {
@@ -322,7 +326,9 @@ inline void copies_are_checked_against_their_allocations(conformance_target& t) 
   const auto why = b.copy(s, d, host.data(), 257, copy_kind::host_to_device);
   BOOST_TEST(why.message().find("overruns") != std::string::npos);
   // Nothing bad was enqueued: the stream still works.
-  CUDACTOR_REQUIRE_OK(b.copy(s, d, host.data(), 256, copy_kind::host_to_device));
+  auto pinned = b.allocate_pinned(256);
+  BOOST_REQUIRE(pinned.ok());
+  CUDACTOR_REQUIRE_OK(b.copy(s, d, pinned.value().data(), 256, copy_kind::host_to_device));
   CUDACTOR_REQUIRE_OK(b.synchronize(s));
 }
 

@@ -133,6 +133,18 @@ inline void watches_on_a_stream_are_answered_in_stream_order(conformance_target&
       // Only the oldest watch is asked each tick: one unanswered query per tick at most,
       // plus one per answer. Asking all 200 each tick would blow far past this.
       BOOST_TEST(stats.queries <= stats.ticks + stats.completed);
+      // Host callbacks that wake the loop (CUDA in callback mode): at most one outstanding
+      // per stream, not one per watch (200 here). None when polling; where timelines notify
+      // by themselves (the host backend) only the first watch's, made before the loop has
+      // seen that they do.
+      if (mode == delivery_mode::polling) {
+        BOOST_TEST(stats.host_notifications == 0u);
+      } else if (b.kind() == gpu::backend_kind::host) {
+        BOOST_TEST(stats.host_notifications <= 1u);
+      } else {
+        BOOST_TEST(stats.host_notifications >= 1u);
+        BOOST_TEST(stats.host_notifications <= 20u);
+      }
     }
   }
 }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,7 +46,10 @@ struct node_process {
   }
   static std::vector<std::string> arguments(const std::string& name,
                                             std::vector<std::string> extra) {
-    std::vector<std::string> out{CUDACTOR_NODE, "--cudactor.node.name=" + name,
+    // CTest names the program (the GPU bundle moves it); the build's own path otherwise.
+    const char* given = std::getenv("CUDACTOR_NODE");
+    std::vector<std::string> out{given != nullptr ? given : CUDACTOR_NODE,
+                                 "--cudactor.node.name=" + name,
                                  "--cudactor.backend=host", "--cudactor.metrics.no-exposer"};
     for (auto& e : extra) out.push_back(std::move(e));
     return out;

@@ -27,6 +27,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// CTest names the program (the GPU bundle moves it); the build's own path otherwise.
+std::string service_program() {
+  const char* given = std::getenv("CUDACTOR_ASYNC_SERVICE");
+  return given != nullptr ? given : CUDACTOR_ASYNC_SERVICE;
+}
+
 std::string body_of(const std::string& response) {
   const auto at = response.find("\r\n\r\n");
   return at == std::string::npos ? "" : response.substr(at + 4);
@@ -60,7 +66,7 @@ double expected_sum(std::size_t n, float a) {
 struct service_process {
   service_process()
       : log("async_service_test." + std::to_string(getpid()) + ".log"),
-        child({CUDACTOR_ASYNC_SERVICE, "--port=0", "--slots=16", "--max-n=65536",
+        child({service_program(), "--port=0", "--slots=16", "--max-n=65536",
                "--cudactor.backend=host", "--cudactor.metrics.no-exposer"},
               log) {}
   ~service_process() { std::remove(log.c_str()); }

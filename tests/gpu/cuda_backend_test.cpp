@@ -86,9 +86,11 @@ BOOST_AUTO_TEST_CASE(kernels_run_in_stream_order_and_compute_the_right_result) {
       return launched(kernels::add(c.native_stream(), d, n, 3), "add");
     }));
   }
-  std::vector<int> back(n);
+  auto landing = backend().allocate_pinned(n * sizeof(int));
+  BOOST_REQUIRE(landing.ok());
+  int* back = landing.value().as<int>();
   CUDACTOR_REQUIRE_OK(
-      backend().copy(s, back.data(), d, n * sizeof(int), gpu::copy_kind::device_to_host));
+      backend().copy(s, back, d, n * sizeof(int), gpu::copy_kind::device_to_host));
   CUDACTOR_REQUIRE_OK(backend().synchronize(s));
   int wrong = 0;
   for (int i = 0; i < n; ++i)
@@ -110,9 +112,11 @@ BOOST_AUTO_TEST_CASE(a_consumer_waiting_on_an_event_sees_the_producers_data) {
   }));
   CUDACTOR_REQUIRE_OK(backend().record(ready, producer));
   CUDACTOR_REQUIRE_OK(backend().wait(consumer, ready));
-  std::vector<int> back(n, -1);
+  auto landing = backend().allocate_pinned(n * sizeof(int));
+  BOOST_REQUIRE(landing.ok());
+  int* back = landing.value().as<int>();
   CUDACTOR_REQUIRE_OK(
-      backend().copy(consumer, back.data(), d, n * sizeof(int), gpu::copy_kind::device_to_host));
+      backend().copy(consumer, back, d, n * sizeof(int), gpu::copy_kind::device_to_host));
   CUDACTOR_REQUIRE_OK(backend().synchronize(consumer));
   int wrong = 0;
   for (int i = 0; i < n; ++i)
@@ -164,29 +168,111 @@ BOOST_AUTO_TEST_CASE(the_timeline_recycles_its_events_over_many_values) {
   for (gpu::timeline_point v = 1; v <= total; ++v) {
     auto value = backend().signal(s);
     BOOST_REQUIRE_MESSAGE(value.ok(), value.error().to_string());
-    if (v % 1000 == 0) CUDACTOR_REQUIRE_OK(line->wait(v, 5000ms));
+    // Waits often enough that the default in-flight bound (512) is never what stops it.
+    if (v % 256 == 0) CUDACTOR_REQUIRE_OK(line->wait(v, 5000ms));
   }
   CUDACTOR_REQUIRE_OK(line->wait(total, 0ms));
   BOOST_TEST(line->completed() == total);
   BOOST_TEST(line->submitted() == total);
 }
 
-BOOST_AUTO_TEST_CASE(the_timeline_bounds_what_is_in_flight) {
-  auto s = make_stream(backend(), "bounded");
-  auto line = backend().timeline_of(s).value();
-  auto held = hold(s);
+BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+struct small_bound : cuda_target {
+  static constexpr std::size_t bound = 8;
+  small_bound() : cuda_target(bound) {}
+};
+
+// Whatever the stream holds, a signal past the bound is refused at once: it never reaches a
+// cudaEventRecord that could block on a full stream queue.
+void bounded_in_flight(cuda_target& t, std::size_t bound) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "bounded");
+  auto line = b.timeline_of(s).value();
+  auto held = t.hold(s);
   gpu::result<gpu::timeline_point> last = gpu::timeline_point{0};
-  int accepted = 0;
+  std::size_t accepted = 0;
   while (accepted < 100000) {
-    last = backend().signal(s);
+    last = b.signal(s);
     if (!last.ok()) break;
     ++accepted;
   }
   BOOST_TEST(last.code() == gpu::errc::resource_exhausted);
-  BOOST_TEST(accepted > 0);
+  BOOST_TEST(last.error().message().find("max_in_flight") != std::string::npos);
+  BOOST_TEST(accepted == bound);
   held->release();
   CUDACTOR_REQUIRE_OK(line->wait(static_cast<gpu::timeline_point>(accepted), 10000ms));
-  BOOST_TEST(backend().signal(s).ok());  // room again once values retire
+  BOOST_TEST(b.signal(s).ok());  // room again once values retire
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(the_timeline_bounds_what_is_in_flight_by_default, cuda_target) {
+  bounded_in_flight(*this, gpu::cuda_default_max_in_flight);
+}
+
+BOOST_FIXTURE_TEST_CASE(the_timeline_bounds_what_is_in_flight_as_configured, small_bound) {
+  bounded_in_flight(*this, bound);
+}
+
+BOOST_FIXTURE_TEST_SUITE(cuda_memory, cuda_target)
+
+BOOST_AUTO_TEST_CASE(copies_from_or_to_pageable_memory_are_refused) {
+  auto s = make_stream(backend(), "pageable");
+  auto device = backend().allocate(s, 256);
+  BOOST_REQUIRE(device.ok());
+  std::vector<std::uint8_t> pageable(256, 1);
+  const auto in = backend().copy(s, device.value().data(), pageable.data(), 256,
+                                 gpu::copy_kind::host_to_device);
+  BOOST_TEST(in.code() == gpu::errc::invalid_argument);
+  BOOST_TEST(in.message().find("pageable") != std::string::npos, in.to_string());
+  const auto out = backend().copy(s, pageable.data(), device.value().data(), 256,
+                                  gpu::copy_kind::device_to_host);
+  BOOST_TEST(out.code() == gpu::errc::invalid_argument);
+  // Registered memory is pinned too, and accepted.
+  BOOST_REQUIRE(cudaHostRegister(pageable.data(), 256, cudaHostRegisterDefault) == cudaSuccess);
+  CUDACTOR_REQUIRE_OK(backend().copy(s, device.value().data(), pageable.data(), 256,
+                                     gpu::copy_kind::host_to_device));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  BOOST_REQUIRE(cudaHostUnregister(pageable.data()) == cudaSuccess);
+}
+
+// Memory allocated on a stream and released after the stream is destroyed is freed only after
+// the stream's work: the pool cannot hand it out again while a kernel still writes to it.
+BOOST_AUTO_TEST_CASE(memory_released_after_its_stream_is_gone_waits_for_that_work) {
+  constexpr int n = 1 << 20;
+  auto doomed = make_stream(backend(), "doomed");
+  auto held = hold(doomed);
+  {
+    auto late = backend().allocate(doomed, n * sizeof(int));
+    BOOST_REQUIRE(late.ok());
+    int* d = late.value().as<int>();
+    CUDACTOR_REQUIRE_OK(backend().enqueue(doomed, [d](const gpu::launch_context& c) {
+      return launched(kernels::iota(c.native_stream(), d, n, 0), "iota");  // after the hold
+    }));
+    doomed = gpu::stream{};  // destroyed while its work waits; then the buffer goes
+  }
+  auto other = make_stream(backend(), "other");
+  auto fresh = backend().allocate(other, n * sizeof(int));
+  BOOST_REQUIRE(fresh.ok());
+  CUDACTOR_REQUIRE_OK(backend().fill(other, fresh.value().data(), 0xAB, n * sizeof(int)));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(other));
+  held->release();
+  held.reset();
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+  auto back = backend().allocate_pinned(n * sizeof(int));
+  BOOST_REQUIRE(back.ok());
+  CUDACTOR_REQUIRE_OK(backend().copy(other, back.value().data(), fresh.value().data(),
+                                     n * sizeof(int), gpu::copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(other));
+  const auto* bytes = back.value().as<std::uint8_t>();
+  std::size_t overwritten = 0;
+  for (std::size_t i = 0; i < std::size_t{n} * sizeof(int); ++i) overwritten += bytes[i] != 0xAB;
+  BOOST_TEST(overwritten == 0u);
+  BOOST_TEST(backend().failed_releases() == 0u);
+  BOOST_TEST(backend().health().ok());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -25,8 +25,8 @@ inline gpu::status launched(int error, const char* what) {
 
 class cuda_target : public conformance_target {
  public:
-  cuda_target() {
-    auto opened = gpu::cuda_backend::open(0);
+  explicit cuda_target(std::size_t max_in_flight = gpu::cuda_default_max_in_flight) {
+    auto opened = gpu::cuda_backend::open(0, max_in_flight);
     BOOST_REQUIRE_MESSAGE(opened.ok(), opened.error().to_string());
     cuda_ = std::move(opened).value();
   }
@@ -42,6 +42,8 @@ class cuda_target : public conformance_target {
 
   std::unique_ptr<hold_handle> hold(gpu::stream_ref s) override {
     struct flag_hold : hold_handle {
+      gpu::backend* owner = nullptr;
+      gpu::stream_ref held;
       int* flag = nullptr;
       void release() override {
         if (flag == nullptr) return;
@@ -50,12 +52,18 @@ class cuda_target : public conformance_target {
       }
       ~flag_hold() override {
         release();
-        // The kernel may still be reading the flag: let it finish before freeing.
-        (void)cudaDeviceSynchronize();
+        // The kernel may still be reading the flag: let it finish before freeing. The held
+        // stream alone, not the device (other tests' streams may be held on purpose); the
+        // device only when the test destroyed the stream already.
+        if (owner->synchronize(held).code() == gpu::errc::invalid_handle) {
+          (void)cudaDeviceSynchronize();
+        }
         if (flag != nullptr) (void)cudaFreeHost(flag);
       }
     };
     auto handle = std::make_unique<flag_hold>();
+    handle->owner = &backend();
+    handle->held = s;
     BOOST_REQUIRE(cudaHostAlloc(reinterpret_cast<void**>(&handle->flag), sizeof(int),
                                 cudaHostAllocMapped) == cudaSuccess);
     *handle->flag = 0;

@@ -28,6 +28,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// CTest names the source tree (the GPU bundle runs elsewhere); the build's own otherwise.
+fs::path source_dir() {
+  if (const char* given = std::getenv("CUDACTOR_SOURCE_DIR")) return given;
+  return CUDACTOR_SOURCE_DIR;
+}
+
 std::string prometheus_binary() {
   if (const char* given = std::getenv("CUDACTOR_PROMETHEUS")) return given;
   return "/usr/bin/prometheus";
@@ -69,7 +75,7 @@ std::string encode(const std::string& promql) {
 // Every "expr" of the Grafana dashboard, JSON-unescaped, with Grafana's variables filled in.
 std::vector<std::string> dashboard_queries() {
   const std::string json =
-      read_file(fs::path{CUDACTOR_SOURCE_DIR} / "docs/grafana/cudactor-dashboard.json");
+      read_file(source_dir() / "docs/grafana/cudactor-dashboard.json");
   static const std::regex expr{R"re("expr": "((?:[^"\\]|\\.)*)")re"};
   std::vector<std::string> out;
   for (std::sregex_iterator i{json.begin(), json.end(), expr}, end; i != end; ++i) {
