@@ -19,9 +19,10 @@ class device_clock {
  public:
   device_clock() = default;
 
-  // Records the base on `s`, which must be idle (a new stream): the record completes at
-  // once, at about the host time read next to it. False when the backend cannot time events;
-  // then there is no clock and every stamp is 0.
+  // Records the base on `s`, which must be idle (a new stream), and waits (a bounded spin,
+  // microseconds on an idle stream) until the device is seen to reach it: its host time is
+  // then known to within that look. False when the backend cannot time events or the base
+  // is not reached within 100 ms; then there is no clock and every stamp is 0.
   [[nodiscard]] bool start(gpu::backend& device, gpu::stream_ref s);
   // The same on a stream of its own, made for the purpose and destroyed after: for owners
   // whose streams may already be busy.
