@@ -71,9 +71,12 @@ void coordinator_state::subscribe_streams() {
 caf::error coordinator_state::refusal() const {
   if (closing_) return make_error(errc::shutting_down, "the coordinator is shutting down");
   if (lost_) {
+    // What to do about it depends on the backend: a lost CUDA device is lost for the process.
+    const bool recoverable = context_.device->kind() != gpu::backend_kind::cuda;
     return make_error(errc::device_lost,
-                      "the coordinator refuses new work until reset: " + to_string(lost_) +
-                          " (reset the backend, then send reset_atom)");
+                      "the coordinator refuses new work: " + to_string(lost_) +
+                          (recoverable ? " (reset the backend, then send reset_atom)"
+                                       : " (a lost CUDA device needs the process restarted)"));
   }
   return {};
 }
