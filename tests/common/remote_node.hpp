@@ -23,6 +23,16 @@
 
 namespace cudactor::test {
 
+// A sanitized build stalls for longer than a plain one (a node starting under ASan while
+// another test compiles), so the connection timeout that tells a lost peer grows with the
+// build's slowdown on both sides, as every other limit of the tests does; a plain build
+// keeps runtime_config's 2 s.
+inline std::vector<std::string> liveness_args() {
+  if (time_scale() <= 1.0) return {};
+  const auto ms = static_cast<long>(2000 * time_scale());
+  return {"--middleman.connection-timeout=" + std::to_string(ms) + "ms"};
+}
+
 // A cudactor-node process on the host backend, stopped and reaped when the object goes.
 struct node_process {
   explicit node_process(const std::string& name, std::vector<std::string> extra = {})
@@ -51,6 +61,7 @@ struct node_process {
     std::vector<std::string> out{given != nullptr ? given : CUDACTOR_NODE,
                                  "--cudactor.node.name=" + name,
                                  "--cudactor.backend=host", "--cudactor.metrics.no-exposer"};
+    for (auto& e : liveness_args()) out.push_back(std::move(e));
     for (auto& e : extra) out.push_back(std::move(e));
     return out;
   }
@@ -67,6 +78,7 @@ struct control_plane {
   static std::unique_ptr<runtime_config> make_config(std::vector<std::string> args) {
     auto c = std::make_unique<runtime_config>();
     c->enable_network();
+    for (auto& e : liveness_args()) args.insert(args.begin(), std::move(e));
     if (auto err = c->parse(std::move(args))) {
       throw std::runtime_error{"control plane options: " + caf::to_string(err)};
     }
