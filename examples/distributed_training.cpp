@@ -9,6 +9,7 @@
 // exactly the operations it was given.
 //
 //   distributed_training [--nodes=3] [--steps=10] [--step-us=20000] [--node-program=PATH]
+//                        [--node-backend=auto|host|cuda]
 //                        [cudactor options for the control plane, e.g. --cudactor.tls.*]
 #include <boost/asio.hpp>
 
@@ -47,7 +48,7 @@ struct node_process {
   std::uint16_t port = 0;
   std::uint16_t metrics_port = 0;
 
-  bool start(const std::string& program, const std::string& name) {
+  bool start(const std::string& program, const std::string& name, const std::string& backend) {
     int fds[2];
     if (pipe(fds) != 0) return false;
     posix_spawn_file_actions_t actions;
@@ -55,7 +56,7 @@ struct node_process {
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&actions, fds[0]);
     std::vector<std::string> args{program, "--cudactor.node.name=" + name,
-                                  "--cudactor.metrics.port=0"};
+                                  "--cudactor.backend=" + backend, "--cudactor.metrics.port=0"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
   const auto nodes_n = std::stoul(flag(args, "nodes", "3"));
   const auto steps = std::stoul(flag(args, "steps", "10"));
   const auto step_us = std::stoull(flag(args, "step-us", "20000"));
+  const auto node_backend = flag(args, "node-backend", "auto");
   // --node-program, else $CUDACTOR_NODE, else cudactor-node beside this program, else the
   // one this build made.
   const auto beside = std::filesystem::path{argv[0]}.parent_path() / "cudactor-node";
@@ -168,7 +170,7 @@ int main(int argc, char** argv) {
     std::vector<remote_node> remotes;
     for (std::size_t i = 0; i < nodes_n && status == 0; ++i) {
       const std::string name = "worker-" + std::to_string(i);
-      if (!nodes[i].start(program, name)) {
+      if (!nodes[i].start(program, name, node_backend)) {
         std::fprintf(stderr, "distributed_training: %s did not start (%s)\n", name.c_str(),
                      program.c_str());
         status = 1;

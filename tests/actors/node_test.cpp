@@ -28,6 +28,7 @@
 #include "cudactor/actors/node_client.hpp"
 #include "cudactor/actors/runtime.hpp"
 #include "cudactor/messaging/errc.hpp"
+#include "kernels.hpp"
 
 using namespace cudactor;
 using namespace cudactor::test;
@@ -196,7 +197,7 @@ BOOST_AUTO_TEST_CASE(connecting_where_no_node_listens_says_so) {
 BOOST_AUTO_TEST_CASE(publishing_a_node_needs_the_network_layer) {
   runtime_config config;
   BOOST_REQUIRE(!config.parse(
-      std::vector<std::string>{"--cudactor.backend=host", "--cudactor.metrics.no-exposer"}));
+      std::vector<std::string>{backend_option(), "--cudactor.metrics.no-exposer"}));
   auto rt = runtime::start(config);
   BOOST_REQUIRE(rt.ok());
   auto port = (*rt)->publish_node();
@@ -206,16 +207,15 @@ BOOST_AUTO_TEST_CASE(publishing_a_node_needs_the_network_layer) {
 
 BOOST_AUTO_TEST_CASE(a_node_answers_what_it_holds_when_its_runtime_shuts_down) {
   runtime_config config;
+  // A kernel on CUDA, a spinning worker on the host (demo/kernels.hpp).
   BOOST_REQUIRE(config.operations()
                     .add_typed<std::uint64_t>("busy",
-                                              [](const gpu::launch_context&, std::uint64_t us) {
-                                                std::this_thread::sleep_for(
-                                                    std::chrono::microseconds{us});
-                                                return gpu::status{};
+                                              [](const gpu::launch_context& ctx, std::uint64_t us) {
+                                                return demo::busy(ctx, us);
                                               })
                     .ok());
   BOOST_REQUIRE(!config.parse(std::vector<std::string>{
-      "--cudactor.backend=host", "--cudactor.metrics.no-exposer", "--cudactor.node.name=local"}));
+      backend_option(), "--cudactor.metrics.no-exposer", "--cudactor.node.name=local"}));
   auto rt = runtime::start(config);
   BOOST_REQUIRE(rt.ok());
   auto answer = std::make_shared<std::promise<caf::error>>();

@@ -43,7 +43,7 @@ int serve() {
   runtime_config config;
   config.enable_network();
   if (auto err = config.parse(
-          {"--cudactor.backend=host", "--cudactor.streams=1", "--cudactor.metrics.port=0"})) {
+          {test::backend_option(), "--cudactor.streams=1", "--cudactor.metrics.port=0"})) {
     std::fprintf(stderr, "serve: %s\n", caf::to_string(err).c_str());
     return 1;
   }

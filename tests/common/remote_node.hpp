@@ -18,6 +18,7 @@
 #include "common/time_scale.hpp"
 #include "common/child_process.hpp"
 #include "common/log_file.hpp"
+#include "common/test_backend.hpp"
 #include "cudactor/actors/runtime.hpp"
 #include "cudactor/messaging/errc.hpp"
 
@@ -60,7 +61,7 @@ struct node_process {
     const char* given = std::getenv("CUDACTOR_NODE");
     std::vector<std::string> out{given != nullptr ? given : CUDACTOR_NODE,
                                  "--cudactor.node.name=" + name,
-                                 "--cudactor.backend=host", "--cudactor.metrics.no-exposer"};
+                                 backend_option(), "--cudactor.metrics.no-exposer"};
     for (auto& e : liveness_args()) out.push_back(std::move(e));
     for (auto& e : extra) out.push_back(std::move(e));
     return out;

@@ -1,6 +1,6 @@
 // tests/common/runtime_fixture.hpp
 //
-// A runtime on the host backend, configured through CAF's own option parsing, and a blocking
+// A runtime on the backend CUDACTOR_TEST_BACKEND names (common/test_backend.hpp), configured through CAF's own option parsing, and a blocking
 // `ask` that turns a request into a caf::expected with a timeout, so that a hang fails the
 // test instead of stalling it. The scoped_actor goes before the runtime: CAF waits for it.
 #pragma once
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_backend.hpp"
 #include "common/time_scale.hpp"
 #include "cudactor/actors/runtime.hpp"
 
@@ -43,7 +44,7 @@ class runtime_fixture {
   void start(std::vector<std::string> args, preparation prepare = {}) {
     config_ = std::make_unique<runtime_config>();
     // Ephemeral: tests run side by side, and 9464 may be taken on the machine.
-    args.insert(args.begin(), {"--cudactor.backend=host", "--cudactor.metrics.port=0"});
+    args.insert(args.begin(), {backend_option(), "--cudactor.metrics.port=0"});
     if (auto err = config_->parse(std::move(args))) {
       BOOST_FAIL("bad test options: " << caf::to_string(err));
     }

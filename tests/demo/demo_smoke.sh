@@ -2,15 +2,17 @@
 # Runs cudactor-demo for a few steps and checks what it prints: every step ran, the summary
 # has its figures, every coordinator stream did work, and the weights equal the host's
 # reference. Then: weights that overflow fail the check, and SIGTERM ends an open-ended run
-# with its summary and a complete trace. Usage: demo_smoke.sh path/to/cudactor-demo
+# with its summary and a complete trace. The backend is CUDACTOR_TEST_BACKEND's (host when
+# unset). Usage: demo_smoke.sh path/to/cudactor-demo
 set -eu
 demo=$1
+backend=${CUDACTOR_TEST_BACKEND:-host}
 trace=$(mktemp "${TMPDIR:-/tmp}/demo_smoke.XXXXXX.json")
 trace2=$(mktemp "${TMPDIR:-/tmp}/demo_smoke.XXXXXX.json")
 log=$(mktemp "${TMPDIR:-/tmp}/demo_smoke.XXXXXX.log")
 trap 'rm -f "$trace" "$trace2" "$log"' EXIT
 out=$("$demo" --steps=40 --layers=4 --replicas=3 --width=4096 --streams=3 --metrics-port=0 \
-  --cudactor.backend=host --quiet --trace="$trace")
+  --cudactor.backend="$backend" --quiet --trace="$trace")
 echo "$out"
 fail() { echo "demo_smoke: $*" >&2; exit 1; }
 echo "$out" | grep -q '26 ops per step' || fail "not 26 ops per step"
@@ -43,7 +45,7 @@ echo "$out" | grep -Eq 'largest difference from the host reference 0: exact$' ||
 # A learning rate that makes the weights overflow: NaN compares false with everything, so
 # the check must say so and fail rather than pass over it.
 if bad=$("$demo" --steps=3 --layers=4 --replicas=2 --width=1024 --streams=2 --metrics-port=0 \
-  --cudactor.backend=host --quiet --learning-rate=1e30); then
+  --cudactor.backend="$backend" --quiet --learning-rate=1e30); then
   echo "$bad"
   fail "weights that are not finite passed the check"
 fi
@@ -51,7 +53,7 @@ echo "$bad" | grep -q 'WRONG (not finite)$' || { echo "$bad"; fail "no 'not fini
 
 # SIGTERM, like SIGINT: the run ends early with its summary, a valid check and a closed trace.
 "$demo" --steps=0 --duration=600 --layers=2 --replicas=2 --width=1024 --streams=2 \
-  --metrics-port=0 --cudactor.backend=host --quiet --trace="$trace2" >"$log" 2>&1 &
+  --metrics-port=0 --cudactor.backend="$backend" --quiet --trace="$trace2" >"$log" 2>&1 &
 pid=$!
 tries=0
 until grep -q 'coordinator streams' "$log"; do

@@ -21,6 +21,7 @@
 #include "common/child_process.hpp"
 #include "common/http_get.hpp"
 #include "common/log_file.hpp"
+#include "common/test_backend.hpp"
 
 using namespace cudactor::test;
 using namespace std::chrono_literals;
@@ -67,7 +68,7 @@ struct service_process {
   service_process()
       : log("async_service_test." + std::to_string(getpid()) + ".log"),
         child({service_program(), "--port=0", "--slots=16", "--max-n=65536",
-               "--cudactor.backend=host", "--cudactor.metrics.no-exposer"},
+               backend_option(), "--cudactor.metrics.no-exposer"},
               log) {}
   ~service_process() { std::remove(log.c_str()); }
   std::string log;

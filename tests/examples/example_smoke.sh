@@ -1,12 +1,15 @@
 #!/bin/sh
 # Runs one example for a short while and checks what it prints, not only its exit status:
 # the figures it reports and its check of the numbers against the host's arithmetic.
+# The backend is CUDACTOR_TEST_BACKEND's (host when unset); on CUDA the examples launch their
+# kernels (demo/kernels.cu) and the host's arithmetic checks the device's.
 # Usage: example_smoke.sh pipeline|training_step|barrier|distributed_training path/to/example
 set -eu
 name=$1
 program=$2
+backend=${CUDACTOR_TEST_BACKEND:-host}
 fail() { echo "$name smoke: $*" >&2; exit 1; }
-common="--cudactor.backend=host --cudactor.metrics.no-exposer"
+common="--cudactor.backend=$backend --cudactor.metrics.no-exposer"
 case $name in
   pipeline)
     # shellcheck disable=SC2086
@@ -25,7 +28,7 @@ case $name in
     # shellcheck disable=SC2086
     out=$("$program" --steps=12 $common)
     echo "$out"
-    echo "$out" | grep -q '^training_step: 12 steps of 22 operations on host' || fail "no header"
+    echo "$out" | grep -q "^training_step: 12 steps of 22 operations on $backend: requested" || fail "no header"
     echo "$out" | grep -Eq '^after 12 steps: weight sum [0-9.]+, largest difference from the host 0$' ||
       fail "weights differ from the host reference"
     ;;
@@ -40,9 +43,11 @@ case $name in
     ;;
   distributed_training)
     # Starts its own cudactor-node processes (each with its own metrics port) and stops them.
-    out=$("$program" --nodes=3 --steps=4 --step-us=5000)
+    out=$("$program" --nodes=3 --steps=4 --step-us=5000 --node-backend="$backend")
     echo "$out"
     echo "$out" | grep -q '^distributed_training: 4 steps on 3 nodes' || fail "no header"
+    [ "$(echo "$out" | grep -Ec "^worker-[0-2]: node 127\.0\.0\.1:[0-9]+, .*, $backend: requested")" = 3 ] ||
+      fail "not every node on the $backend backend"
     [ "$(echo "$out" | grep -Ec '^ +[1-4] +[0-9.]+ +[0-9.]+$')" = 4 ] || fail "not 4 steps"
     [ "$(echo "$out" | grep -Ec '^worker-[0-2]: cudactor_operations_completed_total 4 \(given 4\)$')" = 3 ] ||
       fail "a node's metrics disagree with the work it was given"

@@ -19,6 +19,7 @@
 
 #include "common/child_process.hpp"
 #include "common/http_get.hpp"
+#include "common/test_backend.hpp"
 #include "cudactor/actors/runtime.hpp"
 
 using namespace cudactor;
@@ -110,7 +111,7 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_the_values_the_runtime_produced) {
                                   "prometheus (or set CUDACTOR_PROMETHEUS)");
   runtime_config config;
   BOOST_REQUIRE(!config.parse(
-      {"--cudactor.backend=host", "--cudactor.streams=2", "--cudactor.metrics.port=0"}));
+      {cudactor::test::backend_option(), "--cudactor.streams=2", "--cudactor.metrics.port=0"}));
   auto started = runtime::start(config);
   BOOST_REQUIRE_MESSAGE(started.ok(), started.error().to_string());
   auto rt = std::move(started.value());
@@ -121,7 +122,6 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_the_values_the_runtime_produced) {
   {
     caf::scoped_actor self{rt->system()};
     std::vector<work> works(ops, work::local([](const gpu::launch_context&) {
-                              std::this_thread::sleep_for(20us);
                               return gpu::status{};
                             }));
     bool submitted = false, synced = false;
@@ -150,8 +150,10 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_the_values_the_runtime_produced) {
        "--web.listen-address=127.0.0.1:" + std::to_string(web), "--log.level=warn"},
       (dir.path / "prometheus.log").string()};
 
-  const std::string completed =
-      R"(cudactor_stream_operations_completed_total{job="cudactor",gpu="host",stream="stream-0"})";
+  // The gpu label is "host" on the host backend and the device's ordinal on CUDA (device 0).
+  const std::string gpu = cudactor::test::on_cuda() ? "0" : "host";
+  const std::string completed = R"(cudactor_stream_operations_completed_total{job="cudactor",gpu=")" +
+                                gpu + R"(",stream="stream-0"})";
   std::string seen;
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (std::chrono::steady_clock::now() < deadline) {
