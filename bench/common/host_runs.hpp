@@ -129,21 +129,4 @@ inline std::unique_ptr<runtime> start_runtime(runtime_config& config, std::vecto
   return std::move(rt.value());
 }
 
-// Scenario results across fresh runtimes: on 2 cores with more threads than cores, one
-// process can settle into a slow schedule for all of its runs, so each round starts anew.
-struct samples {
-  std::vector<double> xs;
-  void add(double x) { xs.push_back(x); }
-  [[nodiscard]] double median() const {
-    auto v = xs;
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-  }
-  [[nodiscard]] std::string range() const {
-    if (xs.empty()) return "-";
-    auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
-    return fixed(*lo / 1e3, 0) + "k-" + fixed(*hi / 1e3, 0) + "k";
-  }
-};
-
 }  // namespace cudactor::bench

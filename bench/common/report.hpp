@@ -1,8 +1,8 @@
 // bench/common/report.hpp
 //
 // What every cudactor benchmark shares: command-line mode (--quick), latency samples and
-// their percentiles, thread CPU time, a plain-text table for people, and the one JSON object
-// the last line of output must be, for scripts.
+// their percentiles, results across rounds, thread CPU time, a plain-text table for people,
+// and the one JSON object the last line of output must be, for scripts.
 #pragma once
 
 #include <time.h>
@@ -133,6 +133,23 @@ class json_line {
 
  private:
   std::vector<std::pair<std::string, std::string>> fields_;
+};
+
+// Scenario results across fresh runtimes: on 2 cores with more threads than cores, one
+// process can settle into a slow schedule for all of its runs, so each round starts anew.
+struct samples {
+  std::vector<double> xs;
+  void add(double x) { xs.push_back(x); }
+  [[nodiscard]] double median() const {
+    auto v = xs;
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  }
+  [[nodiscard]] std::string range() const {
+    if (xs.empty()) return "-";
+    auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
+    return fixed(*lo / 1e3, 0) + "k-" + fixed(*hi / 1e3, 0) + "k";
+  }
 };
 
 }  // namespace cudactor::bench
