@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/report.hpp"
+#include "common/start_runtime.hpp"
 #include "cudactor/actors/runtime.hpp"
 
 namespace cudactor::bench {
@@ -114,19 +115,7 @@ inline double direct_run(gpu::backend& device, gpu::completion_poller& poller, s
 // A runtime on the host backend with `args`, then the options the user passed on.
 inline std::unique_ptr<runtime> start_runtime(runtime_config& config, std::vector<std::string> args,
                                               const std::vector<std::string>& passed_on) {
-  // Metrics on, as shipped, on a free port so that benchmarks may run side by side.
-  args.insert(args.begin(), {"--cudactor.backend=host", "--cudactor.metrics.port=0"});
-  args.insert(args.end(), passed_on.begin(), passed_on.end());
-  if (auto err = config.parse(std::move(args))) {
-    std::fprintf(stderr, "options: %s\n", caf::to_string(err).c_str());
-    std::exit(2);
-  }
-  auto rt = runtime::start(config);
-  if (!rt) {
-    std::fprintf(stderr, "runtime: %s\n", rt.error().to_string().c_str());
-    std::exit(1);
-  }
-  return std::move(rt.value());
+  return start_runtime_on("host", config, std::move(args), passed_on);
 }
 
 }  // namespace cudactor::bench

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "common/cuda_runtime.hpp"
 #include "common/gpu_mode.hpp"
 #include "common/report.hpp"
+#include "common/start_runtime.hpp"
 #include "gpu/bench_kernels.hpp"
 
 using namespace cudactor;
