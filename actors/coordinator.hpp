@@ -75,12 +75,19 @@ struct coordinator_options {
 };
 
 // What the coordinator shares with the runtime. The backend and the poller must outlive it.
+namespace detail {
+class device_clock;  // actors/detail/device_clock.hpp
+}  // namespace detail
+
 struct coordinator_context {
   gpu::backend* device = nullptr;
   gpu::completion_poller* poller = nullptr;
   std::shared_ptr<const operation_registry> operations;
   std::shared_ptr<metrics::registry> metrics;  // empty: the coordinator's metrics go nowhere
   std::shared_ptr<trace_writer> trace;         // empty: no trace
+  // The device's clock, for timing and the trace (the runtime's); empty: the coordinator
+  // starts one of its own when it times.
+  std::shared_ptr<const detail::device_clock> clock;
 };
 
 // Creates the coordinator's streams and spawns it; the first stream's creation error otherwise.

@@ -1,6 +1,7 @@
 #include "cudactor/actors/runtime.hpp"
 
 #include "cudactor/actors/detail/actor_metrics.hpp"
+#include "cudactor/actors/detail/device_clock.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
@@ -67,13 +68,26 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   rt->operations_ = std::make_shared<const operation_registry>(config.operations());
   context.operations = rt->operations_;
   context.metrics = rt->metrics_;
+  // One clock for every actor that times (streams, coordinator, trace), based before any of
+  // them runs, so that no actor's thread waits for it. With timing asked for, a clock that
+  // cannot be read is an error, not a silently untimed run. From here on a failure returns
+  // without calling shutdown(): the contexts, which hold the clock (an event of the
+  // device), go first, then rt, whose destructor shuts down and closes the device last.
+  if (options.stream.timing || options.coordinator.timing || !options.trace_path.empty()) {
+    context.clock = detail::start_shared_clock(*rt->device_, std::chrono::seconds{2});
+    if (!context.clock) {
+      return gpu::status{gpu::errc::not_supported,
+                         "timing was asked for (cudactor.timing, cudactor.coordinator.timing or "
+                         "a trace), but the device's clock could not be read: its timing events "
+                         "did not complete within 2 s"};
+    }
+  }
   for (std::size_t i = 0; i < options.streams; ++i) {
     stream_actor_options stream_options = options.stream;
     stream_options.id = stream_id{static_cast<std::uint32_t>(i)};
     stream_options.priority = priority_of(options, i);
     auto spawned = spawn_stream_actor(*rt->system_, context, std::move(stream_options));
     if (!spawned) {
-      rt->shutdown();
       return spawned.error();
     }
     rt->streams_.push_back(spawned->actor);
@@ -84,10 +98,10 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   coordination.poller = context.poller;
   coordination.operations = context.operations;
   coordination.metrics = rt->metrics_;
+  coordination.clock = context.clock;
   if (!options.trace_path.empty()) {
     auto opened = trace_writer::open(options.trace_path);
     if (!opened) {
-      rt->shutdown();
       return opened.error();
     }
     rt->trace_ = std::move(opened.value());
@@ -95,7 +109,6 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   }
   auto coordinator = spawn_coordinator(*rt->system_, coordination, options.coordinator);
   if (!coordinator) {
-    rt->shutdown();
     return coordinator.error();
   }
   rt->coordinator_ = std::move(coordinator.value());

@@ -45,6 +45,10 @@ struct stream_actor_options {
 
 // What every stream actor of a runtime shares. The backend and the poller must outlive the
 // actor.
+namespace detail {
+class device_clock;  // actors/detail/device_clock.hpp
+}  // namespace detail
+
 struct stream_context {
   gpu::backend* device = nullptr;
   gpu::completion_poller* poller = nullptr;
@@ -52,6 +56,9 @@ struct stream_context {
   std::shared_ptr<event_table> events;
   std::shared_ptr<const operation_registry> operations;
   std::shared_ptr<metrics::registry> metrics;  // empty: the actor's metrics go nowhere
+  // The device's clock, for timing (the runtime's, started before any actor); empty: an actor
+  // with timing on starts one of its own on its new stream.
+  std::shared_ptr<const detail::device_clock> clock;
 };
 
 // A stream actor and a view of the backend stream it owns: barriers wait on the stream's

@@ -151,11 +151,10 @@ int main(int argc, char** argv) {
   // one this build made.
   const auto beside = std::filesystem::path{argv[0]}.parent_path() / "cudactor-node";
   const char* from_environment = std::getenv("CUDACTOR_NODE");
-  const std::string program = flag(
-      args, "node-program",
-      from_environment != nullptr    ? std::string{from_environment}
-      : std::filesystem::exists(beside) ? beside.string()
-                                        : std::string{CUDACTOR_NODE});
+  const std::string program = flag(args, "node-program",
+                                   from_environment != nullptr       ? std::string{from_environment}
+                                   : std::filesystem::exists(beside) ? beside.string()
+                                                                     : std::string{CUDACTOR_NODE});
 
   runtime_config config;  // the control plane needs cudactor's types and the network
   config.enable_network();

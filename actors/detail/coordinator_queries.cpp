@@ -253,9 +253,9 @@ void coordinator_state::profile(op_id id, const op_record& r, op_state state, st
   p.stream = r.stream;
   p.registered_ns = r.registered_ns;
   p.dispatched_ns = r.dispatched_ns;
-  if (r.timing) {
-    p.started_ns = clock_.host_ns(r.timing->start.ref());
-    p.finished_ns = clock_.host_ns(r.timing->end.ref());
+  if (r.timing && clock_) {
+    p.started_ns = clock_->host_ns(r.timing->start.ref());
+    p.finished_ns = clock_->host_ns(r.timing->end.ref());
   }
   p.ended_ns = now;
   profile_->add(p);

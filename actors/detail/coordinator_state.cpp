@@ -35,7 +35,8 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
   report_levels();  // makes the streams' metrics before anything is dispatched
   timing_ = options_.timing || context_.trace != nullptr;
   // Without a device clock (a backend without timing events) operations carry no device times.
-  if (timing_ && !clock_.start(*context_.device)) timing_ = false;
+  if (timing_) clock_ = context_.clock ? context_.clock : start_shared_clock(*context_.device);
+  if (!clock_) timing_ = false;
   profile_.emplace(now_ns(), options_.report_names);
   profile_->streams(pool_.size());
   if (context_.trace) {

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "cudactor/actors/coordinator.hpp"
-#include "cudactor/actors/detail/device_clock.hpp"
 #include "cudactor/actors/detail/actor_metrics.hpp"
+#include "cudactor/actors/detail/device_clock.hpp"
 #include "cudactor/actors/detail/op_graph.hpp"
 #include "cudactor/actors/detail/op_profile.hpp"
 #include "cudactor/actors/detail/stream_pool.hpp"
@@ -186,7 +186,7 @@ class coordinator_state {
   // recycled through spare_timing_, read on clock_).
   std::optional<op_profile> profile_;
   bool timing_ = false;
-  device_clock clock_;
+  shared_clock clock_;  // set when timing
   std::vector<op_timing> spare_timing_;
   [[nodiscard]] std::optional<op_timing> take_timing();
   // A failure that one of the operation's timing events reported instead of its point.

@@ -8,48 +8,83 @@ namespace cudactor::detail {
 
 namespace {
 
-// How long start() waits for the device to reach the base: microseconds on an idle stream;
-// the bound is for a device (or a sanitized host backend) that is slow to get there.
-constexpr std::int64_t base_wait_ns = 100'000'000;
+// A base is taken once the moment the device reached it is known to within this window.
+constexpr std::int64_t good_window_ns = 50'000;
+constexpr int attempts = 16;
 
 }  // namespace
 
-bool device_clock::start(gpu::backend& device, gpu::stream_ref s) {
+// The base's host time is when the device reached it, not when it was asked to: the device
+// gets there a little later (a host worker's wake-up, a GPU's front end), and stamps read
+// against the earlier time would come out before their work was even submitted. The reach
+// happened between the last look that found the base not reached and the look that found it
+// reached; the base's time is the middle of that window. A window made long by this thread
+// being descheduled between two looks (a loaded machine) would shift every later stamp, so a
+// long one is retried with a fresh base, up to `attempts` times within the overall bound, and
+// the narrowest is kept.
+bool device_clock::start(gpu::backend& device, gpu::stream_ref s, std::chrono::nanoseconds within) {
   base_ns_ = 0;
-  auto base = device.create_event(gpu::event_kind::timing);
-  if (!base) return false;
-  const std::int64_t asked = now_ns();
-  if (!device.record(base.value().ref(), s).ok()) return false;
-  // The base's host time is when the device was seen to reach it, not when it was asked to:
-  // the device gets there a little later (a host worker's wake-up, a GPU's front end), and
-  // stamps read against the earlier time would come out before the work was even submitted.
-  // A short wait, once per clock, on an idle stream; it fails rather than wait past the
-  // bound, and the owner then runs untimed.
-  for (;;) {
-    const gpu::query_result reached = device.query(base.value().ref());
-    const std::int64_t now = now_ns();
-    if (reached.ready()) {
-      base_ns_ = now;
-      break;
+  const std::int64_t base_wait_ns = within.count();
+  const std::int64_t began = now_ns();
+  gpu::event best;
+  std::int64_t best_ns = 0;
+  std::int64_t best_window = 0;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    auto base = device.create_event(gpu::event_kind::timing);
+    if (!base) return false;
+    std::int64_t previous = now_ns();  // the base cannot be reached before it is recorded
+    if (!device.record(base.value().ref(), s).ok()) return false;
+    std::int64_t reached_at = 0;
+    std::int64_t window = 0;
+    for (;;) {
+      const gpu::query_result reached = device.query(base.value().ref());
+      const std::int64_t now = now_ns();
+      if (reached.ready()) {
+        window = now - previous;
+        reached_at = previous + window / 2;
+        break;
+      }
+      if (reached.failed() || now - began > base_wait_ns) break;
+      previous = now;
+      std::this_thread::yield();
     }
-    if (reached.failed() || now - asked > base_wait_ns) return false;
-    std::this_thread::yield();
+    if (reached_at != 0 && (!best || window < best_window)) {
+      best = std::move(base.value());
+      best_ns = reached_at;
+      best_window = window;
+    }
+    if ((best && best_window <= good_window_ns) || now_ns() - began > base_wait_ns) break;
   }
-  base_ = std::move(base.value());
+  if (!best) return false;
+  base_ = std::move(best);
+  base_ns_ = best_ns;
   device_ = &device;
   return true;
 }
 
-bool device_clock::start(gpu::backend& device) {
+bool device_clock::start(gpu::backend& device, std::chrono::nanoseconds within) {
   auto idle = device.create_stream(gpu::stream_options{"clock", gpu::stream_priority::normal});
   if (!idle) return false;
-  return start(device, idle.value().ref());
+  return start(device, idle.value().ref(), within);
 }
 
 std::int64_t device_clock::host_ns(gpu::event_ref e) const {
   if (base_ns_ == 0) return 0;
   auto elapsed = device_->elapsed(base_.ref(), e);
   return elapsed ? base_ns_ + elapsed->count() : 0;
+}
+
+shared_clock start_shared_clock(gpu::backend& device, std::chrono::nanoseconds within) {
+  auto clock = std::make_shared<device_clock>();
+  if (!clock->start(device, within)) return {};
+  return clock;
+}
+
+shared_clock start_shared_clock(gpu::backend& device, gpu::stream_ref s,
+                                std::chrono::nanoseconds within) {
+  auto clock = std::make_shared<device_clock>();
+  if (!clock->start(device, s, within)) return {};
+  return clock;
 }
 
 }  // namespace cudactor::detail

@@ -8,7 +8,9 @@
 // which would stall the stream while the host runs it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 
 #include "cudactor/gpu/backend.hpp"
 #include "cudactor/gpu/event.hpp"
@@ -21,12 +23,19 @@ class device_clock {
 
   // Records the base on `s`, which must be idle (a new stream), and waits (a bounded spin,
   // microseconds on an idle stream) until the device is seen to reach it: its host time is
-  // then known to within that look. False when the backend cannot time events or the base
-  // is not reached within 100 ms; then there is no clock and every stamp is 0.
-  [[nodiscard]] bool start(gpu::backend& device, gpu::stream_ref s);
+  // the middle of the window between the last look that found it short and the one that
+  // found it reached, retried with a fresh base while that window is over 50 us (device_clock
+  // .cpp says why). False when the backend cannot time events or no base is reached within
+  // `within`; then there is no clock and every stamp is 0. An actor that starts one blocks
+  // its thread that long at most: the runtime starts one before any actor, with a longer
+  // bound, and hands it to all of them (shared_clock).
+  [[nodiscard]] bool start(gpu::backend& device, gpu::stream_ref s,
+                           std::chrono::nanoseconds within = default_wait);
   // The same on a stream of its own, made for the purpose and destroyed after: for owners
   // whose streams may already be busy.
-  [[nodiscard]] bool start(gpu::backend& device);
+  [[nodiscard]] bool start(gpu::backend& device, std::chrono::nanoseconds within = default_wait);
+
+  static constexpr std::chrono::nanoseconds default_wait = std::chrono::milliseconds{100};
 
   [[nodiscard]] bool running() const noexcept { return base_ns_ != 0; }
 
@@ -39,5 +48,16 @@ class device_clock {
   gpu::event base_;
   std::int64_t base_ns_ = 0;
 };
+
+// One clock for every owner on a device, read by many actors at once (host_ns is const and
+// only asks the backend).
+using shared_clock = std::shared_ptr<const device_clock>;
+
+// A started clock to share (on `s`, or on a stream of its own), or empty when start() fails.
+[[nodiscard]] shared_clock start_shared_clock(
+    gpu::backend& device, std::chrono::nanoseconds within = device_clock::default_wait);
+[[nodiscard]] shared_clock start_shared_clock(
+    gpu::backend& device, gpu::stream_ref s,
+    std::chrono::nanoseconds within = device_clock::default_wait);
 
 }  // namespace cudactor::detail

@@ -39,8 +39,11 @@ void stream_state::init(self_pointer self, const stream_context& context,
   if (auto tl = context_.device->timeline_of(stream_.ref())) {
     last_point_ = issued_ = completed_ = watched_ = (*tl)->submitted();
   }
-  // The stream is new and idle: the clock's base. Without one, no device times.
-  if (options_.timing && !clock_.start(*context_.device, stream_.ref())) options_.timing = false;
+  // The runtime's clock, else one based on this stream, which is new and idle. Without one,
+  // no device times.
+  if (options_.timing)
+    clock_ = context_.clock ? context_.clock : start_shared_clock(*context_.device, stream_.ref());
+  if (!clock_) options_.timing = false;
   // The poller's per-tick report, forwarded as one message. A weak handle: the subscription
   // must not keep the actor alive.
   auto weak = caf::actor_cast<caf::actor_addr>(self);
@@ -327,8 +330,8 @@ completion stream_state::make_completion(timeline_point point, const op_record* 
   if (record != nullptr) {
     out.submitted_ns = record->submitted_ns;
     if (record->start && record->end) {
-      out.started_ns = clock_.host_ns(record->start->device);
-      out.ended_ns = clock_.host_ns(record->end->device);
+      out.started_ns = clock_ ? clock_->host_ns(record->start->device) : 0;
+      out.ended_ns = clock_ ? clock_->host_ns(record->end->device) : 0;
       if (out.started_ns == 0 || out.ended_ns == 0) out.started_ns = out.ended_ns = 0;
     }
   }

@@ -143,7 +143,7 @@ class stream_state {
   std::array<caf::error, 2> refill_error_;
 
   // Timing mode: host times of the timing events around each operation.
-  device_clock clock_;
+  shared_clock clock_;  // set when timing
 
   std::vector<completion_listener> subscribers_;
   std::shared_ptr<metrics::registry> registry_;  // keeps metrics_' cells alive

@@ -151,9 +151,10 @@ int main(int argc, char** argv) {
   t.add({"raw CUDA", std::to_string(n), ms(raw.median()), lo_hi(raw), fixed(n / raw.median(), 0),
          fixed(raw.median() / floor_s, 2)});
   t.add({"device floor", std::to_string(n), ms(floor_s), "-", fixed(n / floor_s, 0), "1.00"});
-  std::printf("dag_gpu_bench on %s: %zu kernels of %lld us, each after 0-3 of the 64 before it, "
-              "%d streams, %d rounds\n",
-              backend.c_str(), n, kernel_ns / 1000, streams, rounds);
+  std::printf(
+      "dag_gpu_bench on %s: %zu kernels of %lld us, each after 0-3 of the 64 before it, "
+      "%d streams, %d rounds\n",
+      backend.c_str(), n, kernel_ns / 1000, streams, rounds);
   t.print("one DAG, submission to the last completion");
 
   json_line json;

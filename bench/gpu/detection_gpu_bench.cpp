@@ -77,16 +77,16 @@ struct device {
   }
   // The stamped kernel, enqueued: it writes its end into slot i.
   void launch(std::size_t i, std::chrono::nanoseconds length) {
-    auto* target = const_cast<unsigned long long*>(
-        reinterpret_cast<volatile unsigned long long*>(slot(i)));
+    auto* target =
+        const_cast<unsigned long long*>(reinterpret_cast<volatile unsigned long long*>(slot(i)));
     const long long ns = length.count();
-    must(backend->enqueue(stream,
-                          [target, ns](const gpu::launch_context& ctx) -> gpu::status {
-                            const int e = kernels::stamped(ctx.native_stream(), ns, target);
-                            if (e == 0) return {};
-                            return {gpu::errc::op_failed,
-                                    "stamped kernel: " + kernels::error_name(e)};
-                          }),
+    must(backend->enqueue(
+             stream,
+             [target, ns](const gpu::launch_context& ctx) -> gpu::status {
+               const int e = kernels::stamped(ctx.native_stream(), ns, target);
+               if (e == 0) return {};
+               return {gpu::errc::op_failed, "stamped kernel: " + kernels::error_name(e)};
+             }),
          "enqueue");
   }
   // Waits (bounded) until slot i holds the kernel's stamp.
@@ -266,10 +266,12 @@ int main(int argc, char** argv) {
   if (!opened.ok()) fail("no CUDA backend: " + opened.error().to_string());
   device d;
   d.backend = std::move(opened.value().chosen);
-  d.stream = must(d.backend->create_stream(gpu::stream_options{"bench", gpu::stream_priority::normal}),
-                  "create_stream");
+  d.stream =
+      must(d.backend->create_stream(gpu::stream_options{"bench", gpu::stream_priority::normal}),
+           "create_stream");
   d.capacity = std::max(busy_n, sparse_n);
-  d.stamps = must(d.backend->allocate_pinned(d.capacity * sizeof(std::uint64_t)), "allocate_pinned");
+  d.stamps =
+      must(d.backend->allocate_pinned(d.capacity * sizeof(std::uint64_t)), "allocate_pinned");
   const std::string device_name = d.backend->device().name;
 
   const std::int64_t offset = learn_offset(d, mode.quick ? 200 : 2'000);
@@ -315,12 +317,14 @@ int main(int argc, char** argv) {
   json.add("idle_callback_cpu_pct", 100.0 * idle_callback);
   for (const char* s : {"busy", "sparse"}) {
     const std::string k = s;
-    json.add(k + "_callback_over_polling_p50", by_key[k + "_callback"].p50 / by_key[k + "_polling"].p50);
+    json.add(k + "_callback_over_polling_p50",
+             by_key[k + "_callback"].p50 / by_key[k + "_polling"].p50);
     json.add(k + "_polling_over_spin_p50", by_key[k + "_polling"].p50 / by_key[k + "_spin"].p50);
   }
-  std::printf("detection_gpu_bench on %s: kernel end (%%globaltimer, stamped by the kernel) -> "
-              "answer on the host\n",
-              device_name.c_str());
+  std::printf(
+      "detection_gpu_bench on %s: kernel end (%%globaltimer, stamped by the kernel) -> "
+      "answer on the host\n",
+      device_name.c_str());
   t.print("detection delay (us) and the detecting thread's CPU");
   json.print();
   return 0;

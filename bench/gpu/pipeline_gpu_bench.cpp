@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
   const std::string program =
       given != nullptr
           ? std::string{given}
-          : (std::filesystem::path{argv[0]}.parent_path() / ".." / "examples" / "pipeline").string();
+          : (std::filesystem::path{argv[0]}.parent_path() / ".." / "examples" / "pipeline")
+                .string();
   std::vector<std::string> args{program, "--cudactor.backend=cuda",
                                 "--cudactor.metrics.no-exposer"};
   if (mode.quick) {

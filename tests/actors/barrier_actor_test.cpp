@@ -53,7 +53,7 @@ struct four_streams : coordinator_fixture {
 // Host work that waits for the gate, then records its end as `index`.
 work held_then_recorded(gate& g, std::shared_ptr<timeline_log> log, std::size_t index,
                         bool fail = false) {
-  auto opened = g.opened;
+  auto opened = g.opened();
   return work::local([opened, log, index, fail](const gpu::launch_context&) {
     log->started[index] = detail::now_ns();
     opened.wait();

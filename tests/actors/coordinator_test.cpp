@@ -305,7 +305,7 @@ BOOST_AUTO_TEST_CASE(begin_is_answered_once_the_dependencies_are_submitted) {
 // failure from it.
 BOOST_AUTO_TEST_CASE(a_begun_operation_that_never_completes_leaves_its_stream_clean) {
   gate g;
-  auto shared = g.opened;
+  auto shared = g.opened();
   auto bad = add(spec_of(work::local([shared](const gpu::launch_context&) {
     shared.wait();
     return gpu::status{gpu::errc::op_failed, "the held kernel failed"};

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "common/time_scale.hpp"
 #include "common/remote_node.hpp"
+#include "common/time_scale.hpp"
 #include "cudactor/actors/node_client.hpp"
 
 using namespace cudactor;
@@ -33,26 +33,27 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The node's peak resident memory may not pass this, whatever a peer sends (a node at rest
-// takes about 20 MiB; the largest message below is 32 MiB).
-constexpr std::uint64_t rss_bound_kib = 256 * 1024;
+// How far the node's peak resident memory may grow over what it holds at rest, whatever a
+// peer sends (a node at rest takes about 13 MiB in a plain build, 215 MiB under ASan, whose
+// shadow and runtime are there from the start; the largest message below is 32 MiB).
+constexpr std::uint64_t rss_growth_bound_kib = 236 * 1024;
 
-std::uint64_t seed() {
-  if (const char* s = std::getenv("HOSTILE_SEED")) return std::strtoull(s, nullptr, 10);
-  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-}
-
-std::uint64_t peak_rss_kib(pid_t pid) {
+std::uint64_t rss_kib(pid_t pid, const std::string& field) {
   std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
   std::string key;
   while (in >> key) {
-    if (key == "VmHWM:") {
+    if (key == field) {
       std::uint64_t kib = 0;
       in >> kib;
       return kib;
     }
   }
   return 0;
+}
+
+std::uint64_t seed() {
+  if (const char* s = std::getenv("HOSTILE_SEED")) return std::strtoull(s, nullptr, 10);
+  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
 struct hostile {
@@ -328,6 +329,8 @@ BOOST_AUTO_TEST_CASE(only_the_control_plane_that_claimed_the_node_holds_it) {
 }
 
 BOOST_AUTO_TEST_CASE(peak_memory_stays_under_its_bound) {
+  // This case's node has served one good request: what it holds at rest.
+  const auto rest = rss_kib(node.child.pid(), "VmHWM:");
   // The heaviest refused messages again, then the bound.
   graph_spec dense;
   for (std::uint32_t i = 0; i < 2000; ++i) {
@@ -338,10 +341,11 @@ BOOST_AUTO_TEST_CASE(peak_memory_stays_under_its_bound) {
   for (int i = 0; i < 3; ++i)
     BOOST_TEST(!answered<std::vector<op_notice>>(submit_atom::value, dense));
   still_serving();
-  const auto peak = peak_rss_kib(node.child.pid());
-  BOOST_TEST_MESSAGE("peak RSS " << peak / 1024 << " MiB");
-  BOOST_TEST(peak > 0u);
-  BOOST_TEST(peak < rss_bound_kib);
+  const auto peak = rss_kib(node.child.pid(), "VmHWM:");
+  BOOST_TEST_MESSAGE("RSS at rest " << rest / 1024 << " MiB, peak " << peak / 1024 << " MiB");
+  BOOST_TEST(rest > 0u);
+  BOOST_TEST(peak >= rest);
+  BOOST_TEST(peak - rest < rss_growth_bound_kib);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

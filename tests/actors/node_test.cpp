@@ -196,8 +196,8 @@ BOOST_AUTO_TEST_CASE(connecting_where_no_node_listens_says_so) {
 
 BOOST_AUTO_TEST_CASE(publishing_a_node_needs_the_network_layer) {
   runtime_config config;
-  BOOST_REQUIRE(!config.parse(
-      std::vector<std::string>{backend_option(), "--cudactor.metrics.no-exposer"}));
+  BOOST_REQUIRE(
+      !config.parse(std::vector<std::string>{backend_option(), "--cudactor.metrics.no-exposer"}));
   auto rt = runtime::start(config);
   BOOST_REQUIRE(rt.ok());
   auto port = (*rt)->publish_node();
@@ -208,12 +208,11 @@ BOOST_AUTO_TEST_CASE(publishing_a_node_needs_the_network_layer) {
 BOOST_AUTO_TEST_CASE(a_node_answers_what_it_holds_when_its_runtime_shuts_down) {
   runtime_config config;
   // A kernel on CUDA, a spinning worker on the host (demo/kernels.hpp).
-  BOOST_REQUIRE(config.operations()
-                    .add_typed<std::uint64_t>("busy",
-                                              [](const gpu::launch_context& ctx, std::uint64_t us) {
-                                                return demo::busy(ctx, us);
-                                              })
-                    .ok());
+  BOOST_REQUIRE(
+      config.operations()
+          .add_typed<std::uint64_t>("busy", [](const gpu::launch_context& ctx,
+                                               std::uint64_t us) { return demo::busy(ctx, us); })
+          .ok());
   BOOST_REQUIRE(!config.parse(std::vector<std::string>{
       backend_option(), "--cudactor.metrics.no-exposer", "--cudactor.node.name=local"}));
   auto rt = runtime::start(config);

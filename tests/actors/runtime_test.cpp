@@ -7,8 +7,11 @@
 #include <sstream>
 #include <thread>
 
+#include "common/gate.hpp"
 #include "common/runtime_fixture.hpp"
+#include "common/test_backend.hpp"
 #include "cudactor/messaging/errc.hpp"
+#include "kernels.hpp"
 
 using namespace std::chrono_literals;
 using namespace cudactor;
@@ -17,7 +20,7 @@ BOOST_AUTO_TEST_CASE(options_come_from_the_command_line_and_the_ini_file) {
   runtime_config config;
   std::istringstream ini{"[cudactor]\nstreams=3\nmax-in-flight=8\n"};
   BOOST_REQUIRE(!config.parse(
-      {"--cudactor.backend=host", "--cudactor.metrics.port=0", "--cudactor.high-priority-streams=1",
+      {test::backend_option(), "--cudactor.metrics.port=0", "--cudactor.high-priority-streams=1",
        "--scheduler.max-threads=2", "--cudactor.host.idle-spin=25us"},
       ini));
   auto rt = runtime::start(config);
@@ -26,7 +29,8 @@ BOOST_AUTO_TEST_CASE(options_come_from_the_command_line_and_the_ini_file) {
   BOOST_TEST((*rt)->options().device.host.idle_spin.count() == 25);
   BOOST_TEST((*rt)->options().stream.max_in_flight == 8u);
   BOOST_TEST((*rt)->system().scheduler().num_workers() == 2u);
-  BOOST_TEST(((*rt)->device().kind() == gpu::backend_kind::host));
+  BOOST_TEST(((*rt)->device().kind() ==
+              (test::on_cuda() ? gpu::backend_kind::cuda : gpu::backend_kind::host)));
   {
     caf::scoped_actor self{(*rt)->system()};
     self->request((*rt)->stream(0), 5s, status_atom::value)
@@ -104,9 +108,8 @@ BOOST_AUTO_TEST_CASE(typed_operations_refuse_ill_typed_arguments_before_they_run
 BOOST_AUTO_TEST_CASE(timing_mode_gives_device_start_and_end_times) {
   test::runtime_fixture f{{"--cudactor.streams=1", "--cudactor.timing"}};
   auto t = f.ask<ticket>(f.rt().stream(0), submit_atom::value,
-                         work::local([](const gpu::launch_context&) {
-                           std::this_thread::sleep_for(2ms);
-                           return gpu::status{};
+                         work::local([](const gpu::launch_context& ctx) {
+                           return demo::busy(ctx, 2000);  // a kernel on CUDA
                          }));
   BOOST_REQUIRE(t);
   auto done = f.ask<completion>(f.rt().stream(0), await_atom::value, t->point);
@@ -119,16 +122,15 @@ BOOST_AUTO_TEST_CASE(timing_mode_gives_device_start_and_end_times) {
 
 BOOST_AUTO_TEST_CASE(every_request_is_answered_once_shutdown_begins) {
   runtime_config config;
-  BOOST_REQUIRE(!config.parse({"--cudactor.backend=host", "--cudactor.metrics.port=0",
+  BOOST_REQUIRE(!config.parse({test::backend_option(), "--cudactor.metrics.port=0",
                                "--cudactor.streams=2", "--cudactor.max-in-flight=2"}));
   auto started = runtime::start(config);
   BOOST_REQUIRE_MESSAGE(started.ok(), started.error().to_string());
   auto rt = std::move(started.value());
 
-  // The host work waits for this gate, which opens only after every request was answered:
-  // the answers must come from shutdown, not from the work finishing.
-  auto gate = std::make_shared<std::promise<void>>();
-  std::shared_future<void> opened = gate->get_future().share();
+  // The work waits for this gate (on the device on CUDA), which opens only after every
+  // request was answered: the answers must come from shutdown, not from the work finishing.
+  auto held = std::make_shared<test::gate>();
   constexpr int submits = 16;
   constexpr int syncs = 8;
   constexpr int expected = submits * 2 + syncs;  // a ticket and an await per submit
@@ -171,10 +173,7 @@ BOOST_AUTO_TEST_CASE(every_request_is_answered_once_shutdown_begins) {
       }
     };
     for (int i = 0; i < submits; ++i) {
-      work w = work::local([opened](const gpu::launch_context&) {
-        opened.wait();
-        return gpu::status{};
-      });
+      work w = held->hold();
       self->request(stream, caf::infinite, submit_atom::value, std::move(w))
           .then(
               [=](const ticket& tk) {
@@ -210,7 +209,7 @@ BOOST_AUTO_TEST_CASE(every_request_is_answered_once_shutdown_begins) {
 
   auto stopped = std::async(std::launch::async, [&rt] { rt->shutdown(); });
   const bool all_answered = t->all.get_future().wait_for(20s) == std::future_status::ready;
-  gate->set_value();  // the backend's destruction runs what it still holds
+  held->open();  // the backend's destruction runs what it still holds
   const bool in_time = stopped.wait_for(30s) == std::future_status::ready;
   BOOST_REQUIRE_MESSAGE(in_time, "runtime shutdown hung");
   BOOST_REQUIRE(all_answered);

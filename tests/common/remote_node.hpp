@@ -9,16 +9,16 @@
 
 #include <chrono>
 #include <cstdio>
-#include <memory>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "common/time_scale.hpp"
 #include "common/child_process.hpp"
 #include "common/log_file.hpp"
 #include "common/test_backend.hpp"
+#include "common/time_scale.hpp"
 #include "cudactor/actors/runtime.hpp"
 #include "cudactor/messaging/errc.hpp"
 
@@ -60,8 +60,8 @@ struct node_process {
     // CTest names the program (the GPU bundle moves it); the build's own path otherwise.
     const char* given = std::getenv("CUDACTOR_NODE");
     std::vector<std::string> out{given != nullptr ? given : CUDACTOR_NODE,
-                                 "--cudactor.node.name=" + name,
-                                 backend_option(), "--cudactor.metrics.no-exposer"};
+                                 "--cudactor.node.name=" + name, backend_option(),
+                                 "--cudactor.metrics.no-exposer"};
     for (auto& e : liveness_args()) out.push_back(std::move(e));
     for (auto& e : extra) out.push_back(std::move(e));
     return out;

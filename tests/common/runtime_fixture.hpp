@@ -1,8 +1,9 @@
 // tests/common/runtime_fixture.hpp
 //
-// A runtime on the backend CUDACTOR_TEST_BACKEND names (common/test_backend.hpp), configured through CAF's own option parsing, and a blocking
-// `ask` that turns a request into a caf::expected with a timeout, so that a hang fails the
-// test instead of stalling it. The scoped_actor goes before the runtime: CAF waits for it.
+// A runtime on the backend CUDACTOR_TEST_BACKEND names (common/test_backend.hpp), configured
+// through CAF's own option parsing, and a blocking `ask` that turns a request into a caf::expected
+// with a timeout, so that a hang fails the test instead of stalling it. The scoped_actor goes
+// before the runtime: CAF waits for it.
 #pragma once
 
 #include <boost/test/unit_test.hpp>

@@ -67,8 +67,8 @@ double expected_sum(std::size_t n, float a) {
 struct service_process {
   service_process()
       : log("async_service_test." + std::to_string(getpid()) + ".log"),
-        child({service_program(), "--port=0", "--slots=16", "--max-n=65536",
-               backend_option(), "--cudactor.metrics.no-exposer"},
+        child({service_program(), "--port=0", "--slots=16", "--max-n=65536", backend_option(),
+               "--cudactor.metrics.no-exposer"},
               log) {}
   ~service_process() { std::remove(log.c_str()); }
   std::string log;

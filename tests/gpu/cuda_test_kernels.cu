@@ -2,6 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 namespace cudactor::test::kernels {
 namespace {
 
@@ -42,6 +44,16 @@ int blocks_for(int n) { return (n + 255) / 256; }
 int hold(void* stream, volatile int* flag, long long timeout_ns) {
   hold_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flag, timeout_ns);
   return static_cast<int>(cudaPeekAtLastError());
+}
+
+int alloc_pinned_ints(int count, int** out) {
+  void* memory = nullptr;
+  const cudaError_t e =
+      cudaHostAlloc(&memory, sizeof(int) * static_cast<std::size_t>(count), cudaHostAllocMapped);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  *out = static_cast<int*>(memory);
+  for (int i = 0; i < count; ++i) (*out)[i] = 0;
+  return 0;
 }
 
 int busy(void* stream, long long ns) {

@@ -8,6 +8,10 @@ namespace cudactor::test::kernels {
 
 // Spins until *flag != 0 (pinned, mapped host memory) or `timeout_ns` pass.
 int hold(void* stream, volatile int* flag, long long timeout_ns);
+// `count` ints of pinned host memory the device reads and writes, zeroed, in *out. Never
+// freed by the tests: a kernel may still read it after a failed test, and freeing memory a
+// kernel reads is a sticky fault; the process's end frees it.
+int alloc_pinned_ints(int count, int** out);
 // Spins for `ns` nanoseconds of GPU time.
 int busy(void* stream, long long ns);
 // data[i] = i + offset, for i < n.

@@ -75,8 +75,7 @@ std::string encode(const std::string& promql) {
 
 // Every "expr" of the Grafana dashboard, JSON-unescaped, with Grafana's variables filled in.
 std::vector<std::string> dashboard_queries() {
-  const std::string json =
-      read_file(source_dir() / "docs/grafana/cudactor-dashboard.json");
+  const std::string json = read_file(source_dir() / "docs/grafana/cudactor-dashboard.json");
   static const std::regex expr{R"re("expr": "((?:[^"\\]|\\.)*)")re"};
   std::vector<std::string> out;
   for (std::sregex_iterator i{json.begin(), json.end(), expr}, end; i != end; ++i) {
@@ -121,9 +120,8 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_the_values_the_runtime_produced) {
   constexpr int ops = 137;
   {
     caf::scoped_actor self{rt->system()};
-    std::vector<work> works(ops, work::local([](const gpu::launch_context&) {
-                              return gpu::status{};
-                            }));
+    std::vector<work> works(ops,
+                            work::local([](const gpu::launch_context&) { return gpu::status{}; }));
     bool submitted = false, synced = false;
     self->request(rt->stream(0), 10s, submit_atom::value, std::move(works))
         .receive([&](std::vector<ticket>& t) { submitted = t.size() == ops; }, [](caf::error&) {});
@@ -152,8 +150,9 @@ BOOST_AUTO_TEST_CASE(prometheus_scrapes_the_values_the_runtime_produced) {
 
   // The gpu label is "host" on the host backend and the device's ordinal on CUDA (device 0).
   const std::string gpu = cudactor::test::on_cuda() ? "0" : "host";
-  const std::string completed = R"(cudactor_stream_operations_completed_total{job="cudactor",gpu=")" +
-                                gpu + R"(",stream="stream-0"})";
+  const std::string completed =
+      R"(cudactor_stream_operations_completed_total{job="cudactor",gpu=")" + gpu +
+      R"(",stream="stream-0"})";
   std::string seen;
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (std::chrono::steady_clock::now() < deadline) {

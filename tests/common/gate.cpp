@@ -1,0 +1,98 @@
+#include "common/gate.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/time_scale.hpp"
+
+#if CUDACTOR_TEST_CUDA
+#include "gpu/cuda_test_kernels.hpp"
+#endif
+
+namespace cudactor::test {
+
+namespace {
+
+#if CUDACTOR_TEST_CUDA
+// Flags for the device, handed out one per gate from pages of pinned memory that are never
+// freed (cuda_test_kernels.hpp says why). Taken only when a gate first holds on CUDA.
+gpu::result<volatile int*> take_device_flag() {
+  static std::mutex mutex;
+  static int* page = nullptr;
+  static int used = 0;
+  constexpr int per_page = 1024;
+  std::lock_guard<std::mutex> lock{mutex};
+  if (page == nullptr || used == per_page) {
+    if (const int e = kernels::alloc_pinned_ints(per_page, &page); e != 0) {
+      page = nullptr;
+      return gpu::status{gpu::errc::out_of_memory,
+                         "a pinned flag for a test gate: CUDA error " + std::to_string(e)};
+    }
+    used = 0;
+  }
+  return static_cast<volatile int*>(page + used++);
+}
+#endif
+
+}  // namespace
+
+struct gate::state {
+  std::promise<void> opened_promise;
+  std::shared_future<void> opened = opened_promise.get_future().share();
+  std::once_flag open_once;
+  std::mutex flag_mutex;
+  volatile int* device_flag = nullptr;  // taken by the first hold on CUDA
+  bool is_open = false;                 // under flag_mutex
+
+  void open() {
+    std::call_once(open_once, [this] { opened_promise.set_value(); });
+    std::lock_guard<std::mutex> lock{flag_mutex};
+    is_open = true;
+    if (device_flag != nullptr) *device_flag = 1;
+  }
+
+  gpu::status hold_on_device(void* stream) {
+#if CUDACTOR_TEST_CUDA
+    volatile int* flag = nullptr;
+    {
+      std::lock_guard<std::mutex> lock{flag_mutex};
+      if (device_flag == nullptr) {
+        auto taken = take_device_flag();
+        if (!taken.ok()) return taken.error();
+        device_flag = taken.value();
+        *device_flag = is_open ? 1 : 0;
+      }
+      flag = device_flag;
+    }
+    const auto limit = scaled(std::chrono::nanoseconds{std::chrono::seconds{60}});
+    if (const int e = kernels::hold(stream, flag, limit.count()); e != 0) {
+      return {gpu::errc::op_failed, "the gate's hold kernel: CUDA error " + std::to_string(e)};
+    }
+    return {};
+#else
+    (void)stream;
+    return {gpu::errc::not_supported, "a gate on CUDA in a build without the CUDA backend"};
+#endif
+  }
+};
+
+gate::gate() : state_(std::make_shared<state>()) {}
+
+gate::~gate() { open(); }
+
+void gate::open() { state_->open(); }
+
+std::shared_future<void> gate::opened() const { return state_->opened; }
+
+work gate::hold() const {
+  return work::local([s = state_](const gpu::launch_context& ctx) -> gpu::status {
+    if (ctx.kind() == gpu::backend_kind::cuda) return s->hold_on_device(ctx.native_stream());
+    s->opened.wait();
+    return {};
+  });
+}
+
+}  // namespace cudactor::test
