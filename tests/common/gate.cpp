@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/pinned_words.hpp"
 #include "common/time_scale.hpp"
 
 #if CUDACTOR_TEST_CUDA
@@ -13,31 +14,6 @@
 #endif
 
 namespace cudactor::test {
-
-namespace {
-
-#if CUDACTOR_TEST_CUDA
-// Flags for the device, handed out one per gate from pages of pinned memory that are never
-// freed (cuda_test_kernels.hpp says why). Taken only when a gate first holds on CUDA.
-gpu::result<volatile int*> take_device_flag() {
-  static std::mutex mutex;
-  static int* page = nullptr;
-  static int used = 0;
-  constexpr int per_page = 1024;
-  std::lock_guard<std::mutex> lock{mutex};
-  if (page == nullptr || used == per_page) {
-    if (const int e = kernels::alloc_pinned_ints(per_page, &page); e != 0) {
-      page = nullptr;
-      return gpu::status{gpu::errc::out_of_memory,
-                         "a pinned flag for a test gate: CUDA error " + std::to_string(e)};
-    }
-    used = 0;
-  }
-  return static_cast<volatile int*>(page + used++);
-}
-#endif
-
-}  // namespace
 
 struct gate::state {
   std::promise<void> opened_promise;
@@ -60,7 +36,7 @@ struct gate::state {
     {
       std::lock_guard<std::mutex> lock{flag_mutex};
       if (device_flag == nullptr) {
-        auto taken = take_device_flag();
+        auto taken = take_pinned_word();
         if (!taken.ok()) return taken.error();
         device_flag = taken.value();
         *device_flag = is_open ? 1 : 0;

@@ -19,6 +19,16 @@ __global__ void hold_kernel(volatile int* flag, long long timeout_ns) {
   }
 }
 
+__global__ void store_kernel(volatile int* word, int value) {
+  *word = value;
+  __threadfence_system();
+}
+
+__global__ void copy_word_kernel(volatile int* from, volatile int* to) {
+  *to = *from;
+  __threadfence_system();
+}
+
 __global__ void busy_kernel(long long ns) {
   const long long start = now_ns();
   while (now_ns() - start < ns) {
@@ -54,6 +64,16 @@ int alloc_pinned_ints(int count, int** out) {
   *out = static_cast<int*>(memory);
   for (int i = 0; i < count; ++i) (*out)[i] = 0;
   return 0;
+}
+
+int store(void* stream, volatile int* word, int value) {
+  store_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(word, value);
+  return static_cast<int>(cudaPeekAtLastError());
+}
+
+int copy_word(void* stream, volatile int* from, volatile int* to) {
+  copy_word_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(from, to);
+  return static_cast<int>(cudaPeekAtLastError());
 }
 
 int busy(void* stream, long long ns) {

@@ -12,6 +12,10 @@ int hold(void* stream, volatile int* flag, long long timeout_ns);
 // freed by the tests: a kernel may still read it after a failed test, and freeing memory a
 // kernel reads is a sticky fault; the process's end frees it.
 int alloc_pinned_ints(int count, int** out);
+// *word = value, on the device (a one-thread kernel).
+int store(void* stream, volatile int* word, int value);
+// *to = *from, on the device (a one-thread kernel).
+int copy_word(void* stream, volatile int* from, volatile int* to);
 // Spins for `ns` nanoseconds of GPU time.
 int busy(void* stream, long long ns);
 // data[i] = i + offset, for i < n.
