@@ -2,7 +2,9 @@
 //
 // A runtime whose coordinator the tests drive, a listener that collects end notices (the
 // scoped actor itself, cast to op_listener) and checks that each operation is told once,
-// host "kernels" that record when they ran, and gates that hold a stream until opened.
+// host "kernels" that record when they ran, and gates that hold a stream until opened. On the
+// CUDA backend a work closure runs when its stream actor enqueues it, so recorded() stamps
+// dispatch times there, not the device's (common/device_word.hpp checks the device's order).
 #pragma once
 
 #include <boost/test/unit_test.hpp>
