@@ -74,11 +74,11 @@ struct coordinator_options {
   }
 };
 
-// What the coordinator shares with the runtime. The backend and the poller must outlive it.
 namespace detail {
 class device_clock;  // actors/detail/device_clock.hpp
 }  // namespace detail
 
+// What the coordinator shares with the runtime. The backend and the poller must outlive it.
 struct coordinator_context {
   gpu::backend* device = nullptr;
   gpu::completion_poller* poller = nullptr;

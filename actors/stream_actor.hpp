@@ -43,12 +43,12 @@ struct stream_actor_options {
   std::size_t failure_history = 4096;                // failed points remembered for late awaits
 };
 
-// What every stream actor of a runtime shares. The backend and the poller must outlive the
-// actor.
 namespace detail {
 class device_clock;  // actors/detail/device_clock.hpp
 }  // namespace detail
 
+// What every stream actor of a runtime shares. The backend and the poller must outlive the
+// actor.
 struct stream_context {
   gpu::backend* device = nullptr;
   gpu::completion_poller* poller = nullptr;
