@@ -80,10 +80,11 @@ coordinator_report op_profile::report(std::int64_t now_ns, bool timed) const {
     out.streams.back().stream = stream_id{i};
   }
   for (const auto& [name, figures] : names_) out.operations.push_back(figures);
-  std::sort(out.operations.begin(), out.operations.end(), [](const auto& a, const auto& b) {
-    const auto key = [](const op_name_report& r) {
-      return r.run_ns != 0 ? r.run_ns : r.on_stream_ns;
-    };
+  // The most time first, one measure for all: run time when timed (a name whose operations
+  // all failed has none and goes last), time on stream otherwise. Mixing the two put a failed
+  // operation that had waited behind others ahead of the ones that ran.
+  std::sort(out.operations.begin(), out.operations.end(), [timed](const auto& a, const auto& b) {
+    const auto key = [timed](const op_name_report& r) { return timed ? r.run_ns : r.on_stream_ns; };
     return key(a) != key(b) ? key(a) > key(b) : a.name < b.name;
   });
   return out;
