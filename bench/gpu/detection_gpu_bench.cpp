@@ -67,7 +67,6 @@ struct device {
   std::unique_ptr<gpu::backend> backend;
   gpu::stream stream;
   gpu::buffer stamps;  // pinned: one word per kernel of a run
-  std::size_t capacity = 0;
 
   volatile std::uint64_t* slot(std::size_t i) {
     return static_cast<volatile std::uint64_t*>(stamps.data()) + i;
@@ -269,9 +268,8 @@ int main(int argc, char** argv) {
   d.stream =
       must(d.backend->create_stream(gpu::stream_options{"bench", gpu::stream_priority::normal}),
            "create_stream");
-  d.capacity = std::max(busy_n, sparse_n);
-  d.stamps =
-      must(d.backend->allocate_pinned(d.capacity * sizeof(std::uint64_t)), "allocate_pinned");
+  const std::size_t capacity = std::max(busy_n, sparse_n);
+  d.stamps = must(d.backend->allocate_pinned(capacity * sizeof(std::uint64_t)), "allocate_pinned");
   const std::string device_name = d.backend->device().name;
 
   const std::int64_t offset = learn_offset(d, mode.quick ? 200 : 2'000);

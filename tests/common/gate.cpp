@@ -1,10 +1,8 @@
 #include "common/gate.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "common/pinned_words.hpp"
 #include "common/time_scale.hpp"
@@ -21,12 +19,10 @@ struct gate::state {
   std::once_flag open_once;
   std::mutex flag_mutex;
   volatile int* device_flag = nullptr;  // taken by the first hold on CUDA
-  bool is_open = false;                 // under flag_mutex
 
   void open() {
     std::call_once(open_once, [this] { opened_promise.set_value(); });
     std::lock_guard<std::mutex> lock{flag_mutex};
-    is_open = true;
     if (device_flag != nullptr) *device_flag = 1;
   }
 
@@ -39,7 +35,9 @@ struct gate::state {
         auto taken = take_pinned_word();
         if (!taken.ok()) return taken.error();
         device_flag = taken.value();
-        *device_flag = is_open ? 1 : 0;
+        // Opened before this first hold: the promise is set before open() takes the lock.
+        const bool open_now = opened.wait_for(std::chrono::seconds{0}) == std::future_status::ready;
+        *device_flag = open_now ? 1 : 0;
       }
       flag = device_flag;
     }
