@@ -470,17 +470,25 @@ inline void progress_reports_how_far_a_stream_got(conformance_target& t) {
         changed.notify_all();
       }));
       auto hold = t.hold(s);
-      // The first watch's callback holds the loop (a test may; real callbacks never block)
-      // until the stream has finished everything, so the tick that answers it then finds the
-      // other 300 done as well: one report for all of them.
-      std::promise<void> stream_done;
-      auto finished = stream_done.get_future().share();
-      watch(poller, s, signal(b, s), [finished](const watch_result&) { finished.wait(); });
       gpu::timeline_point last = 0;
       for (int i = 0; i < 300; ++i) {
         last = signal(b, s);
         watch(poller, s, last, nullptr);  // no callback: the progress report is the answer
       }
+      // A watch on another, finished stream holds the loop in its callback (a test may; real
+      // callbacks never block) while "progress" runs all 300 points, so no tick can look at
+      // the stream half-way: the tick after the callback finds them all done, one report.
+      // (Holding the loop in a watch on "progress" itself raced: a tick could see some of the
+      // 300 done before the callback ran, and report twice.)
+      auto other = conformance::make_stream(b, "progress-other");
+      std::promise<void> loop_held;
+      std::promise<void> stream_done;
+      auto finished = stream_done.get_future().share();
+      watch(poller, other, signal(b, other), [&loop_held, finished](const watch_result&) {
+        loop_held.set_value();
+        finished.wait();
+      });
+      BOOST_REQUIRE(loop_held.get_future().wait_for(20s) == std::future_status::ready);
       hold->release();
       CUDACTOR_REQUIRE_OK(b.synchronize(s));
       stream_done.set_value();
@@ -491,7 +499,7 @@ inline void progress_reports_how_far_a_stream_got(conformance_target& t) {
       BOOST_TEST(reports[0].reached == last);
       BOOST_TEST(reports[0].failures.empty());
       lock.unlock();
-      BOOST_TEST(poller.stats().completed == 301u);
+      BOOST_TEST(poller.stats().completed == 301u);  // the other stream's watch and these 300
     }
   }
 }
