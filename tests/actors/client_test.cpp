@@ -58,21 +58,21 @@ BOOST_FIXTURE_TEST_CASE(an_operation_ends_in_its_future, runtime_fixture) {
 
 BOOST_FIXTURE_TEST_CASE(a_graph_ends_once_in_order_after_its_dependencies, runtime_fixture) {
   client c{rt()};
-  auto log = std::make_shared<timeline_log>(4);
+  auto log = std::make_shared<work_log>(4);
   graph_spec g;
-  const auto a = g.add(spec_of(recorded(log, 0, 200us)));
-  const auto b = g.add(spec_of(recorded(log, 1)), {a});
-  const auto d = g.add(spec_of(recorded(log, 2)), {a});
-  g.add(spec_of(recorded(log, 3)), {b, d});
+  const auto a = g.add(spec_of(log->record(0, 200us)));
+  const auto b = g.add(spec_of(log->record(1)), {a});
+  const auto d = g.add(spec_of(log->record(2)), {a});
+  g.add(spec_of(log->record(3)), {b, d});
   auto f = c.submit(std::move(g));
   const auto ends = get_within(f);
   BOOST_REQUIRE_EQUAL(ends.size(), 4u);
   BOOST_TEST(all_completed(ends));
   for (std::size_t i = 1; i < 4; ++i) BOOST_TEST(ends[i].id.value == ends[0].id.value + i);
-  BOOST_TEST(log->started[1] >= log->ended[0]);
-  BOOST_TEST(log->started[2] >= log->ended[0]);
-  BOOST_TEST(log->started[3] >= log->ended[1]);
-  BOOST_TEST(log->started[3] >= log->ended[2]);
+  BOOST_TEST(log->started(1) >= log->ended(0));
+  BOOST_TEST(log->started(2) >= log->ended(0));
+  BOOST_TEST(log->started(3) >= log->ended(1));
+  BOOST_TEST(log->started(3) >= log->ended(2));
 }
 
 BOOST_FIXTURE_TEST_CASE(a_refused_operation_or_graph_is_told_why, runtime_fixture) {

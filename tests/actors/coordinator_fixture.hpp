@@ -2,9 +2,8 @@
 //
 // A runtime whose coordinator the tests drive, a listener that collects end notices (the
 // scoped actor itself, cast to op_listener) and checks that each operation is told once,
-// host "kernels" that record when they ran, and gates that hold a stream until opened. On the
-// CUDA backend a work closure runs when its stream actor enqueues it, so recorded() stamps
-// dispatch times there, not the device's (common/device_word.hpp checks the device's order).
+// work that records when it ran where it ran (common/work_log.hpp: a kernel on CUDA), and
+// gates that hold a stream until opened, on either backend.
 #pragma once
 
 #include <boost/test/unit_test.hpp>
@@ -19,43 +18,12 @@
 
 #include "common/time_scale.hpp"
 #include "common/gate.hpp"
+#include "common/work_log.hpp"
 #include "common/protocol_printing.hpp"
 #include "common/runtime_fixture.hpp"
-#include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor::test {
-
-// When each host kernel started and ended, by its index.
-struct timeline_log {
-  explicit timeline_log(std::size_t n) : started(n), ended(n) {
-    for (std::size_t i = 0; i < n; ++i) {
-      started[i] = 0;
-      ended[i] = 0;
-    }
-  }
-  std::vector<std::atomic<std::int64_t>> started;
-  std::vector<std::atomic<std::int64_t>> ended;
-  std::atomic<int> order{0};
-  std::vector<std::atomic<int>> rank = std::vector<std::atomic<int>>(started.size());
-};
-
-inline work recorded(std::shared_ptr<timeline_log> log, std::size_t index,
-                     std::chrono::microseconds busy = std::chrono::microseconds{0},
-                     bool fail = false) {
-  return work::local([log, index, busy, fail](const gpu::launch_context&) {
-    log->started[index] = detail::now_ns();
-    log->rank[index] = log->order++;
-    if (busy.count() > 0) {
-      const auto until = std::chrono::steady_clock::now() + busy;
-      while (std::chrono::steady_clock::now() < until) {
-      }
-    }
-    log->ended[index] = detail::now_ns();
-    return fail ? gpu::status{gpu::errc::op_failed, "kernel " + std::to_string(index) + " failed"}
-                : gpu::status{};
-  });
-}
 
 inline work noop() {
   return work::local([](const gpu::launch_context&) { return gpu::status{}; });

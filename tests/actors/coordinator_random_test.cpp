@@ -4,7 +4,8 @@
 // cancels it, seen by detect_deadlocks first) and cancels. Checked for every graph: each op is
 // told exactly once; no op starts before its dependencies end (times recorded by the kernels);
 // every dependent of an op that did not complete is cancelled (or failed with the device);
-// everything else completes. The seed is printed; CUDACTOR_SEED=<seed> replays a run.
+// everything else completes. The seed is printed; CUDACTOR_SEED=<seed> replays a run. On
+// either backend; on CUDA no graph loses the device (only the host backend injects faults).
 #define BOOST_TEST_MODULE coordinator_random
 #include <cstdio>
 #include <cstdlib>
@@ -75,15 +76,17 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed), dags);
   std::fflush(stdout);
   std::mt19937_64 rng{seed};
-  auto& host = static_cast<gpu::host_backend&>(rt().device());
+  auto* host = dynamic_cast<gpu::host_backend*>(&rt().device());
+  BOOST_REQUIRE(host != nullptr || on_cuda());
   totals sum;
 
   for (std::size_t g = 0; g < dags; ++g) {
-    const dag d = make_dag(rng);
-    auto log = std::make_shared<timeline_log>(d.n);
+    dag d = make_dag(rng);
+    if (host == nullptr) d.lose_device = false;  // drawn all the same: a seed replays alike
+    auto log = std::make_shared<work_log>(d.n);
     graph_spec spec;
     for (std::uint32_t i = 0; i < d.n; ++i) {
-      work w = static_cast<int>(i) == d.hang ? work{} : recorded(log, i, 0us, d.bad[i]);
+      work w = static_cast<int>(i) == d.hang ? work{} : log->record(i, 0us, d.bad[i]);
       spec.add(spec_of(std::move(w), {}, static_cast<op_priority>(rng() % 5),
                        static_cast<op_workload>(rng() % 4)),
                d.deps[i]);
@@ -133,7 +136,7 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
     if (d.lose_device) {
       auto lease = ask<op_lease>(co(), begin_atom::value, (*ids)[d.hang]);
       if (lease) {
-        BOOST_REQUIRE(host.inject_device_fault(lease->handle(), "injected loss").ok());
+        BOOST_REQUIRE(host->inject_device_fault(lease->handle(), "injected loss").ok());
         injected = true;
         ++sum.lost_dags;
         (void)ask<ticket>(co(), complete_atom::value, (*ids)[d.hang]);
@@ -166,9 +169,9 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
           if (n.stream != told.at((*ids)[dep].value).stream) ++sum.cross_edges;
         }
         // No op starts before its dependencies end.
-        if (log->started[i] != 0 && log->ended[dep] != 0) {
+        if (log->started(i) != 0 && log->ended(dep) != 0) {
           BOOST_CHECK_MESSAGE(
-              log->started[i].load() >= log->ended[dep].load(),
+              log->started(i) >= log->ended(dep),
               "graph " << g << ": op " << i << " started before dep " << dep << " ended");
         }
       }
@@ -235,6 +238,10 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
     return;
   }
   BOOST_TEST(100.0 * sum.bad / std::max<std::size_t>(sum.ops, 1) >= 5.0);
-  BOOST_TEST(sum.lost_dags * 100 >= dags * 5);
+  if (host != nullptr) {
+    BOOST_TEST(sum.lost_dags * 100 >= dags * 5);
+  } else {
+    std::printf("coordinator_random: no graph lost the device: CUDA has no fault injection\n");
+  }
   BOOST_TEST(sum.cross_edges * 100 >= sum.completed_edges * 30);
 }

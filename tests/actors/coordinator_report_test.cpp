@@ -29,22 +29,22 @@ op_spec typed(op_spec s, op_type type) {
 }
 
 // Three copies, four 2 ms kernels after them, one kernel that fails: 8 operations.
-graph_spec mixed_graph(std::shared_ptr<timeline_log> log) {
+graph_spec mixed_graph(std::shared_ptr<work_log> log) {
   graph_spec g;
   std::vector<std::uint32_t> copies;
   for (std::size_t i = 0; i < 3; ++i) {
     copies.push_back(
-        g.add(typed(spec_of(recorded(log, i), {}, op_priority::normal, op_workload::memory, "copy"),
+        g.add(typed(spec_of(log->record(i), {}, op_priority::normal, op_workload::memory, "copy"),
                     op_type::memory_transfer)));
   }
   for (std::size_t i = 3; i < 7; ++i) {
-    g.add(typed(spec_of(recorded(log, i, 2ms), {}, op_priority::normal, op_workload::compute,
+    g.add(typed(spec_of(log->record(i, 2ms), {}, op_priority::normal, op_workload::compute,
                         "matmul"),
                 op_type::kernel),
           {copies[i % 3]});
   }
   g.add(typed(
-      spec_of(recorded(log, 7, 0us, true), {}, op_priority::normal, op_workload::compute, "bad"),
+      spec_of(log->record(7, 0us, true), {}, op_priority::normal, op_workload::compute, "bad"),
       op_type::kernel));
   return g;
 }
@@ -67,7 +67,7 @@ std::vector<op_notice> run(runtime& rt, graph_spec g) {
 
 BOOST_AUTO_TEST_CASE(report_counts_streams_and_names_with_run_times) {
   coordinator_fixture fx{{"--cudactor.coordinator.streams=3", "--cudactor.coordinator.timing"}};
-  const auto ends = run(fx.rt(), mixed_graph(std::make_shared<timeline_log>(8)));
+  const auto ends = run(fx.rt(), mixed_graph(std::make_shared<work_log>(8)));
   BOOST_REQUIRE(ends.size() == 8u);
   auto r = fx.ask<coordinator_report>(fx.rt().coordinator(), report_atom::value);
   BOOST_REQUIRE(r);
@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(report_counts_streams_and_names_with_run_times) {
   BOOST_TEST(r->operations.front().name == "matmul");  // the most time first
 
   // A second graph adds to the figures.
-  run(fx.rt(), mixed_graph(std::make_shared<timeline_log>(8)));
+  run(fx.rt(), mixed_graph(std::make_shared<work_log>(8)));
   auto again = fx.ask<coordinator_report>(fx.rt().coordinator(), report_atom::value);
   BOOST_REQUIRE(again);
   BOOST_TEST(named(*again, "matmul")->count == 8u);
@@ -120,7 +120,7 @@ BOOST_AUTO_TEST_CASE(report_counts_streams_and_names_with_run_times) {
 
 BOOST_AUTO_TEST_CASE(without_timing_there_are_no_run_times) {
   coordinator_fixture fx{{"--cudactor.coordinator.streams=2"}};
-  run(fx.rt(), mixed_graph(std::make_shared<timeline_log>(8)));
+  run(fx.rt(), mixed_graph(std::make_shared<work_log>(8)));
   auto r = fx.ask<coordinator_report>(fx.rt().coordinator(), report_atom::value);
   BOOST_REQUIRE(r);
   BOOST_TEST(!r->timed);
@@ -156,14 +156,14 @@ BOOST_AUTO_TEST_CASE(the_trace_has_every_operation_in_the_order_it_ran) {
   {
     coordinator_fixture fx{
         {"--cudactor.coordinator.streams=3", "--cudactor.coordinator.trace=" + path}};
-    auto log = std::make_shared<timeline_log>(chains * length);
+    auto log = std::make_shared<work_log>(chains * length);
     graph_spec g;
     for (std::size_t c = 0; c < chains; ++c) {
       for (std::size_t k = 0; k < length; ++k) {
         const std::size_t i = c * length + k;
         std::vector<std::uint32_t> after;
         if (k != 0) after.push_back(static_cast<std::uint32_t>(i - 1));
-        g.add(spec_of(recorded(log, i, 200us), {}, {}, {}, "chain " + std::to_string(c)), after);
+        g.add(spec_of(log->record(i, 200us), {}, {}, {}, "chain " + std::to_string(c)), after);
       }
     }
     const auto ends = run(fx.rt(), std::move(g));

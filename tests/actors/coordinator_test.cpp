@@ -1,14 +1,13 @@
-// The coordinator through its messages: the seed patterns with their order checked by the
-// times the kernels recorded, failure and cancellation, priority under contention,
-// caller-launched operations, subscriptions, describe, deadlock reports, the pool's queries
-// and a lost device.
+// The coordinator through its messages, on either backend: the seed patterns with their order
+// checked by the times the work recorded where it ran, failure and cancellation, priority
+// under contention, caller-launched operations, subscriptions, describe, deadlock reports and
+// the pool's queries. What needs the host backend's faults is in coordinator_faults_test.
 #define BOOST_TEST_MODULE coordinator
 #include "coordinator_fixture.hpp"
 
 #include <set>
 #include <thread>
 
-#include "cudactor/gpu/host_backend.hpp"
 
 using namespace std::chrono_literals;
 using namespace cudactor;
@@ -35,19 +34,19 @@ BOOST_FIXTURE_TEST_SUITE(coordinator, four_streams)
 
 BOOST_AUTO_TEST_CASE(sequential_operations_run_one_after_another) {
   constexpr std::size_t n = 40;
-  auto log = std::make_shared<timeline_log>(n);
+  auto log = std::make_shared<work_log>(n);
   std::vector<op_id> ids;
   for (std::size_t i = 0; i < n; ++i) {
     std::vector<op_id> deps;
     if (i > 0) deps.push_back(ids.back());
-    ids.push_back(add(spec_of(recorded(log, i, 20us), deps)));
+    ids.push_back(add(spec_of(log->record(i, 20us), deps)));
   }
   auto notices = collect(ids);
   std::set<std::uint32_t> used;
   for (std::size_t i = 0; i < n; ++i) {
     BOOST_TEST((notices.at(ids[i].value).state == op_state::completed));
     used.insert(notices.at(ids[i].value).stream.value);
-    if (i > 0) BOOST_TEST(log->started[i].load() >= log->ended[i - 1].load());
+    if (i > 0) BOOST_TEST(log->started(i) >= log->ended(i - 1));
   }
   const auto m = metrics();
   BOOST_TEST(m.completed == n);
@@ -62,19 +61,19 @@ BOOST_AUTO_TEST_CASE(a_parallel_pipeline_prepares_computes_and_reduces_in_order)
   // N preparations -> one compute per stream after all of them -> one all-reduce after all.
   constexpr std::size_t prep = 8, computes = 4;
   const std::size_t total = prep + computes + 1;
-  auto log = std::make_shared<timeline_log>(total);
+  auto log = std::make_shared<work_log>(total);
   graph_spec g;
   std::vector<std::uint32_t> preps, comps;
   for (std::size_t i = 0; i < prep; ++i) {
     preps.push_back(g.add(
-        spec_of(recorded(log, i, 200us), {}, op_priority::normal, op_workload::memory, "prepare")));
+        spec_of(log->record(i, 200us), {}, op_priority::normal, op_workload::memory, "prepare")));
   }
   for (std::size_t i = 0; i < computes; ++i) {
-    comps.push_back(g.add(spec_of(recorded(log, prep + i, 300us), {}, op_priority::high,
+    comps.push_back(g.add(spec_of(log->record(prep + i, 300us), {}, op_priority::high,
                                   op_workload::compute, "compute"),
                           preps));
   }
-  auto reduce = g.add(spec_of(recorded(log, total - 1), {}, op_priority::critical,
+  auto reduce = g.add(spec_of(log->record(total - 1), {}, op_priority::critical,
                               op_workload::coordination, "all-reduce"),
                       comps);
   g.ops[reduce].spec.type = op_type::all_reduce;
@@ -84,14 +83,14 @@ BOOST_AUTO_TEST_CASE(a_parallel_pipeline_prepares_computes_and_reduces_in_order)
   auto notices = collect(*ids);
   std::int64_t last_prep_end = 0, last_compute_end = 0;
   for (std::size_t i = 0; i < prep; ++i)
-    last_prep_end = std::max(last_prep_end, log->ended[i].load());
+    last_prep_end = std::max(last_prep_end, log->ended(i));
   std::set<std::uint32_t> compute_streams;
   for (std::size_t i = 0; i < computes; ++i) {
-    BOOST_TEST(log->started[prep + i].load() >= last_prep_end);
-    last_compute_end = std::max(last_compute_end, log->ended[prep + i].load());
+    BOOST_TEST(log->started(prep + i) >= last_prep_end);
+    last_compute_end = std::max(last_compute_end, log->ended(prep + i));
     compute_streams.insert(notices.at((*ids)[prep + i].value).stream.value);
   }
-  BOOST_TEST(log->started[total - 1].load() >= last_compute_end);
+  BOOST_TEST(log->started(total - 1) >= last_compute_end);
   BOOST_TEST(compute_streams.size() > 1u);  // the computes ran side by side
   for (auto& [id, n] : notices) BOOST_TEST((n.state == op_state::completed));
   auto info = ask<op_info>(co(), describe_atom::value, (*ids)[reduce]);
@@ -106,13 +105,13 @@ BOOST_AUTO_TEST_CASE(a_parallel_pipeline_prepares_computes_and_reduces_in_order)
 }
 
 BOOST_AUTO_TEST_CASE(a_failure_cancels_its_dependents_and_the_rest_goes_on) {
-  auto log = std::make_shared<timeline_log>(5);
+  auto log = std::make_shared<work_log>(5);
   gate g;
   auto held = add(spec_of(g.hold()));
-  auto bad = add(spec_of(recorded(log, 0, 0us, true), {held}));
-  auto child = add(spec_of(recorded(log, 1), {bad}));
-  auto grandchild = add(spec_of(recorded(log, 2), {child}));
-  auto other = add(spec_of(recorded(log, 3), {held}));
+  auto bad = add(spec_of(log->record(0, 0us, true), {held}));
+  auto child = add(spec_of(log->record(1), {bad}));
+  auto grandchild = add(spec_of(log->record(2), {child}));
+  auto other = add(spec_of(log->record(3), {held}));
   g.open();
   auto notices = collect({held, bad, child, grandchild, other});
   BOOST_TEST((notices.at(bad.value).state == op_state::failed));
@@ -253,9 +252,9 @@ BOOST_AUTO_TEST_CASE(cancelling_withdraws_what_has_not_reached_a_stream) {
 }
 
 BOOST_AUTO_TEST_CASE(a_caller_launched_operation_holds_its_stream_from_begin_to_complete) {
-  auto log = std::make_shared<timeline_log>(2);
+  auto log = std::make_shared<work_log>(2);
   auto manual = add(spec_of({}, {}, op_priority::normal, op_workload::compute, "hand-made"));
-  auto after = add(spec_of(recorded(log, 1), {manual}));
+  auto after = add(spec_of(log->record(1), {manual}));
   auto lease = ask<op_lease>(co(), begin_atom::value, manual);
   BOOST_REQUIRE_MESSAGE(lease, why(lease));
   BOOST_TEST(lease->op == manual);
@@ -263,12 +262,7 @@ BOOST_AUTO_TEST_CASE(a_caller_launched_operation_holds_its_stream_from_begin_to_
   auto info = ask<op_info>(co(), describe_atom::value, manual);
   BOOST_TEST((info && info->state == op_state::running && info->manual));
   // The caller enqueues its own work on the stream it was handed.
-  auto enqueued = rt().device().enqueue(lease->handle(), [log](const gpu::launch_context&) {
-    log->started[0] = detail::now_ns();
-    std::this_thread::sleep_for(5ms);
-    log->ended[0] = detail::now_ns();
-    return gpu::status{};
-  });
+  auto enqueued = rt().device().enqueue(lease->handle(), log->launch(0, 5ms));
   BOOST_REQUIRE(enqueued.ok());
   auto done = ask<ticket>(co(), complete_atom::value, manual);
   BOOST_REQUIRE_MESSAGE(done, why(done));
@@ -276,7 +270,7 @@ BOOST_AUTO_TEST_CASE(a_caller_launched_operation_holds_its_stream_from_begin_to_
   auto notices = collect({manual, after});
   BOOST_TEST((notices.at(manual.value).state == op_state::completed));
   BOOST_TEST((notices.at(after.value).state == op_state::completed));
-  BOOST_TEST(log->started[1].load() >= log->ended[0].load());
+  BOOST_TEST(log->started(1) >= log->ended(0));
   BOOST_TEST(!ask<ticket>(co(), complete_atom::value, manual));  // ended: nothing to complete
   auto automatic = add(spec_of(noop()));
   BOOST_TEST(!ask<op_lease>(co(), begin_atom::value, automatic));  // carries its own work
@@ -298,62 +292,6 @@ BOOST_AUTO_TEST_CASE(begin_is_answered_once_the_dependencies_are_submitted) {
   auto answer = second_lease.get();  // the waiting begin is answered with the cancellation
   BOOST_REQUIRE(!answer);
   BOOST_TEST(answer.error().code() == static_cast<std::uint8_t>(errc::dependency_failed));
-}
-
-// What a begun operation left on its stream (waits for its dependencies, the caller's work)
-// is its own: when it ends without completing, the next operation there must not inherit a
-// failure from it.
-BOOST_AUTO_TEST_CASE(a_begun_operation_that_never_completes_leaves_its_stream_clean) {
-  gate g;
-  auto shared = g.opened();
-  auto bad = add(spec_of(work::local([shared](const gpu::launch_context&) {
-    shared.wait();
-    return gpu::status{gpu::errc::op_failed, "the held kernel failed"};
-  })));
-  auto manual = add(spec_of({}, {bad}));
-  auto lease = ask<op_lease>(co(), begin_atom::value, manual);
-  BOOST_REQUIRE_MESSAGE(lease, why(lease));
-  auto held_on = ask<op_info>(co(), describe_atom::value, bad);
-  BOOST_REQUIRE(held_on);
-  // On another stream than its dependency, the begin put a device wait on the lease's stream.
-  BOOST_REQUIRE(lease->stream != held_on->stream);
-  g.open();
-  auto ended = collect({bad, manual});
-  BOOST_TEST((ended.at(manual.value).state == op_state::cancelled));
-  BOOST_TEST(!ask<ticket>(co(), complete_atom::value, manual));
-
-  // A second begun op whose caller's own work failed, reported with complete(error).
-  auto second = add(spec_of({}));
-  auto second_lease = ask<op_lease>(co(), begin_atom::value, second);
-  BOOST_REQUIRE_MESSAGE(second_lease, why(second_lease));
-  BOOST_REQUIRE(rt().device()
-                    .enqueue(second_lease->handle(),
-                             [](const gpu::launch_context&) {
-                               return gpu::status{gpu::errc::op_failed, "the caller's kernel"};
-                             })
-                    .ok());
-  auto failed = ask<op_state>(co(), complete_atom::value, second,
-                              make_error(errc::op_failed, "the caller saw its launch fail"));
-  BOOST_TEST((failed && *failed == op_state::failed));
-
-  // Sixteen operations of 300 us in one graph: dispatched in one pass while all are in
-  // flight, so the load-balanced pool puts some on every stream, the two leased ones included.
-  auto log = std::make_shared<timeline_log>(16);
-  graph_spec later;
-  for (std::size_t i = 0; i < 16; ++i) later.add(spec_of(recorded(log, i, 300us)));
-  auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(later), me());
-  BOOST_REQUIRE_MESSAGE(ids, why(ids));
-  const std::vector<op_id> after = *ids;
-  auto notices = collect(after);
-  std::set<std::uint32_t> used;
-  for (auto& [id, n] : notices) {
-    BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
-    used.insert(n.stream.value);
-  }
-  BOOST_TEST(used.count(lease->stream.value) == 1u);
-  BOOST_TEST(used.count(second_lease->stream.value) == 1u);
-  const auto m = metrics();
-  BOOST_TEST(m.live == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(subscribers_hear_each_end_exactly_once) {
@@ -425,34 +363,6 @@ BOOST_AUTO_TEST_CASE(wait_for_any_ready_answers_when_a_stream_goes_idle_or_times
   collect(held);
 }
 
-BOOST_AUTO_TEST_CASE(a_lost_device_fails_everything_and_work_is_refused_until_reset) {
-  auto manual = add(spec_of({}));
-  auto waiting = add(spec_of(noop(), {manual}));
-  auto lease = ask<op_lease>(co(), begin_atom::value, manual);
-  BOOST_REQUIRE_MESSAGE(lease, why(lease));
-  auto& host = static_cast<gpu::host_backend&>(rt().device());
-  BOOST_REQUIRE(host.inject_device_fault(lease->handle(), "illegal address").ok());
-  // The coordinator learns of it from the poller once the stream reaches the next point.
-  BOOST_REQUIRE(ask<ticket>(co(), complete_atom::value, manual) || true);
-  auto notices = collect({manual, waiting});
-  for (auto& [id, n] : notices) {
-    BOOST_TEST((n.state == op_state::failed));
-    BOOST_TEST(n.cause.code() == static_cast<std::uint8_t>(errc::device_lost));
-  }
-  auto refused = ask<op_id>(co(), register_atom::value, spec_of(noop()));
-  BOOST_REQUIRE(!refused);
-  BOOST_TEST(refused.error().code() == static_cast<std::uint8_t>(errc::device_lost));
-  BOOST_TEST(render(refused.error()).find("reset") != std::string::npos);
-  auto early = ask<bool>(co(), reset_atom::value);  // the backend is still lost
-  BOOST_TEST(!early);
-  BOOST_REQUIRE(rt().device().reset().ok());  // from outside any actor
-  auto reset = ask<bool>(co(), reset_atom::value);
-  BOOST_REQUIRE_MESSAGE(reset, why(reset));
-  BOOST_TEST(*reset);
-  auto again = add(spec_of(noop()));
-  BOOST_TEST((told(again).state == op_state::completed));
-}
-
 BOOST_AUTO_TEST_CASE(work_after_shutdown_is_refused_clearly) {
   auto root = add(spec_of({}));
   self()->send(co(), shutdown_atom::value);
@@ -475,10 +385,10 @@ BOOST_AUTO_TEST_CASE(ready_operations_go_out_in_priority_order) {
   const std::vector<op_priority> order{op_priority::cleanup,  op_priority::normal,
                                        op_priority::critical, op_priority::low,
                                        op_priority::high,     op_priority::normal};
-  auto log = std::make_shared<timeline_log>(order.size());
+  auto log = std::make_shared<work_log>(order.size());
   std::vector<op_id> ids;
   for (std::size_t i = 0; i < order.size(); ++i) {
-    ids.push_back(add(spec_of(recorded(log, i), {}, order[i])));
+    ids.push_back(add(spec_of(log->record(i), {}, order[i])));
   }
   BOOST_TEST(silent_for(20ms));  // nothing ran: the stream is held
   BOOST_REQUIRE(ask<ticket>(co(), complete_atom::value, holder));
@@ -487,7 +397,7 @@ BOOST_AUTO_TEST_CASE(ready_operations_go_out_in_priority_order) {
   // critical(2), high(4), normal(1), normal(5), low(3), cleanup(0)
   const std::vector<std::size_t> expected{2, 4, 1, 5, 3, 0};
   for (std::size_t k = 0; k < expected.size(); ++k) {
-    BOOST_TEST(log->rank[expected[k]].load() == static_cast<int>(k));
+    BOOST_TEST(log->rank(expected[k]) == static_cast<int>(k));
   }
 }
 

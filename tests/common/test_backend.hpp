@@ -21,6 +21,10 @@ inline std::string test_backend() {
 
 inline bool on_cuda() { return test_backend() == "cuda"; }
 
+// The "gpu" label of the series a runtime on that backend reports: the device's ordinal (the
+// tests use device 0) on CUDA.
+inline std::string gpu_label() { return on_cuda() ? "0" : "host"; }
+
 // The option that gives a runtime, a node or an example that backend.
 inline std::string backend_option() { return "--cudactor.backend=" + test_backend(); }
 

@@ -35,6 +35,17 @@ __global__ void busy_kernel(long long ns) {
   }
 }
 
+__global__ void stamp_kernel(volatile long long* started, volatile long long* ended,
+                             volatile int* rank, int* order, long long busy_ns) {
+  const long long start = now_ns();
+  *started = start;
+  *rank = atomicAdd_system(order, 1);
+  while (now_ns() - start < busy_ns) {
+  }
+  *ended = now_ns();
+  __threadfence_system();
+}
+
 __global__ void iota_kernel(int* data, int n, int offset) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) data[i] = i + offset;
@@ -73,6 +84,13 @@ int store(void* stream, volatile int* word, int value) {
 
 int copy_word(void* stream, volatile int* from, volatile int* to) {
   copy_word_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(from, to);
+  return static_cast<int>(cudaPeekAtLastError());
+}
+
+int stamp(void* stream, volatile long long* started, volatile long long* ended,
+          volatile int* rank, int* order, long long busy_ns) {
+  stamp_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(started, ended, rank, order,
+                                                               busy_ns);
   return static_cast<int>(cudaPeekAtLastError());
 }
 

@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const label_map stream0{{"gpu", "host"}, {"stream", "stream-0"}};
+const label_map stream0{{"gpu", gpu_label()}, {"stream", "stream-0"}};
 
 work failing() {
   return work::local([](const gpu::launch_context&) {
@@ -66,7 +66,7 @@ BOOST_FIXTURE_TEST_CASE(batched_submissions_are_counted_per_op, coordinator_fixt
   }
   BOOST_REQUIRE(ask<completion>(rt().stream(1), synchronize_atom::value));
   BOOST_REQUIRE(ask<stream_status>(rt().stream(1), status_atom::value));
-  const label_map stream1{{"gpu", "host"}, {"stream", "stream-1"}};
+  const label_map stream1{{"gpu", gpu_label()}, {"stream", "stream-1"}};
   const metric_reader r{rt().metrics()};
   BOOST_TEST(r.counter("cudactor_stream_operations_total", stream1) == batches * per_batch);
   BOOST_TEST(r.counter("cudactor_stream_operations_completed_total", stream1) ==
@@ -117,16 +117,14 @@ BOOST_FIXTURE_TEST_CASE(timing_mode_observes_device_time, runtime_fixture) {
   f.stop();
   f.start({"--cudactor.timing"});
   constexpr int n = 20;
-  for (int i = 0; i < n; ++i) {
-    BOOST_REQUIRE(ask<ticket>(rt().stream(0), submit_atom::value, work::local([](auto&) {
-                                std::this_thread::sleep_for(100us);
-                                return gpu::status{};
-                              })));
+  const work_log log{n};
+  for (std::size_t i = 0; i < n; ++i) {
+    BOOST_REQUIRE(ask<ticket>(rt().stream(0), submit_atom::value, log.record(i, 100us)));
   }
   BOOST_REQUIRE(ask<completion>(rt().stream(0), synchronize_atom::value));
   const metric_reader r{rt().metrics()};
   BOOST_TEST(r.observations("cudactor_stream_gpu_seconds", stream0) == n);
-  // Each slept 100 µs: none can have taken less.
+  // Each was busy 100 µs: none can have taken less.
   const auto& h = r.sample("cudactor_stream_gpu_seconds", stream0).histogram;
   BOOST_TEST(h.sample_sum >= n * 100e-6);
 }
@@ -159,10 +157,10 @@ BOOST_FIXTURE_TEST_CASE(the_coordinator_counts_by_type_and_priority, coordinator
   const auto m = metrics();
 
   const metric_reader r{rt().metrics()};
-  const label_map kernel_normal{{"gpu", "host"}, {"type", "kernel"}, {"priority", "normal"}};
-  const label_map copy_high{{"gpu", "host"}, {"type", "memory_transfer"}, {"priority", "high"}};
-  const label_map kernel_low{{"gpu", "host"}, {"type", "kernel"}, {"priority", "low"}};
-  const label_map kernel_cleanup{{"gpu", "host"}, {"type", "kernel"}, {"priority", "cleanup"}};
+  const label_map kernel_normal{{"gpu", gpu_label()}, {"type", "kernel"}, {"priority", "normal"}};
+  const label_map copy_high{{"gpu", gpu_label()}, {"type", "memory_transfer"}, {"priority", "high"}};
+  const label_map kernel_low{{"gpu", gpu_label()}, {"type", "kernel"}, {"priority", "low"}};
+  const label_map kernel_cleanup{{"gpu", gpu_label()}, {"type", "kernel"}, {"priority", "cleanup"}};
   BOOST_TEST(r.counter("cudactor_operations_registered_total", kernel_normal) == 31);
   BOOST_TEST(r.counter("cudactor_operations_completed_total", kernel_normal) == 31);
   BOOST_TEST(r.counter("cudactor_operations_registered_total", copy_high) == 10);
@@ -189,7 +187,7 @@ BOOST_FIXTURE_TEST_CASE(the_coordinator_counts_by_type_and_priority, coordinator
   double in_flight = 1;
   for (int i = 0; i < 500 && in_flight != 0; ++i) {
     (void)metrics();
-    in_flight = metric_reader{rt().metrics()}.sum("cudactor_stream_in_flight", {{"gpu", "host"}});
+    in_flight = metric_reader{rt().metrics()}.sum("cudactor_stream_in_flight", {{"gpu", gpu_label()}});
     if (in_flight != 0) std::this_thread::sleep_for(10ms);
   }
   BOOST_TEST(in_flight == 0);
@@ -219,7 +217,7 @@ BOOST_FIXTURE_TEST_CASE(the_pool_gauges_follow_the_leases, runtime_fixture) {
   // the pool says it has.
   BOOST_REQUIRE(ask<pool_utilization>(rt().event_pool(), utilization_atom::value));
   const auto before = metric_reader{rt().metrics()};
-  const label_map regular{{"gpu", "host"}, {"kind", "regular"}};
+  const label_map regular{{"gpu", gpu_label()}, {"kind", "regular"}};
   const double leased_before = before.gauge("cudactor_event_pool_in_use", regular);
   auto refs = ask<std::vector<event_ref>>(rt().event_pool(), acquire_atom::value,
                                           gpu::event_kind::regular, std::uint32_t{5});
@@ -252,7 +250,7 @@ BOOST_FIXTURE_TEST_CASE(a_barrier_counts_crossings_timeouts_and_waits, runtime_f
   g.open();
   BOOST_REQUIRE(!late);
   const metric_reader r{rt().metrics()};
-  const label_map step{{"gpu", "host"}, {"barrier", "step"}};
+  const label_map step{{"gpu", gpu_label()}, {"barrier", "step"}};
   BOOST_TEST(r.counter("cudactor_barrier_crossings_total", step) == 2);
   BOOST_TEST(r.counter("cudactor_barrier_timeouts_total", step) == 1);
   BOOST_TEST(r.counter("cudactor_barrier_failures_total", step) == 0);
