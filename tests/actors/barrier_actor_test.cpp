@@ -37,7 +37,7 @@ BOOST_AUTO_TEST_CASE(every_stream_reaches_the_barrier_before_it_is_crossed) {
     BOOST_TEST(m.member == i);
     BOOST_TEST(m.name == "stream-" + std::to_string(i));
     BOOST_TEST(m.point == first[i].point);  // the barrier sat after the work
-    BOOST_TEST(log->ended(i) != 0);  // every stream's work ended before the answer
+    BOOST_TEST(log->ended(i) != 0);         // every stream's work ended before the answer
     if (!on_cuda()) {  // the work's stamps are on the host's clock, as the barrier's times
       BOOST_TEST(log->ended(i) <= answered);
       BOOST_TEST(m.arrived_ns >= log->ended(i));

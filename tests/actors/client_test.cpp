@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "actors/coordinator_fixture.hpp"
-#include "common/time_scale.hpp"
 #include "common/gate.hpp"
+#include "common/time_scale.hpp"
 #include "cudactor/actors/client.hpp"
 #include "cudactor/actors/client_asio.hpp"
 
@@ -183,8 +183,8 @@ BOOST_FIXTURE_TEST_CASE(stopping_tells_what_is_pending_shutting_down, runtime_fi
 
 BOOST_AUTO_TEST_CASE(a_runtime_shut_down_under_a_client_ends_everything_and_does_not_hang) {
   runtime_config config;
-  BOOST_REQUIRE(!config.parse(
-      std::vector<std::string>{backend_option(), "--cudactor.metrics.no-exposer"}));
+  BOOST_REQUIRE(
+      !config.parse(std::vector<std::string>{backend_option(), "--cudactor.metrics.no-exposer"}));
   auto started = runtime::start(config);
   BOOST_REQUIRE_MESSAGE(started.ok(), started.error().to_string());
   auto rt = std::move(started.value());

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "common/time_scale.hpp"
 #include "common/gate.hpp"
-#include "common/work_log.hpp"
 #include "common/protocol_printing.hpp"
 #include "common/runtime_fixture.hpp"
+#include "common/time_scale.hpp"
+#include "common/work_log.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor::test {

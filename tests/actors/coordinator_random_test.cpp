@@ -170,9 +170,9 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
         }
         // No op starts before its dependencies end.
         if (log->started(i) != 0 && log->ended(dep) != 0) {
-          BOOST_CHECK_MESSAGE(
-              log->started(i) >= log->ended(dep),
-              "graph " << g << ": op " << i << " started before dep " << dep << " ended");
+          BOOST_CHECK_MESSAGE(log->started(i) >= log->ended(dep), "graph " << g << ": op " << i
+                                                                           << " started before dep "
+                                                                           << dep << " ended");
         }
       }
       if (dep_ended_badly) {

@@ -38,10 +38,10 @@ graph_spec mixed_graph(std::shared_ptr<work_log> log) {
                     op_type::memory_transfer)));
   }
   for (std::size_t i = 3; i < 7; ++i) {
-    g.add(typed(spec_of(log->record(i, 2ms), {}, op_priority::normal, op_workload::compute,
-                        "matmul"),
-                op_type::kernel),
-          {copies[i % 3]});
+    g.add(
+        typed(spec_of(log->record(i, 2ms), {}, op_priority::normal, op_workload::compute, "matmul"),
+              op_type::kernel),
+        {copies[i % 3]});
   }
   g.add(typed(
       spec_of(log->record(7, 0us, true), {}, op_priority::normal, op_workload::compute, "bad"),

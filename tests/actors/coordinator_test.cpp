@@ -8,7 +8,6 @@
 #include <set>
 #include <thread>
 
-
 using namespace std::chrono_literals;
 using namespace cudactor;
 using namespace cudactor::test;
@@ -82,8 +81,7 @@ BOOST_AUTO_TEST_CASE(a_parallel_pipeline_prepares_computes_and_reduces_in_order)
   BOOST_REQUIRE_EQUAL(ids->size(), total);
   auto notices = collect(*ids);
   std::int64_t last_prep_end = 0, last_compute_end = 0;
-  for (std::size_t i = 0; i < prep; ++i)
-    last_prep_end = std::max(last_prep_end, log->ended(i));
+  for (std::size_t i = 0; i < prep; ++i) last_prep_end = std::max(last_prep_end, log->ended(i));
   std::set<std::uint32_t> compute_streams;
   for (std::size_t i = 0; i < computes; ++i) {
     BOOST_TEST(log->started(prep + i) >= last_prep_end);

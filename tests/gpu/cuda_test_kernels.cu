@@ -87,8 +87,8 @@ int copy_word(void* stream, volatile int* from, volatile int* to) {
   return static_cast<int>(cudaPeekAtLastError());
 }
 
-int stamp(void* stream, volatile long long* started, volatile long long* ended,
-          volatile int* rank, int* order, long long busy_ns) {
+int stamp(void* stream, volatile long long* started, volatile long long* ended, volatile int* rank,
+          int* order, long long busy_ns) {
   stamp_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(started, ended, rank, order,
                                                                busy_ns);
   return static_cast<int>(cudaPeekAtLastError());

@@ -20,8 +20,8 @@ int copy_word(void* stream, volatile int* from, volatile int* to);
 int busy(void* stream, long long ns);
 // *started = GPU time (ns), *rank = (*order)++ (a system-wide atomic, so ranks give the order
 // kernels on any stream began in), spins for `busy_ns`, then *ended = GPU time.
-int stamp(void* stream, volatile long long* started, volatile long long* ended,
-          volatile int* rank, int* order, long long busy_ns);
+int stamp(void* stream, volatile long long* started, volatile long long* ended, volatile int* rank,
+          int* order, long long busy_ns);
 // data[i] = i + offset, for i < n.
 int iota(void* stream, int* data, int n, int offset);
 // data[i] += value.

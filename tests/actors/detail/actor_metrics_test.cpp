@@ -158,7 +158,8 @@ BOOST_FIXTURE_TEST_CASE(the_coordinator_counts_by_type_and_priority, coordinator
 
   const metric_reader r{rt().metrics()};
   const label_map kernel_normal{{"gpu", gpu_label()}, {"type", "kernel"}, {"priority", "normal"}};
-  const label_map copy_high{{"gpu", gpu_label()}, {"type", "memory_transfer"}, {"priority", "high"}};
+  const label_map copy_high{
+      {"gpu", gpu_label()}, {"type", "memory_transfer"}, {"priority", "high"}};
   const label_map kernel_low{{"gpu", gpu_label()}, {"type", "kernel"}, {"priority", "low"}};
   const label_map kernel_cleanup{{"gpu", gpu_label()}, {"type", "kernel"}, {"priority", "cleanup"}};
   BOOST_TEST(r.counter("cudactor_operations_registered_total", kernel_normal) == 31);
@@ -187,7 +188,8 @@ BOOST_FIXTURE_TEST_CASE(the_coordinator_counts_by_type_and_priority, coordinator
   double in_flight = 1;
   for (int i = 0; i < 500 && in_flight != 0; ++i) {
     (void)metrics();
-    in_flight = metric_reader{rt().metrics()}.sum("cudactor_stream_in_flight", {{"gpu", gpu_label()}});
+    in_flight =
+        metric_reader{rt().metrics()}.sum("cudactor_stream_in_flight", {{"gpu", gpu_label()}});
     if (in_flight != 0) std::this_thread::sleep_for(10ms);
   }
   BOOST_TEST(in_flight == 0);
