@@ -41,6 +41,9 @@ struct stream_actor_options {
   std::size_t max_batch = 65536;                     // most works in one submit message
   std::size_t reuse_limit = std::size_t{256} << 20;  // freed bytes kept for reuse
   std::size_t failure_history = 4096;                // failed points remembered for late awaits
+  // Completed points whose times are remembered (newest first), so that an await or a
+  // synchronize on a point already reached answers with its times, not zeros.
+  std::size_t times_kept = 4096;
 };
 
 namespace detail {

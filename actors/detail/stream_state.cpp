@@ -35,6 +35,7 @@ void stream_state::init(self_pointer self, const stream_context& context,
   registry_ = registry_or_own(context_.metrics);
   metrics_.emplace(*registry_, gpu_label(*context_.device), options_.name);
   allocator_.emplace(*context_.device, stream_.ref(), options_.reuse_limit);
+  reached_times_.assign(options_.times_kept, completion{});
   last_point_ = issued_ = completed_ = watched_ = 0;
   if (auto tl = context_.device->timeline_of(stream_.ref())) {
     last_point_ = issued_ = completed_ = watched_ = (*tl)->submitted();
@@ -323,7 +324,7 @@ caf::error stream_state::failure_in(timeline_point from, timeline_point to) cons
 }
 
 completion stream_state::make_completion(timeline_point point, const op_record* record,
-                                         std::int64_t detected_ns) {
+                                         std::int64_t detected_ns) const {
   completion out;
   out.op = ticket{options_.id, point};
   out.detected_ns = detected_ns;
@@ -336,6 +337,21 @@ completion stream_state::make_completion(timeline_point point, const op_record* 
     }
   }
   return out;
+}
+
+void stream_state::keep_times(const completion& done) {
+  if (reached_times_.empty()) return;
+  reached_times_[done.op.point % reached_times_.size()] = done;
+}
+
+completion stream_state::times_of(timeline_point point) const {
+  if (!reached_times_.empty()) {
+    const completion& kept = reached_times_[point % reached_times_.size()];
+    if (kept.op.point == point) return kept;
+  }
+  // Older than what is kept, or before this actor's first point (a stream's timeline can
+  // start past 0): reached, with no times left to tell.
+  return make_completion(point, nullptr, 0);
 }
 
 void stream_state::on_progress(const completion_batch& batch) {
@@ -357,23 +373,21 @@ void stream_state::on_progress(const completion_batch& batch) {
         metrics_->gpu_time(took->count());
       }
     }
-    const bool need_completion = awaiters_.count(p) != 0 || (record.end && !subscribers_.empty());
-    if (need_completion) {
-      const completion done = make_completion(p, &record, batch.detected_ns);
-      auto range = awaiters_.equal_range(p);
-      if (range.first != range.second) {
-        auto failed = failures_.find(p);
-        for (auto i = range.first; i != range.second; ++i) {
-          if (failed != failures_.end()) {
-            i->second.deliver(failed->second);
-          } else {
-            i->second.deliver(done);
-          }
+    const completion done = make_completion(p, &record, batch.detected_ns);
+    keep_times(done);
+    auto range = awaiters_.equal_range(p);
+    if (range.first != range.second) {
+      auto failed = failures_.find(p);
+      for (auto i = range.first; i != range.second; ++i) {
+        if (failed != failures_.end()) {
+          i->second.deliver(failed->second);
+        } else {
+          i->second.deliver(done);
         }
-        awaiters_.erase(range.first, range.second);
       }
-      if (record.end && !subscribers_.empty()) told.timed.push_back(done);
+      awaiters_.erase(range.first, range.second);
     }
+    if (record.end && !subscribers_.empty()) told.timed.push_back(done);
     if (record.start) timing_cache.push_back(*record.start);
     if (record.end) timing_cache.push_back(*record.end);
   }
@@ -393,8 +407,7 @@ void stream_state::on_progress(const completion_batch& batch) {
     if (auto failed = failure_in(waiter.from, waiter.to)) {
       waiter.promise.deliver(failed);
     } else {
-      const op_record* none = nullptr;
-      waiter.promise.deliver(make_completion(waiter.to, none, batch.detected_ns));
+      waiter.promise.deliver(times_of(waiter.to));
     }
   }
   for (const auto& listener : subscribers_) self_->send(listener, told);
@@ -417,7 +430,7 @@ caf::result<completion> stream_state::await(timeline_point point) {
   if (point <= completed_) {
     auto failed = failures_.find(point);
     if (failed != failures_.end()) return failed->second;
-    return make_completion(point, nullptr, 0);
+    return times_of(point);
   }
   if (auto why = refusal()) return why;
   auto promise = self_->make_response_promise<completion>();
@@ -431,7 +444,7 @@ caf::result<completion> stream_state::synchronize() {
   last_sync_ = to;
   if (to <= completed_) {
     if (auto failed = failure_in(from, to)) return failed;
-    return make_completion(to, nullptr, 0);
+    return times_of(to);
   }
   if (auto why = refusal()) return why;
   auto promise = self_->make_response_promise<completion>();

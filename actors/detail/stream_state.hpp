@@ -112,7 +112,7 @@ class stream_state {
   void note_failure(timeline_point point, caf::error error);
   [[nodiscard]] caf::error failure_in(timeline_point from, timeline_point to) const;
   completion make_completion(timeline_point point, const op_record* record,
-                             std::int64_t detected_ns);
+                             std::int64_t detected_ns) const;
   // Everything not yet reached is answered with `why`; nothing more is accepted.
   void fail_outstanding(const caf::error& why);
   void close(bool running);
@@ -136,6 +136,11 @@ class stream_state {
   std::map<timeline_point, caf::typed_response_promise<event_ref>> record_promises_;
   std::multimap<timeline_point, std::function<void(const caf::error&)>> callbacks_;
   std::map<timeline_point, caf::error> failures_;  // the newest failure_history ones
+  // The times of the newest times_kept completed points, indexed by point modulo its size
+  // (an entry whose ticket names another point has been overwritten).
+  std::vector<completion> reached_times_;
+  void keep_times(const completion& done);
+  [[nodiscard]] completion times_of(timeline_point point) const;
   std::uint64_t failure_count_ = 0;
 
   std::array<std::vector<cached_event>, 2> cache_;  // by event kind

@@ -105,19 +105,62 @@ BOOST_AUTO_TEST_CASE(typed_operations_refuse_ill_typed_arguments_before_they_run
   BOOST_TEST(f.rt().operations().names() == std::vector<std::string>{"scaled"});
 }
 
-BOOST_AUTO_TEST_CASE(timing_mode_gives_device_start_and_end_times) {
-  test::runtime_fixture f{{"--cudactor.streams=1", "--cudactor.timing"}};
-  auto t = f.ask<ticket>(f.rt().stream(0), submit_atom::value,
-                         work::local([](const gpu::launch_context& ctx) {
-                           return demo::busy(ctx, 2000);  // a kernel on CUDA
-                         }));
-  BOOST_REQUIRE(t);
+namespace {
+
+// Work busy for `us` microseconds (a kernel on CUDA) on stream 0, awaited: its ticket and the
+// completion the await answered.
+std::pair<ticket, completion> busy_and_awaited(test::runtime_fixture& f, int us) {
+  auto t = f.ask<ticket>(
+      f.rt().stream(0), submit_atom::value,
+      work::local([us](const gpu::launch_context& ctx) { return demo::busy(ctx, us); }));
+  BOOST_REQUIRE_MESSAGE(t, f.why(t));
   auto done = f.ask<completion>(f.rt().stream(0), await_atom::value, t->point);
   BOOST_REQUIRE_MESSAGE(done, f.why(done));
-  BOOST_REQUIRE(done->timed());
-  BOOST_TEST(done->ended_ns - done->started_ns >= 2'000'000);
-  BOOST_TEST(done->started_ns >= done->submitted_ns - 1'000'000);
-  BOOST_TEST(done->ended_ns <= done->detected_ns + 1'000'000);
+  return {*t, *done};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(timing_mode_gives_device_start_and_end_times) {
+  test::runtime_fixture f{{"--cudactor.streams=1", "--cudactor.timing"}};
+  const completion done = busy_and_awaited(f, 2000).second;
+  BOOST_REQUIRE(done.timed());
+  BOOST_TEST(done.ended_ns - done.started_ns >= 2'000'000);
+  BOOST_TEST(done.started_ns >= done.submitted_ns - 1'000'000);
+  BOOST_TEST(done.ended_ns <= done.detected_ns + 1'000'000);
+}
+
+// An await or a synchronize that comes after the point was reached answers with the times
+// recorded when it was (they were zeros: only an await already waiting got them).
+BOOST_AUTO_TEST_CASE(a_late_await_or_synchronize_answers_with_the_recorded_times) {
+  test::runtime_fixture f{{"--cudactor.streams=1", "--cudactor.timing"}};
+  const auto [t, first] = busy_and_awaited(f, 1000);
+  BOOST_REQUIRE(first.timed());
+  auto late = f.ask<completion>(f.rt().stream(0), await_atom::value, t.point);
+  BOOST_REQUIRE_MESSAGE(late, f.why(late));
+  BOOST_TEST(late->op.point == t.point);
+  BOOST_TEST(late->submitted_ns == first.submitted_ns);
+  BOOST_TEST(late->detected_ns == first.detected_ns);
+  BOOST_TEST(late->started_ns == first.started_ns);
+  BOOST_TEST(late->ended_ns == first.ended_ns);
+  auto synced = f.ask<completion>(f.rt().stream(0), synchronize_atom::value);
+  BOOST_REQUIRE_MESSAGE(synced, f.why(synced));
+  BOOST_TEST(synced->op.point == t.point);
+  BOOST_TEST(synced->ended_ns == first.ended_ns);
+  BOOST_TEST(synced->submitted_ns == first.submitted_ns);
+  // Untimed, the host times are kept all the same.
+  test::runtime_fixture plain{{"--cudactor.streams=1"}};
+  auto u = plain.ask<ticket>(plain.rt().stream(0), submit_atom::value,
+                             work::local([](const gpu::launch_context&) { return gpu::status{}; }));
+  BOOST_REQUIRE(u);
+  auto once = plain.ask<completion>(plain.rt().stream(0), synchronize_atom::value);
+  BOOST_REQUIRE_MESSAGE(once, plain.why(once));
+  auto again = plain.ask<completion>(plain.rt().stream(0), await_atom::value, u->point);
+  BOOST_REQUIRE_MESSAGE(again, plain.why(again));
+  BOOST_TEST(again->submitted_ns != 0);
+  BOOST_TEST(again->detected_ns != 0);
+  BOOST_TEST(again->detected_ns == once->detected_ns);
+  BOOST_TEST(!again->timed());
 }
 
 BOOST_AUTO_TEST_CASE(every_request_is_answered_once_shutdown_begins) {
