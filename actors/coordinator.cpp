@@ -30,6 +30,8 @@ coordinator_actor::behavior_type coordinator_behavior(
       [&st](submit_atom, graph_spec& graph, const op_listener& listener) {
         return st.submit_graph(graph, &listener);
       },
+      [&st](run_atom, op_spec& spec) { return st.run_op(spec); },
+      [&st](run_atom, graph_spec& graph) { return st.run_graph(graph); },
       [&st](depend_atom, op_id op, op_id dep) { return st.depend(op, dep); },
       [&st](begin_atom, op_id id) { return st.begin(id); },
       [&st](complete_atom, op_id id) { return st.complete(id); },

@@ -32,6 +32,7 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <random>
@@ -227,6 +228,36 @@ caf::behavior latency_client(caf::event_based_actor* self, coordinator_actor co,
   };
 }
 
+// One op at a time as a run request: run -> its answer (what the client and the node use).
+caf::behavior run_latency_client(caf::event_based_actor* self, coordinator_actor co,
+                                 std::shared_ptr<latency_state> st) {
+  auto one = noop_spec();
+  auto next = std::make_shared<std::function<void()>>();
+  *next = [=] {
+    st->sent_ns = now_ns();
+    self->request(co, caf::infinite, run_atom::value, one).then([=](const op_notice&) {
+      st->us.push_back((now_ns() - st->sent_ns) * 1e-3);
+      if (st->us.size() == st->samples) {
+        st->done.set_value();
+        self->quit();
+        return;
+      }
+      (*next)();
+    });
+  };
+  (*next)();
+  return {[](caf::tick_atom) {}};
+}
+
+bench::percentiles run_latency_run(runtime& rt, std::size_t n) {
+  auto st = std::make_shared<latency_state>();
+  st->samples = n;
+  auto done = st->done.get_future();
+  rt.system().spawn(run_latency_client, rt.coordinator(), st);
+  done.wait();
+  return bench::summarize_us(st->us);
+}
+
 bench::percentiles latency_run(runtime& rt, std::size_t n, std::chrono::microseconds gap) {
   auto st = std::make_shared<latency_state>();
   st->samples = n;
@@ -365,6 +396,7 @@ int main(int argc, char** argv) {
   const std::size_t latency_samples = mode.quick ? 500 : 2000;
   latency_run(*rt, 100, std::chrono::microseconds{0});  // warm-up
   const auto hot = latency_run(*rt, latency_samples, std::chrono::microseconds{0});
+  const auto run_hot = run_latency_run(*rt, latency_samples);
   const auto idle = latency_run(*rt, latency_samples / 2, std::chrono::microseconds{2000});
   bench::table latency(
       {"single op, nothing else in flight", "samples", "p50 us", "p99 us", "max us"});
@@ -372,6 +404,8 @@ int main(int argc, char** argv) {
       {"back to back", std::to_string(hot.n), fixed(hot.p50), fixed(hot.p99), fixed(hot.max)});
   latency.add({"after 2 ms idle", std::to_string(idle.n), fixed(idle.p50), fixed(idle.p99),
                fixed(idle.max)});
+  latency.add({"run request, back to back", std::to_string(run_hot.n), fixed(run_hot.p50),
+               fixed(run_hot.p99), fixed(run_hot.max)});
   client_latency_run(*rt, 100, std::chrono::microseconds{0});  // warm-up
   const auto client_hot = client_latency_run(*rt, latency_samples, std::chrono::microseconds{0});
   const auto client_idle =
@@ -423,6 +457,7 @@ int main(int argc, char** argv) {
   json.add("single_op_latency_p99_us", idle.p99);
   json.add("hot_latency_p50_us", hot.p50);
   json.add("hot_latency_p99_us", hot.p99);
+  json.add("run_hot_latency_p50_us", run_hot.p50);
   json.add("client_latency_p50_us", client_idle.p50);
   json.add("client_latency_p99_us", client_idle.p99);
   json.add("client_hot_latency_p50_us", client_hot.p50);

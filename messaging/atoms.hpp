@@ -35,6 +35,8 @@ using utilization_atom = caf::atom_constant<caf::atom("util")>;
 
 // Coordinator.
 using register_atom = caf::atom_constant<caf::atom("register")>;
+// Registers an operation or a graph and answers once every operation of it has ended.
+using run_atom = caf::atom_constant<caf::atom("run")>;
 using depend_atom = caf::atom_constant<caf::atom("depend")>;
 using begin_atom = caf::atom_constant<caf::atom("begin")>;
 using complete_atom = caf::atom_constant<caf::atom("complete")>;

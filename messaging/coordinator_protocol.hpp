@@ -6,6 +6,10 @@
 // (one message per listener per completion-poller tick). A subscriber may ride on register
 // and on graph submission so that no end can be missed.
 //
+// run registers an operation or a graph like register and submit, and answers only when every
+// operation of it has ended, with each one's op_notice (a graph's in the graph's order): one
+// request, one answer, nothing to reconcile (the node hears ends this way).
+//
 // begin answers when the operation is ready and a stream is free: the stream is reserved for
 // the caller until complete, which answers with the ticket the operation's end is tracked by.
 #pragma once
@@ -33,6 +37,9 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<register_atom, op_spec, op_listener>::with<op_id>,
     caf::replies_to<submit_atom, graph_spec>::with<std::vector<op_id>>,
     caf::replies_to<submit_atom, graph_spec, op_listener>::with<std::vector<op_id>>,
+    // registering, answered when everything registered has ended
+    caf::replies_to<run_atom, op_spec>::with<op_notice>,
+    caf::replies_to<run_atom, graph_spec>::with<std::vector<op_notice>>,
     // makes the first also depend on the second
     caf::replies_to<depend_atom, op_id, op_id>::with<op_state>,
     // caller-launched work

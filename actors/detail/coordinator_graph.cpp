@@ -14,6 +14,13 @@ namespace cudactor::detail {
 
 caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& graph,
                                                                 const op_listener* listener) {
+  std::vector<op_id> ids;
+  if (auto bad = add_graph(graph, listener, 0, ids)) return bad;
+  return ids;
+}
+
+caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* listener,
+                                        std::uint64_t run, std::vector<op_id>& ids) {
   if (auto why = refusal()) return why;
   if (auto bad = check_input(graph, options_.limits)) return bad;
   const std::size_t n = graph.ops.size();
@@ -91,7 +98,7 @@ caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& grap
       }
     }
   }
-  std::vector<op_id> ids(n);
+  ids.assign(n, op_id{});
   std::vector<op_id> deps;
   const std::int64_t arrived = now_ns();  // the whole graph came in one message
   for (std::uint32_t i : order) {
@@ -102,9 +109,11 @@ caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& grap
     const bool manual = spec.body.empty();
     if (auto bad = graph_.add(id, spec.priority, manual, deps)) {
       // Checked above: reaching this is a bug. What was added is withdrawn, so that the
-      // graph is still all or nothing.
+      // graph is still all or nothing; the error is the answer, a run's too.
       for (op_id added : ids) {
-        if (!added.empty()) graph_.cancel(added, bad, ended_);
+        if (added.empty()) continue;
+        if (auto r = records_.find(added); r != records_.end()) r->second.run = 0;
+        graph_.cancel(added, bad, ended_);
       }
       finish();
       flush();
@@ -112,13 +121,15 @@ caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& grap
     }
     spec.deps = std::move(deps);
     op_record& r = add_record(id, spec, std::move(fns[i]), manual, arrived);
+    r.run = run;
+    r.run_index = i;
     if (listener != nullptr) add_listener(r, *listener);
     ids[i] = id;
     deps = {};
   }
   pump();
   flush();
-  return ids;
+  return {};
 }
 
 }  // namespace cudactor::detail

@@ -115,6 +115,13 @@ void coordinator_state::add_listener(op_record& r, const op_listener& listener) 
 }
 
 caf::result<op_id> coordinator_state::register_op(op_spec& spec, const op_listener* listener) {
+  op_id id;
+  if (auto bad = add_op(spec, listener, 0, id)) return bad;
+  return id;
+}
+
+caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener, std::uint64_t run,
+                                     op_id& out) {
   if (auto why = refusal()) return why;
   if (auto bad = check_input(spec, options_.limits)) return bad;
   const bool manual = spec.body.empty();
@@ -125,10 +132,12 @@ caf::result<op_id> coordinator_state::register_op(op_spec& spec, const op_listen
   const op_id id{graph_.newest().value + 1};
   if (auto bad = graph_.add(id, spec.priority, manual, spec.deps)) return bad;
   op_record& r = add_record(id, spec, std::move(fn), manual, now_ns());
+  r.run = run;
   if (listener != nullptr) add_listener(r, *listener);
+  out = id;
   pump();
   flush();
-  return id;
+  return {};
 }
 
 caf::result<op_state> coordinator_state::depend(op_id op, op_id dep) {
@@ -447,6 +456,7 @@ void coordinator_state::finish() {
       }
     }
     for (const auto& listener : all_listeners_) notify(listener, notice);
+    if (r.run != 0) ran(r, notice);
     if (r.manual) {
       for (auto it = begin_waiters_.begin(); it != begin_waiters_.end(); ++it) {
         if (it->id == e.id) {

@@ -42,6 +42,9 @@ class coordinator_state {
   // --- registering ---------------------------------------------------------------------------
   caf::result<op_id> register_op(op_spec& spec, const op_listener* listener);
   caf::result<std::vector<op_id>> submit_graph(graph_spec& graph, const op_listener* listener);
+  // Registered as above; answered once every operation has ended, with their notices.
+  caf::result<op_notice> run_op(op_spec& spec);
+  caf::result<std::vector<op_notice>> run_graph(graph_spec& graph);
   caf::result<op_state> depend(op_id op, op_id dep);
 
   // --- caller-launched operations ----------------------------------------------------------
@@ -94,6 +97,16 @@ class coordinator_state {
     std::uint32_t stream = no_stream;
     timeline_point point = 0;
     std::optional<op_timing> timing;  // timing on, and events to be had
+    std::uint64_t run = 0;            // the run request it belongs to (0: none)
+    std::uint32_t run_index = 0;      // its place in that request's answer
+  };
+  // A run request: the notices of its operations, gathered until the last has ended.
+  struct run_waiter {
+    caf::typed_response_promise<std::vector<op_notice>> graph;
+    caf::typed_response_promise<op_notice> single;  // a run of one op_spec
+    bool is_graph = true;
+    std::vector<op_notice> ends;
+    std::size_t left = 0;
   };
   struct begin_waiter {
     op_id id;
@@ -105,6 +118,13 @@ class coordinator_state {
   [[nodiscard]] caf::error resolve(const work& w, gpu::work_fn& out) const;
   // `now`: when it was registered (one stamp for a whole graph).
   op_record& add_record(op_id id, op_spec& spec, gpu::work_fn fn, bool manual, std::int64_t now);
+  // register_op and submit_graph, with the run request (0: none) the operations belong to;
+  // set before anything can end, so that no end goes by unheard.
+  caf::error add_op(op_spec& spec, const op_listener* listener, std::uint64_t run, op_id& out);
+  caf::error add_graph(graph_spec& graph, const op_listener* listener, std::uint64_t run,
+                       std::vector<op_id>& out);
+  // An operation of run request `r` ended: its notice goes in, the answer once it is full.
+  void ran(op_record& r, const op_notice& notice);
   void add_listener(op_record& r, const op_listener& listener);
 
   // Dispatches ready operations while streams have room, serves begin waiters whose
@@ -167,6 +187,9 @@ class coordinator_state {
   std::vector<op_listener> all_listeners_;
   std::vector<std::pair<op_listener, std::vector<op_notice>>> outbox_;
   std::unordered_map<caf::actor_addr, std::size_t> outbox_index_;
+
+  std::unordered_map<std::uint64_t, run_waiter> runs_;
+  std::uint64_t next_run_ = 1;
 
   std::deque<begin_waiter> begin_waiters_;
   std::map<std::uint64_t, caf::typed_response_promise<stream_id>> ready_waiters_;

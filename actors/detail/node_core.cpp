@@ -21,8 +21,7 @@ struct pending_request {
   caf::typed_response_promise<std::vector<op_notice>> graph;
   caf::typed_response_promise<op_notice> single;
   bool is_graph = true;
-  std::vector<op_notice> ends;
-  std::size_t left = 0;
+  std::size_t ops = 0;
 };
 
 // A barrier call waiting for the requests taken before it to end.
@@ -51,10 +50,6 @@ struct node_core_state {
   std::uint64_t next_key = 1;
   std::unordered_map<std::uint64_t, pending_request> pending;
   std::size_t pending_ops = 0;  // operations of the requests in `pending`
-  // Each operation of a pending request: the request and the operation's index in it.
-  std::unordered_map<op_id, std::pair<std::uint64_t, std::size_t>> ops;
-  // Ends told before the coordinator's answer with the ids (it tells listeners first).
-  std::unordered_map<op_id, op_notice> early;
   bool closing = false;
   std::vector<arriving_call> arriving;
   std::uint64_t next_hold = 1;
@@ -116,18 +111,25 @@ struct node_core_state {
 
   void finished(std::unordered_map<std::uint64_t, pending_request>::iterator it) {
     const std::uint64_t key = it->first;
-    pending_ops -= it->second.ends.size();
+    pending_ops -= it->second.ops;
     pending.erase(it);
     ended(key);
   }
 
-  void answer(std::uint64_t key) {
+  // The coordinator's answer to the request's run: every end, in order.
+  void answer(std::uint64_t key, std::vector<op_notice>& ends) {
     auto it = pending.find(key);
-    if (it == pending.end()) return;
+    if (it == pending.end()) return;  // answered shutting_down already
+    if (ends.size() != it->second.ops) {
+      fail(key, named(errc::backend_error, "the coordinator answered " +
+                                               std::to_string(ends.size()) + " ends for " +
+                                               std::to_string(it->second.ops) + " operations"));
+      return;
+    }
     if (it->second.is_graph) {
-      it->second.graph.deliver(std::move(it->second.ends));
+      it->second.graph.deliver(std::move(ends));
     } else {
-      it->second.single.deliver(std::move(it->second.ends.front()));
+      it->second.single.deliver(std::move(ends.front()));
     }
     finished(it);
   }
@@ -170,38 +172,6 @@ struct node_core_state {
       start_timer(id, a.call.hold);
     }
     a.promise.deliver(std::move(out));
-  }
-
-  void end(const op_notice& n) {
-    auto found = ops.find(n.id);
-    if (found == ops.end()) {
-      early.emplace(n.id, n);
-      return;
-    }
-    const auto [key, index] = found->second;
-    ops.erase(found);
-    auto it = pending.find(key);
-    if (it == pending.end()) return;
-    it->second.ends[index] = n;
-    if (--it->second.left == 0) answer(key);
-  }
-
-  // The coordinator took the request: its operations' ids, in order.
-  void registered(std::uint64_t key, const std::vector<op_id>& ids) {
-    auto it = pending.find(key);
-    if (it == pending.end()) return;
-    it->second.left = ids.size();
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      it->second.ends[i].id = ids[i];
-      ops.emplace(ids[i], std::make_pair(key, i));
-    }
-    for (op_id id : ids) {
-      if (auto e = early.find(id); e != early.end()) {
-        op_notice n = std::move(e->second);
-        early.erase(e);
-        end(n);
-      }
-    }
   }
 
   // A hold ended (released, run out, or its holder gone): when none is left, the work held
@@ -254,8 +224,6 @@ struct node_core_state {
     std::vector<std::uint64_t> keys;
     for (const auto& [key, unused] : pending) keys.push_back(key);
     for (auto key : keys) fail(key, why);
-    ops.clear();
-    early.clear();
     for (auto& a : arriving) a.promise.deliver(why);
     arriving.clear();
     holds.clear();
@@ -268,7 +236,7 @@ std::uint64_t take(node_core_state& st, graph_spec& g, bool is_graph) {
   const std::uint64_t key = st.next_key++;
   pending_request& p = st.pending[key];
   p.is_graph = is_graph;
-  p.ends.resize(g.ops.size());
+  p.ops = g.ops.size();
   st.pending_ops += g.ops.size();
   if (st.holds.empty()) {
     st.dispatch(key, std::move(g));
@@ -291,11 +259,9 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
       self->state.holder_down(down.source);
     }
   });
-  const op_listener listener = caf::actor_cast<op_listener>(self);
-  st.dispatch = [self, listener](std::uint64_t key, graph_spec g) {
-    self->request(self->state.context.coordinator, caf::infinite, submit_atom::value, std::move(g),
-                  listener)
-        .then([self, key](const std::vector<op_id>& ids) { self->state.registered(key, ids); },
+  st.dispatch = [self](std::uint64_t key, graph_spec g) {
+    self->request(self->state.context.coordinator, caf::infinite, run_atom::value, std::move(g))
+        .then([self, key](std::vector<op_notice>& ends) { self->state.answer(key, ends); },
               [self, key](caf::error& err) {
                 // The coordinator's own words, with the node's name in front.
                 auto& st = self->state;
@@ -353,15 +319,6 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
       },
       [self](release_atom, const std::string& barrier, std::uint64_t generation,
              const caf::actor_addr& from) { self->state.release(barrier, generation, from); },
-      [self](std::vector<op_notice>& ends) {
-        auto& st = self->state;
-        if (st.closing) return;  // every request has been answered already
-        if (caf::actor_cast<caf::actor_addr>(self->current_sender()) !=
-            st.context.coordinator.address()) {
-          return;  // only the coordinator tells the node of ends
-        }
-        for (const auto& n : ends) st.end(n);
-      },
       [self](expire_atom, std::uint64_t id) {
         auto& st = self->state;
         if (caf::actor_cast<caf::actor_addr>(self->current_sender()) != self->address()) return;

@@ -2,7 +2,8 @@
 //
 // The node's state and work, behind its published face (actors/node_actor.hpp). The face
 // takes what peers send, checks it and asks the core; the core alone holds the requests that
-// are open, hears the coordinator's ends, runs barrier holds and their timers, and answers
+// are open (each one run request to the coordinator, answered when all of it has ended), runs
+// barrier holds and their timers, and answers
 // shutting_down to everything when the runtime stops it. Its handle never leaves the
 // process (every reply to a peer comes from the face), so no peer can address the messages
 // below: they are not part of what a control plane may say.
@@ -31,9 +32,8 @@ using node_core_actor = caf::typed_actor<
     // a barrier call, and who made it (the face relays it: the caller is not the sender)
     caf::replies_to<synchronize_atom, barrier_call, caf::actor_addr>::with<node_arrival>,
     caf::reacts_to<release_atom, std::string, std::uint64_t, caf::actor_addr>,
-    // the coordinator's notices (op_listener); its own hold timers; the runtime
-    caf::reacts_to<std::vector<op_notice>>, caf::reacts_to<expire_atom, std::uint64_t>,
-    caf::reacts_to<shutdown_atom>>;
+    // its own hold timers; the runtime
+    caf::reacts_to<expire_atom, std::uint64_t>, caf::reacts_to<shutdown_atom>>;
 
 [[nodiscard]] node_core_actor spawn_node_core(caf::actor_system& system, node_context context,
                                               node_options options);

@@ -292,6 +292,45 @@ BOOST_AUTO_TEST_CASE(begin_is_answered_once_the_dependencies_are_submitted) {
   BOOST_TEST(answer.error().code() == static_cast<std::uint8_t>(errc::dependency_failed));
 }
 
+// run: registered like submit, answered once all of it has ended, each end in the graph's
+// order; refused as submit refuses, with nothing registered; a single operation alike.
+BOOST_AUTO_TEST_CASE(a_run_is_answered_once_everything_in_it_has_ended) {
+  auto log = std::make_shared<work_log>(3);
+  graph_spec g;
+  const auto first = g.add(spec_of(log->record(0, 200us)));
+  const auto bad = g.add(spec_of(log->record(1, 0us, true)), {first});
+  g.add(spec_of(log->record(2)), {bad});
+  auto ends = ask<std::vector<op_notice>>(co(), run_atom::value, std::move(g));
+  BOOST_REQUIRE_MESSAGE(ends, why(ends));
+  BOOST_REQUIRE_EQUAL(ends->size(), 3u);
+  BOOST_TEST(((*ends)[0].state == op_state::completed));
+  BOOST_TEST(((*ends)[1].state == op_state::failed));
+  BOOST_TEST(render((*ends)[1].cause).find("kernel 1 failed") != std::string::npos);
+  BOOST_TEST(((*ends)[2].state == op_state::cancelled));
+  BOOST_TEST(log->started(1) >= log->ended(0));
+  std::set<std::uint64_t> ids;
+  for (const auto& n : *ends) ids.insert(n.id.value);
+  BOOST_TEST(ids.size() == 3u);  // three operations, each told once
+  BOOST_TEST(silent_for(50ms));  // a run has no listener: nothing else is sent
+
+  auto one = ask<op_notice>(co(), run_atom::value, spec_of(noop()));
+  BOOST_REQUIRE_MESSAGE(one, why(one));
+  BOOST_TEST((one->state == op_state::completed));
+  BOOST_TEST(!one->id.empty());
+
+  const auto live_before = metrics().live;
+  graph_spec cyclic;
+  cyclic.add(spec_of(noop()), {1});
+  cyclic.add(spec_of(noop()), {0});
+  auto refused = ask<std::vector<op_notice>>(co(), run_atom::value, std::move(cyclic));
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(refused.error().code() == static_cast<std::uint8_t>(errc::dependency_cycle));
+  auto failed_dep = ask<op_notice>(co(), run_atom::value, spec_of(noop(), {(*ends)[1].id}));
+  BOOST_REQUIRE(!failed_dep);
+  BOOST_TEST(failed_dep.error().code() == static_cast<std::uint8_t>(errc::dependency_failed));
+  BOOST_TEST(metrics().live == live_before);  // nothing of them was registered
+}
+
 BOOST_AUTO_TEST_CASE(subscribers_hear_each_end_exactly_once) {
   auto other = caf::actor_cast<op_listener>(self());
   auto quiet = add(spec_of(noop()), false);  // nobody listens to it
