@@ -1,5 +1,6 @@
-// Graph submission: a whole DAG in one message, checked as a whole (indices, cycles,
-// dependencies on operations registered before, work) before any of it is registered.
+// Registering: one operation, or a whole DAG in one message, checked as a whole (indices,
+// cycles, dependencies on operations registered before, work) before any of it is
+// registered.
 #include <caf/all.hpp>
 
 #include <string>
@@ -11,6 +12,32 @@
 #include "cudactor/messaging/input_check.hpp"
 
 namespace cudactor::detail {
+
+caf::result<op_id> coordinator_state::register_op(op_spec& spec, const op_listener* listener) {
+  op_id id;
+  if (auto bad = add_op(spec, listener, 0, id)) return bad;
+  return id;
+}
+
+caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener, std::uint64_t run,
+                                     op_id& out) {
+  if (auto why = refusal()) return why;
+  if (auto bad = check_input(spec, options_.limits)) return bad;
+  const bool manual = spec.body.empty();
+  gpu::work_fn fn;
+  if (!manual) {
+    if (auto bad = resolve(spec.body, fn)) return bad;
+  }
+  const op_id id{graph_.newest().value + 1};
+  if (auto bad = graph_.add(id, spec.priority, manual, spec.deps)) return bad;
+  op_record& r = add_record(id, spec, std::move(fn), manual, now_ns());
+  r.run = run;
+  if (listener != nullptr) add_listener(r, *listener);
+  out = id;
+  pump();
+  flush();
+  return {};
+}
 
 caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& graph,
                                                                 const op_listener* listener) {

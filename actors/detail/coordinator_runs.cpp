@@ -48,7 +48,7 @@ caf::result<std::vector<op_notice>> coordinator_state::run_graph(graph_spec& gra
   return promise;
 }
 
-void coordinator_state::ran(op_record& r, const op_notice& notice) {
+void coordinator_state::ran(const op_record& r, const op_notice& notice) {
   auto it = runs_.find(r.run);
   if (it == runs_.end()) return;
   run_waiter& w = it->second;

@@ -10,7 +10,6 @@
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/progress.hpp"
 #include "cudactor/messaging/errc.hpp"
-#include "cudactor/messaging/input_check.hpp"
 
 namespace cudactor::detail {
 
@@ -112,32 +111,6 @@ void coordinator_state::add_listener(op_record& r, const op_listener& listener) 
   if (std::find(r.listeners.begin(), r.listeners.end(), listener) == r.listeners.end()) {
     r.listeners.push_back(listener);
   }
-}
-
-caf::result<op_id> coordinator_state::register_op(op_spec& spec, const op_listener* listener) {
-  op_id id;
-  if (auto bad = add_op(spec, listener, 0, id)) return bad;
-  return id;
-}
-
-caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener, std::uint64_t run,
-                                     op_id& out) {
-  if (auto why = refusal()) return why;
-  if (auto bad = check_input(spec, options_.limits)) return bad;
-  const bool manual = spec.body.empty();
-  gpu::work_fn fn;
-  if (!manual) {
-    if (auto bad = resolve(spec.body, fn)) return bad;
-  }
-  const op_id id{graph_.newest().value + 1};
-  if (auto bad = graph_.add(id, spec.priority, manual, spec.deps)) return bad;
-  op_record& r = add_record(id, spec, std::move(fn), manual, now_ns());
-  r.run = run;
-  if (listener != nullptr) add_listener(r, *listener);
-  out = id;
-  pump();
-  flush();
-  return {};
 }
 
 caf::result<op_state> coordinator_state::depend(op_id op, op_id dep) {

@@ -124,7 +124,7 @@ class coordinator_state {
   caf::error add_graph(graph_spec& graph, const op_listener* listener, std::uint64_t run,
                        std::vector<op_id>& out);
   // An operation of run request `r` ended: its notice goes in, the answer once it is full.
-  void ran(op_record& r, const op_notice& notice);
+  void ran(const op_record& r, const op_notice& notice);
   void add_listener(op_record& r, const op_listener& listener);
 
   // Dispatches ready operations while streams have room, serves begin waiters whose
