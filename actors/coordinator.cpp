@@ -17,8 +17,8 @@ using detail::coordinator_state;
 
 coordinator_actor::behavior_type coordinator_behavior(
     coordinator_actor::stateful_pointer<coordinator_state> self, coordinator_context context,
-    coordinator_options options, std::shared_ptr<std::vector<gpu::stream>> streams) {
-  self->state.init(self, context, std::move(options), std::move(*streams));
+    coordinator_options options) {
+  self->state.init(self, context, std::move(options));
   self->set_down_handler([self](caf::down_msg& down) { self->state.unsubscribe(down.source); });
   auto& st = self->state;
   return {
@@ -51,10 +51,9 @@ coordinator_actor::behavior_type coordinator_behavior(
       [&st](wait_ready_atom, caf::timespan timeout) { return st.wait_for_any_ready(timeout); },
       [&st](reset_atom) { return st.reset(); },
       [&st](shutdown_atom) { st.shut_down(); },
-      [&st](progress_atom, std::uint64_t epoch, const completion_batch& batch) {
-        st.on_progress(epoch, batch);
-      },
+      [&st](const completion_batch& batch) { st.on_progress(batch); },
       [&st](expire_atom, std::uint64_t token) { st.expire(token); },
+      [&st](pump_atom) { st.on_pump(); },
   };
 }
 
@@ -63,23 +62,17 @@ coordinator_actor::behavior_type coordinator_behavior(
 gpu::result<coordinator_actor> spawn_coordinator(caf::actor_system& system,
                                                  const coordinator_context& context,
                                                  coordinator_options options) {
-  if (context.device == nullptr || context.poller == nullptr) {
-    return gpu::status{gpu::errc::invalid_argument, "coordinator: incomplete context"};
-  }
-  if (options.streams == 0 ||
-      options.high_priority_streams + options.low_priority_streams > options.streams) {
+  if (context.device == nullptr || context.streams.empty()) {
     return gpu::status{gpu::errc::invalid_argument,
-                       "coordinator: needs at least one stream, and no more high- and "
-                       "low-priority streams than streams"};
+                       "coordinator: needs the backend and at least one stream actor"};
   }
-  auto streams = std::make_shared<std::vector<gpu::stream>>();
-  for (std::size_t i = 0; i < options.streams; ++i) {
-    auto made =
-        context.device->create_stream({"coordinator-" + std::to_string(i), options.priority_of(i)});
-    if (!made) return made.error();
-    streams->push_back(std::move(made.value()));
+  for (const auto& s : context.streams) {
+    if (!s.actor || s.view.empty()) {
+      return gpu::status{gpu::errc::invalid_argument,
+                         "coordinator: stream '" + s.name + "' has no actor or no stream"};
+    }
   }
-  return system.spawn(coordinator_behavior, context, std::move(options), std::move(streams));
+  return system.spawn(coordinator_behavior, context, std::move(options));
 }
 
 }  // namespace cudactor

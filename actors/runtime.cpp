@@ -93,12 +93,21 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
     rt->streams_.push_back(spawned->actor);
     rt->stream_members_.push_back({spawned->name, spawned->stream});
   }
+  // The coordinator schedules onto these same stream actors: one set of streams.
   coordinator_context coordination;
   coordination.device = context.device;
-  coordination.poller = context.poller;
+  for (std::size_t i = 0; i < rt->streams_.size(); ++i) {
+    coordinated_stream s;
+    s.actor = rt->streams_[i];
+    s.id = stream_id{static_cast<std::uint32_t>(i)};
+    s.name = rt->stream_members_[i].name;
+    s.view = rt->stream_members_[i].stream;
+    s.priority = priority_of(options, i);
+    s.max_in_flight = options.stream.max_in_flight;
+    coordination.streams.push_back(std::move(s));
+  }
   coordination.operations = context.operations;
   coordination.metrics = rt->metrics_;
-  coordination.clock = context.clock;
   if (!options.trace_path.empty()) {
     auto opened = trace_writer::open(options.trace_path);
     if (!opened) {
@@ -116,7 +125,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   node.coordinator = rt->coordinator_;
   node.operations = rt->operations_;
   node.backend = rt->backend_reason_;
-  node.coordinator_streams = static_cast<std::uint32_t>(options.coordinator.streams);
+  node.coordinator_streams = static_cast<std::uint32_t>(options.streams);
   node.metrics = rt->metrics_;
   auto node_actors = spawn_node(*rt->system_, std::move(node), options.node);
   rt->node_ = std::move(node_actors.face);

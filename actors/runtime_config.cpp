@@ -35,7 +35,7 @@ runtime_config::runtime_config() {
   set("scheduler.policy", default_scheduler_policy);
   opt_group{custom_options_, "cudactor"}
       .add(backend_, "backend", "device backend: auto, host or cuda")
-      .add(streams_, "streams", "number of stream actors")
+      .add(streams_, "streams", "number of streams (one stream actor each; the coordinator's too)")
       .add(high_streams_, "high-priority-streams", "the first n streams get high priority")
       .add(low_streams_, "low-priority-streams", "the last n streams get low priority")
       .add(max_in_flight_, "max-in-flight", "operations in flight per stream before backpressure")
@@ -49,12 +49,12 @@ runtime_config::runtime_config() {
       .add(pool_keep_, "keep-free", "free events per kind kept through idle periods")
       .add(pool_idle_, "idle-period", "shrink after this long without an acquire (0: never)");
   opt_group{custom_options_, "cudactor.coordinator"}
-      .add(co_streams_, "streams", "streams of the coordinator's pool")
-      .add(co_high_, "high-priority-streams", "the first n of them get high priority")
-      .add(co_low_, "low-priority-streams", "the last n of them get low priority")
+      .add(co_streams_, "streams", "removed: the coordinator uses cudactor.streams")
+      .add(co_high_, "high-priority-streams", "removed: see cudactor.high-priority-streams")
+      .add(co_low_, "low-priority-streams", "removed: see cudactor.low-priority-streams")
       .add(co_strategy_, "strategy",
            "stream choice: round_robin, load_balanced, priority, workload or adaptive")
-      .add(co_max_in_flight_, "max-in-flight", "operations in flight per coordinator stream")
+      .add(co_max_in_flight_, "max-in-flight", "removed: see cudactor.max-in-flight")
       .add(co_ended_kept_, "ended-kept", "ended operations describe still answers for")
       .add(co_stall_after_, "stall-after", "detect_deadlocks reports operations open this long")
       .add(co_timing_, "timing",
@@ -189,7 +189,10 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.streams = streams_;
   out.high_priority_streams = high_streams_;
   out.low_priority_streams = low_streams_;
-  if (max_in_flight_ == 0) return bad("cudactor.max-in-flight must be at least 1");
+  // The CUDA timeline keeps a bounded number of points in flight per stream.
+  if (max_in_flight_ == 0 || max_in_flight_ > 4096) {
+    return bad("cudactor.max-in-flight must be 1 to 4096");
+  }
   out.stream.max_in_flight = max_in_flight_;
   out.stream.timing = timing_;
   if (event_batch_ == 0 || event_batch_ > 4096)
@@ -208,13 +211,14 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.pool.grow_batch = static_cast<std::uint32_t>(pool_grow_);
   out.pool.keep_free = static_cast<std::uint32_t>(std::min(pool_keep_, pool_max_));
   out.pool.idle_period = std::chrono::duration_cast<std::chrono::milliseconds>(pool_idle_);
-  if (co_streams_ == 0 || co_streams_ > 1024) {
-    return bad("cudactor.coordinator.streams must be 1 to 1024");
-  }
-  if (co_high_ + co_low_ > co_streams_) {
+  // One set of streams: the coordinator schedules onto the runtime's stream actors, so its
+  // own stream options are gone; a setting of one is refused rather than silently ignored.
+  if (co_streams_ != 0 || co_high_ != 0 || co_low_ != 0 || co_max_in_flight_ != 0) {
     return bad(
-        "cudactor.coordinator.high-priority-streams + low-priority-streams exceed "
-        "cudactor.coordinator.streams");
+        "cudactor.coordinator.streams, .high-priority-streams, .low-priority-streams and "
+        ".max-in-flight were removed: the coordinator schedules onto the runtime's streams "
+        "(cudactor.streams, cudactor.high-priority-streams, cudactor.low-priority-streams, "
+        "cudactor.max-in-flight)");
   }
   auto strategy = parse_pool_strategy(co_strategy_);
   if (!strategy) {
@@ -223,15 +227,7 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
         "workload or adaptive, not '" +
         co_strategy_ + "'");
   }
-  // The CUDA timeline keeps a bounded number of points in flight per stream.
-  if (co_max_in_flight_ == 0 || co_max_in_flight_ > 4096) {
-    return bad("cudactor.coordinator.max-in-flight must be 1 to 4096");
-  }
-  out.coordinator.streams = co_streams_;
-  out.coordinator.high_priority_streams = co_high_;
-  out.coordinator.low_priority_streams = co_low_;
   out.coordinator.strategy = *strategy;
-  out.coordinator.max_in_flight = co_max_in_flight_;
   out.coordinator.ended_kept = co_ended_kept_;
   out.coordinator.stall_after = co_stall_after_;
   out.coordinator.timing = co_timing_;

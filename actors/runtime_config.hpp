@@ -32,7 +32,7 @@ namespace cudactor {
 // The runtime's view of its options, with defaults applied and values checked.
 struct runtime_options {
   std::string backend = "auto";  // auto, host or cuda
-  std::size_t streams = 2;
+  std::size_t streams = 4;  // stream actors; the coordinator schedules onto all of them
   std::size_t high_priority_streams = 0;  // the first n streams
   std::size_t low_priority_streams = 0;   // the last n streams
   stream_actor_options stream;            // id, name and priority are set per stream
@@ -90,7 +90,7 @@ class runtime_config : public caf::actor_system_config {
 
  private:
   std::string backend_ = "auto";
-  std::size_t streams_ = 2;
+  std::size_t streams_ = runtime_options{}.streams;
   std::size_t high_streams_ = 0;
   std::size_t low_streams_ = 0;
   std::size_t max_in_flight_ = 1024;
@@ -102,11 +102,11 @@ class runtime_config : public caf::actor_system_config {
   std::size_t pool_grow_ = 64;
   std::size_t pool_keep_ = 64;
   caf::timespan pool_idle_{std::chrono::seconds{5}};
-  std::size_t co_streams_ = coordinator_options{}.streams;
+  std::size_t co_streams_ = 0;  // removed options: refused when set
   std::size_t co_high_ = 0;
   std::size_t co_low_ = 0;
   std::string co_strategy_ = "load_balanced";
-  std::size_t co_max_in_flight_ = coordinator_options{}.max_in_flight;
+  std::size_t co_max_in_flight_ = 0;
   std::size_t co_ended_kept_ = coordinator_options{}.ended_kept;
   caf::timespan co_stall_after_{coordinator_options{}.stall_after};
   bool co_timing_ = false;

@@ -125,6 +125,12 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
       [&st](unsubscribe_atom, const completion_listener& listener) {
         st.unsubscribe(listener.address());
       },
+      [&st](dispatch_atom, stream_dispatch& pass) { return st.accept_dispatch(pass.get()); },
+      [&st](hold_atom, stream_hold& waits) { return st.accept_hold(waits.get()); },
+      [&st](hold_end_atom, timeline_point point, const caf::error& why) {
+        return st.end_hold(point, why);
+      },
+      [&st](reset_atom) { return st.reset(); },
       [&st](shutdown_atom) { st.shut_down(); },
       [&st](progress_atom, const completion_batch& batch) { st.on_progress(batch); },
   };

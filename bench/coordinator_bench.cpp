@@ -323,7 +323,7 @@ int main(int argc, char** argv) {
   const auto mode = bench::run_mode::parse(argc, argv);
   const int rounds = mode.quick ? 3 : 5;
   const std::size_t n = mode.quick ? 50'000 : 100'000;
-  const std::vector<std::string> args{"--cudactor.streams=1", "--cudactor.coordinator.streams=8"};
+  const std::vector<std::string> args{"--cudactor.streams=8"};
 
   std::map<shape, samples> graph;
   samples single, direct, via_client, timed, traced;
@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
                fixed(direct.median() / via_client.median(), 2)});
   results.add({"direct backend", "independent", std::to_string(n), fixed(direct.median(), 0),
                direct.range(), "1.00"});
-  results.print("register -> end told to a listener, 8 coordinator streams, host backend, " +
+  results.print("register -> end told to a listener, 8 streams, host backend, " +
                 std::to_string(rounds) + " fresh runtimes (" + backend + ")");
   std::printf(
       "device waits per op: chain %.2f, random %.2f (redundant ones skipped: %.2f per op)\n",

@@ -48,7 +48,7 @@ class demo_config : public runtime_config {
         .add(layers, "layers", "layers of the model")
         .add(replicas, "replicas", "data-parallel replicas whose gradients are all-reduced (1-8)")
         .add(width, "width", "floats per layer")
-        .add(streams, "streams", "coordinator streams (shorthand for cudactor.coordinator.streams)")
+        .add(streams, "streams", "streams (shorthand for cudactor.streams)")
         .add(backend, "backend", "auto, host or cuda (shorthand for cudactor.backend)")
         .add(metrics_port, "metrics-port",
              "serve metrics on 127.0.0.1:PORT; 0: off (shorthand for cudactor.metrics.*)")
@@ -103,9 +103,8 @@ std::string us(double ns) {
 // The demo's defaults, then the command line, then the shorthands spelled out as the
 // runtime's own options (CAF takes the last value given).
 std::vector<std::string> arguments(int argc, char** argv) {
-  std::vector<std::string> out{"--cudactor.coordinator.streams=6",
-                               "--cudactor.coordinator.high-priority-streams=1",
-                               "--cudactor.coordinator.low-priority-streams=1"};
+  std::vector<std::string> out{"--cudactor.streams=6", "--cudactor.high-priority-streams=1",
+                               "--cudactor.low-priority-streams=1"};
   std::vector<std::string> spelled;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -116,10 +115,9 @@ std::vector<std::string> arguments(int argc, char** argv) {
       return std::nullopt;
     };
     if (auto v = value_of("streams")) {
-      spelled.push_back("--cudactor.coordinator.streams=" + *v);
-      if (*v == "1" || *v == "2")
-        spelled.push_back("--cudactor.coordinator.low-priority-streams=0");
-      if (*v == "1") spelled.push_back("--cudactor.coordinator.high-priority-streams=0");
+      spelled.push_back("--cudactor.streams=" + *v);
+      if (*v == "1" || *v == "2") spelled.push_back("--cudactor.low-priority-streams=0");
+      if (*v == "1") spelled.push_back("--cudactor.high-priority-streams=0");
     } else if (auto b = value_of("backend")) {
       spelled.push_back("--cudactor.backend=" + *b);
     } else if (auto t = value_of("trace")) {
@@ -214,8 +212,8 @@ int main(int argc, char** argv) {
       "floats per layer)\n",
       how_long.c_str(), model.ops_per_step(), shape.layers, shape.replicas, shape.width);
   const std::string endpoint = rt->metrics().endpoint();
-  std::printf("backend: %s; coordinator streams: %zu; metrics: %s\n", rt->backend_reason().c_str(),
-              rt->options().coordinator.streams,
+  std::printf("backend: %s; streams: %zu; metrics: %s\n", rt->backend_reason().c_str(),
+              rt->options().streams,
               endpoint.empty() ? "not served" : endpoint.c_str());
   if (on_gpu && !demo::built_with_cuda()) {
     std::fprintf(stderr, "cudactor-demo: a GPU is present but this build has no CUDA kernels\n");

@@ -71,9 +71,9 @@ double run(const std::vector<std::string>& command_line, std::size_t streams,
   // The command line, then this run's stream count, all at one priority, and no metrics
   // endpoint (CAF takes the last value given).
   std::vector<std::string> args = command_line;
-  for (std::string o : {"--cudactor.coordinator.streams=" + std::to_string(streams),
-                        std::string{"--cudactor.coordinator.high-priority-streams=0"},
-                        std::string{"--cudactor.coordinator.low-priority-streams=0"},
+  for (std::string o : {"--cudactor.streams=" + std::to_string(streams),
+                        std::string{"--cudactor.high-priority-streams=0"},
+                        std::string{"--cudactor.low-priority-streams=0"},
                         std::string{"--cudactor.metrics.no-exposer"}}) {
     args.push_back(std::move(o));
   }

@@ -61,6 +61,14 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using refill_atom = caf::atom_constant<caf::atom("refill")>;
 using shrink_atom = caf::atom_constant<caf::atom("shrink")>;
+// Internal: the coordinator's scheduling pass onto a stream actor, and the hold a
+// caller-launched operation takes on a stream from begin until its caller says it is done.
+using dispatch_atom = caf::atom_constant<caf::atom("dispatch")>;
+using hold_atom = caf::atom_constant<caf::atom("hold")>;
+using hold_end_atom = caf::atom_constant<caf::atom("holdend")>;
+// Internal: the coordinator's scheduling pass, sent to itself so that everything already in
+// its mailbox (registrations, tickets, completions) joins one pass.
+using pump_atom = caf::atom_constant<caf::atom("pump")>;
 // Internal: a bounded wait of the coordinator's ran out.
 using expire_atom = caf::atom_constant<caf::atom("expire")>;
 

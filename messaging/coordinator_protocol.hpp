@@ -61,10 +61,8 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<ready_streams_atom>::with<bool>,
     caf::replies_to<wait_ready_atom, caf::timespan>::with<stream_id>,
     caf::replies_to<reset_atom>::with<bool>,
-    // runtime and poller
-    // the poller's report carries the generation of the coordinator's streams (they are
-    // made anew after a device reset)
-    caf::reacts_to<shutdown_atom>, caf::reacts_to<progress_atom, std::uint64_t, completion_batch>,
-    caf::reacts_to<expire_atom, std::uint64_t>>;
+    // the runtime, and the stream actors it schedules onto (their completion batches)
+    caf::reacts_to<shutdown_atom>, caf::reacts_to<completion_batch>,
+    caf::reacts_to<expire_atom, std::uint64_t>, caf::reacts_to<pump_atom>>;
 
 }  // namespace cudactor

@@ -6,8 +6,16 @@
 // synchronize are answered when the device gets there. Addresses are device addresses as
 // integers (buffer_ref::address); the backend checks device ranges it knows.
 //
-// The last three entries are the runtime's and the completion poller's: shutdown begins an
-// orderly stop, progress carries the poller's per-tick report.
+// The coordinator schedules onto stream actors (messaging/stream_dispatch.hpp): dispatch puts
+// one pass's operations on the stream, each with its device-side waits, and answers their
+// tickets; hold keeps the stream for a caller-launched operation (answered once the stream is
+// held, with the point the operation takes when the hold ends); hold_end ends it, the error
+// charged to that point. Work submitted here directly and work the coordinator dispatches
+// share the one timeline. reset makes the stream anew after the backend was reset (a lost
+// host device) and answers a view of it.
+//
+// The last entries are the runtime's and the completion poller's: shutdown begins an orderly
+// stop, progress carries the poller's per-tick report.
 #pragma once
 
 #include <caf/replies_to.hpp>
@@ -18,6 +26,7 @@
 
 #include "cudactor/gpu/types.hpp"
 #include "cudactor/messaging/atoms.hpp"
+#include "cudactor/messaging/stream_dispatch.hpp"
 #include "cudactor/messaging/types.hpp"
 #include "cudactor/messaging/work.hpp"
 
@@ -47,6 +56,11 @@ using stream_actor = caf::typed_actor<
     caf::replies_to<status_atom>::with<stream_status>,
     caf::reacts_to<subscribe_atom, completion_listener>,
     caf::reacts_to<unsubscribe_atom, completion_listener>,
+    // the coordinator
+    caf::replies_to<dispatch_atom, stream_dispatch>::with<std::vector<ticket>>,
+    caf::replies_to<hold_atom, stream_hold>::with<ticket>,
+    caf::replies_to<hold_end_atom, timeline_point, caf::error>::with<ticket>,
+    caf::replies_to<reset_atom>::with<stream_view>,
     // runtime and poller
     caf::reacts_to<shutdown_atom>, caf::reacts_to<progress_atom, completion_batch>>;
 

@@ -91,12 +91,15 @@ struct completion_batch {
   std::vector<op_failure> failures;
   std::int64_t detected_ns = 0;
   std::vector<completion> timed;
+  // Set once the stream can go on no more (its device was lost, its timeline broke): nothing
+  // beyond `reached` will be reached until the stream is reset.
+  caf::error broken;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion_batch& x) {
   return f(caf::meta::type_name("cudactor::completion_batch"), x.stream, x.reached, x.failures,
-           x.detected_ns, x.timed);
+           x.detected_ns, x.timed, x.broken);
 }
 
 // An event leased from the event pool. The generation is the lease's: it changes each time

@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
   const std::string metrics = rt.metrics().endpoint();
   std::printf("cudactor-node '%s' listening on %s:%u\n", name.c_str(),
               rt.options().node_address.c_str(), static_cast<unsigned>(*port));
-  std::printf("backend: %s; coordinator streams: %zu; metrics: %s\n", rt.backend_reason().c_str(),
-              rt.options().coordinator.streams, metrics.empty() ? "not served" : metrics.c_str());
+  std::printf("backend: %s; streams: %zu; metrics: %s\n", rt.backend_reason().c_str(),
+              rt.options().streams, metrics.empty() ? "not served" : metrics.c_str());
   std::fflush(stdout);
 
   int signal = 0;

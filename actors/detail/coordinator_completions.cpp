@@ -1,5 +1,7 @@
 // The coordinator's completions: the poller's per-tick report of a stream turned into ended
 // operations, each told only once its dependencies have ended.
+#include <caf/all.hpp>
+
 #include <array>
 #include <utility>
 
@@ -10,10 +12,23 @@
 
 namespace cudactor::detail {
 
-void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch& batch) {
-  if (epoch != epoch_ || batch.stream.value >= pool_.size() || lost_) return;
-  const std::uint32_t index = batch.stream.value;
+void coordinator_state::on_progress(const completion_batch& batch) {
+  const auto found = slot_of(batch.stream);
+  // Only a stream actor of ours speaks for its stream.
+  if (!found || lost_ || closing_ ||
+      self_->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(actors_[*found])) {
+    return;
+  }
+  const std::uint32_t index = *found;
   auto& s = pool_.at(index);
+  if (batch.broken) {
+    lose(batch.broken.code() == static_cast<std::uint8_t>(errc::device_lost)
+             ? batch.broken
+             : make_error(errc::device_lost, "stream " + std::to_string(s.id.value) +
+                                                 " broke: " + to_string(batch.broken)));
+    flush();
+    return;
+  }
   for (const auto& f : batch.failures) {
     if (f.error.code() == static_cast<std::uint8_t>(errc::device_lost)) {
       lose(f.error);
@@ -22,30 +37,29 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
     }
   }
   std::array<std::uint32_t, stream_pool::workloads> ended_by_workload{};
-  std::size_t next_failure = 0;
-  std::uint64_t ended = 0;
+  std::size_t next_failure = 0, next_timed = 0;
   while (!s.in_flight.empty() && s.in_flight.front().first <= batch.reached) {
     const auto [point, id] = s.in_flight.front();
     s.in_flight.pop_front();
-    if (id.empty()) continue;  // a seal (close_off): whatever failed there was its op's
-    ++ended;
+    if (id.empty()) continue;  // a released hold's point: no operation's
     while (next_failure < batch.failures.size() && batch.failures[next_failure].point < point) {
       ++next_failure;
+    }
+    while (next_timed < batch.timed.size() && batch.timed[next_timed].op.point < point) {
+      ++next_timed;
     }
     if (auto r = records_.find(id); r != records_.end()) {
       assert(in_range(r->second.workload));  // checked where it entered
       ++ended_by_workload[static_cast<std::size_t>(r->second.workload)];
-      if (batch.detected_ns != 0 && index < slot_metrics_.size()) {
-        slot_metrics_[index].latency(batch.detected_ns - r->second.dispatched_ns);
+      if (next_timed < batch.timed.size() && batch.timed[next_timed].op.point == point) {
+        r->second.started_ns = batch.timed[next_timed].started_ns;
+        r->second.finished_ns = batch.timed[next_timed].ended_ns;
       }
     }
     caf::error why;
     if (next_failure < batch.failures.size() && batch.failures[next_failure].point == point) {
       why = batch.failures[next_failure].error;
-    } else {
-      why = timing_failure(id);
     }
-    if (why && index < slot_metrics_.size()) slot_metrics_[index].failed();
     if (deps_done(id)) {
       settle_and_wake(id, std::move(why));
     } else {
@@ -54,26 +68,15 @@ void coordinator_state::on_progress(std::uint64_t epoch, const completion_batch&
       deferred_.emplace(id, std::move(why));
     }
   }
-  if (ended != 0 && index < slot_metrics_.size()) slot_metrics_[index].completed(ended);
   s.completed = std::max(s.completed, std::min(batch.reached, s.issued));
   pool_.record_completions(index, ended_by_workload,
                            batch.detected_ns != 0 ? batch.detected_ns : now_ns());
-  pump();
+  // Room on the stream, and deferred ends settled: the next pass, with whatever else the
+  // mailbox holds.
+  pump_later();
   serve_ready_waiters();
+  finish();
   flush();
-}
-
-caf::error coordinator_state::timing_failure(op_id id) {
-  auto found = records_.find(id);
-  if (found == records_.end() || !found->second.timing) return {};
-  // The host backend reports a failure once, at the first completion point after it: with
-  // timing on that is the start event (a failed dependency) or the end event (failed work),
-  // both reached before the operation's own point.
-  for (const gpu::event* e : {&found->second.timing->start, &found->second.timing->end}) {
-    const gpu::query_result q = context_.device->query(e->ref());
-    if (q.failed() && q.error.code() != gpu::errc::device_lost) return to_error(q.error);
-  }
-  return {};
 }
 
 bool coordinator_state::deps_done(op_id id) const {

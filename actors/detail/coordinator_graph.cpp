@@ -34,7 +34,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   r.run = run;
   if (listener != nullptr) add_listener(r, *listener);
   out = id;
-  pump();
+  pump_later();
   flush();
   return {};
 }
@@ -154,7 +154,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     ids[i] = id;
     deps = {};
   }
-  pump();
+  pump_later();
   flush();
   return {};
 }

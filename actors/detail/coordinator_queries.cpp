@@ -34,7 +34,7 @@ op_info coordinator_state::info_of(op_id id, const op_record& r) const {
   }
   if (r.stream != no_stream) {
     out.on_stream = true;
-    out.stream = stream_id{r.stream};
+    out.stream = pool_.at(r.stream).id;
   }
   out.point = r.point;
   out.registered_ns = r.registered_ns;
@@ -111,7 +111,9 @@ caf::result<op_state> coordinator_state::cancel(op_id id) {
     const auto& r = found->second;
     return make_error(errc::invalid_state,
                       to_string(id) + " is " + std::string{to_string(state)} +
-                          (r.stream != no_stream ? " on stream " + std::to_string(r.stream) : "") +
+                          (r.stream != no_stream
+                               ? " on stream " + std::to_string(pool_.at(r.stream).id.value)
+                               : "") +
                           ": work handed to a stream cannot be withdrawn");
   }
   graph_.cancel(id, make_error(errc::cancelled, to_string(id) + " was cancelled by request"),
@@ -196,7 +198,7 @@ deadlock_report coordinator_state::detect_deadlocks(caf::timespan stall_after) {
         break;
       case op_state::submitted: {
         const auto& rr = records_.at(root->id);
-        what = "is on stream " + std::to_string(rr.stream) + " at point " +
+        what = "is on stream " + std::to_string(pool_.at(rr.stream).id.value) + " at point " +
                std::to_string(rr.point) + " and the stream has reached only " +
                std::to_string(pool_.at(rr.stream).completed);
         break;
@@ -250,13 +252,11 @@ void coordinator_state::profile(op_id id, const op_record& r, op_state state, st
   p.type = r.type;
   p.state = state;
   p.on_stream = r.stream != no_stream && r.point != 0;
-  p.stream = r.stream;
+  p.stream = p.on_stream ? pool_.at(r.stream).id.value : 0;
   p.registered_ns = r.registered_ns;
   p.dispatched_ns = r.dispatched_ns;
-  if (r.timing && clock_) {
-    p.started_ns = clock_->host_ns(r.timing->start.ref());
-    p.finished_ns = clock_->host_ns(r.timing->end.ref());
-  }
+  p.started_ns = r.started_ns;
+  p.finished_ns = r.finished_ns;
   p.ended_ns = now;
   profile_->add(p);
   if (context_.trace) {

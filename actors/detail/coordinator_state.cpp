@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -14,7 +15,7 @@
 namespace cudactor::detail {
 
 void coordinator_state::init(self_pointer self, const coordinator_context& context,
-                             coordinator_options options, std::vector<gpu::stream> streams) {
+                             coordinator_options options) {
   self_ = self;
   context_ = context;
   options_ = std::move(options);
@@ -22,27 +23,21 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
   gpu_ = gpu_label(*context_.device);
   op_metrics_.emplace(*registry_, gpu_);
   graph_ = op_graph{options_.failures_kept};
-  pool_ = stream_pool{options_.strategy, options_.max_in_flight};
-  for (std::size_t i = 0; i < streams.size(); ++i) {
-    auto line = context_.device->timeline_of(streams[i].ref());
-    pool_.add(std::move(streams[i]), options_.priority_of(i));
-    if (line) {
-      auto& slot = pool_.at(static_cast<std::uint32_t>(i));
-      slot.issued = slot.completed = slot.watched = (*line)->submitted();
-    }
+  pool_ = stream_pool{options_.strategy};
+  for (const auto& s : context_.streams) {
+    pool_.add(s.id, s.view, s.priority, s.max_in_flight);
+    actors_.push_back(s.actor);
   }
-  report_levels();  // makes the streams' metrics before anything is dispatched
+  staged_.resize(actors_.size());
+  report_levels();
+  // The stream actors time what they are asked to: they share the runtime's device clock.
   timing_ = options_.timing || context_.trace != nullptr;
-  // Without a device clock (a backend without timing events) operations carry no device times.
-  if (timing_) clock_ = context_.clock ? context_.clock : start_shared_clock(*context_.device);
-  if (!clock_) timing_ = false;
   profile_.emplace(now_ns(), options_.report_names);
   profile_->streams(pool_.size());
   if (context_.trace) {
-    for (std::uint32_t i = 0; i < pool_.size(); ++i) {
-      context_.trace->name_stream(i, "coordinator-" + std::to_string(i) + " (" +
-                                         std::string{gpu::to_string(options_.priority_of(i))} +
-                                         ")");
+    for (const auto& s : context_.streams) {
+      context_.trace->name_stream(s.id.value,
+                                  s.name + " (" + std::string{gpu::to_string(s.priority)} + ")");
     }
   }
   subscribe_streams();
@@ -53,17 +48,19 @@ coordinator_state::~coordinator_state() {
 }
 
 void coordinator_state::subscribe_streams() {
-  auto weak = caf::actor_cast<caf::actor_addr>(self_);
+  // Each stream actor's completion batches, one per stream per poller tick: the only way the
+  // coordinator hears of completions.
+  const auto me = caf::actor_cast<completion_listener>(self_);
+  for (const auto& actor : actors_) self_->send(actor, subscribe_atom::value, me);
+}
+
+std::optional<std::uint32_t> coordinator_state::slot_of(stream_id id) const {
+  // Slots are in the runtime's order, usually slot i is stream i; a look-up otherwise.
+  if (id.value < pool_.size() && pool_.at(id.value).id == id) return id.value;
   for (std::uint32_t i = 0; i < pool_.size(); ++i) {
-    const std::uint64_t epoch = epoch_;
-    auto subscribed = context_.poller->subscribe(
-        pool_.at(i).stream.ref(), [weak, i, epoch](const gpu::stream_progress& progress) {
-          if (auto strong = caf::actor_cast<coordinator_actor>(weak)) {
-            caf::anon_send(strong, progress_atom::value, epoch, to_batch(stream_id{i}, progress));
-          }
-        });
-    if (!subscribed.ok() && !lost_) lost_ = to_error(subscribed);
+    if (pool_.at(i).id == id) return i;
   }
+  return std::nullopt;
 }
 
 // --- registering -----------------------------------------------------------------------------
@@ -127,111 +124,198 @@ caf::result<op_state> coordinator_state::depend(op_id op, op_id dep) {
 // --- dispatching -----------------------------------------------------------------------------
 
 void coordinator_state::pump() {
-  // One clock read per few dispatches: a burst of them takes microseconds, not more.
+  // One clock read per few operations: a burst of them takes microseconds, not more.
   constexpr unsigned stamp_reuse = 16;
   std::int64_t now = 0;
-  for (unsigned n = 0; !lost_ && !closing_ && pool_.any_available(); ++n) {
+  unsigned n = 0;
+  // First those that waited for a dependency's ticket or for room, oldest first.
+  if (!unplaced_.empty()) {
+    std::vector<op_id> waiting;
+    waiting.swap(unplaced_);
+    for (op_id id : waiting) {
+      auto found = records_.find(id);
+      const op_graph::node* node = graph_.find(id);
+      if (found == records_.end() || node == nullptr || node->state != op_state::running) continue;
+      const auto slot = lost_ || closing_ ? std::nullopt : place(id, found->second);
+      if (!slot) {
+        unplaced_.push_back(id);
+        continue;
+      }
+      if (n++ % stamp_reuse == 0) now = now_ns();
+      stage(id, *slot, now);
+    }
+  }
+  for (; !lost_ && !closing_ && pool_.any_available(); ++n) {
     const std::optional<op_id> next = graph_.next_ready();
     if (!next) break;
-    const op_id id = *next;
-    op_record& r = records_.at(id);
-    const auto slot = pool_.choose(r.priority, r.workload);
+    const auto slot = place(*next, records_.at(*next));
+    if (!slot) {
+      unplaced_.push_back(*next);
+      continue;
+    }
     if (n % stamp_reuse == 0) now = now_ns();
-    dispatch(id, *slot, now);
+    stage(*next, *slot, now);
   }
+  send_staged();
   serve_begin_waiters();
-  watch_all();
   finish();
 }
 
-gpu::status coordinator_state::place_waits(op_id id, std::uint32_t slot) {
-  gpu::status out;
-  const gpu::stream_ref waiter = pool_.at(slot).stream.ref();
+std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record& r) {
+  // A dependency on its way to a stream has no point yet: a dependent may follow it onto that
+  // stream (one mailbox, in order) but cannot wait for it from another until its ticket is
+  // back.
+  std::optional<std::uint32_t> on_way;
+  bool split = false;
   graph_.for_each_unfinished_dep(id, [&](op_id, const op_position& at) {
-    if (!out.ok() || !pool_.needs_wait(slot, at.stream, at.point)) return;
-    out = context_.device->wait_point(waiter, pool_.at(at.stream).stream.ref(), at.point);
+    if (at.point != 0) return;
+    if (!on_way) {
+      on_way = at.stream;
+    } else if (*on_way != at.stream) {
+      split = true;
+    }
+  });
+  if (split) return std::nullopt;
+  const auto chosen = pool_.choose(r.priority, r.workload);
+  if (!on_way || !chosen || *chosen == *on_way) return on_way && !chosen ? std::nullopt : chosen;
+  // The strategy wants another stream. The balancing ones may follow the dependency while its
+  // stream is not much busier (a chain goes out in one pass, not one round trip per link);
+  // the others keep their choice and wait for the ticket.
+  const bool balancing = options_.strategy == pool_strategy::load_balanced ||
+                         options_.strategy == pool_strategy::round_robin;
+  if (balancing && pool_.available(*on_way) &&
+      pool_.load_of(*on_way) <= pool_.load_of(*chosen) + follow_slack) {
+    return on_way;
+  }
+  return std::nullopt;
+}
+
+void coordinator_state::pump_later() {
+  if (pump_pending_ || lost_ || closing_) return;
+  pump_pending_ = true;
+  self_->send(self_, pump_atom::value);
+}
+
+void coordinator_state::on_pump() {
+  pump_pending_ = false;
+  pump();
+  serve_ready_waiters();
+  flush();
+}
+
+std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slot) {
+  std::vector<point_wait> out;
+  graph_.for_each_unfinished_dep(id, [&](op_id, const op_position& at) {
+    assert(at.point != 0 || at.stream == slot);  // place() keeps it so
+    if (at.point == 0 || !pool_.needs_wait(slot, at.stream, at.point)) return;
+    out.push_back(point_wait{pool_.at(at.stream).view, at.point});
     ++device_waits_;
     op_metrics_->device_waits(1);
   });
   return out;
 }
 
-void coordinator_state::dispatch(op_id id, std::uint32_t slot, std::int64_t now) {
+void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
   op_record& r = records_.at(id);
-  const gpu::stream_ref s = pool_.at(slot).stream.ref();
-  gpu::status launched = place_waits(id, slot);
-  if (launched.ok() && timing_) {
-    // Timing events around the work, in the stream's order: when the stream got to it (its
-    // waits done) and when it was done. No host callback: nothing stalls the stream.
-    r.timing = take_timing();
-    if (r.timing) launched = context_.device->record(r.timing->start.ref(), s);
-  }
-  if (launched.ok()) launched = context_.device->enqueue(s, std::move(r.fn));
-  if (launched.ok() && r.timing) launched = context_.device->record(r.timing->end.ref(), s);
-  if (!launched.ok()) {
-    launch_failed(id, slot, launched);
-    return;
-  }
-  auto point = context_.device->signal(s);
-  if (!point) {
-    launch_failed(id, slot, point.error());
-    return;
-  }
+  dispatched_op op;
+  op.fn = std::move(r.fn);
+  op.waits = waits_for(id, slot);
+  op.timed = timing_;
+  r.stream = slot;
   r.dispatched_ns = now;
-  submitted(id, r, slot, *point, now);
-}
-
-std::optional<coordinator_state::op_timing> coordinator_state::take_timing() {
-  if (!spare_timing_.empty()) {
-    op_timing out = std::move(spare_timing_.back());
-    spare_timing_.pop_back();
-    return out;
-  }
-  auto start = context_.device->create_event(gpu::event_kind::timing);
-  auto end = context_.device->create_event(gpu::event_kind::timing);
-  if (!start || !end) return std::nullopt;  // this operation goes untimed
-  return op_timing{std::move(start.value()), std::move(end.value())};
-}
-
-void coordinator_state::submitted(op_id id, op_record& r, std::uint32_t slot, timeline_point point,
-                                  std::int64_t now) {
-  auto& s = pool_.at(slot);
   pool_.note_dispatch(slot, now);
+  ++pool_.at(slot).in_transit;
+  staged_[slot].ops.push_back(std::move(op));
+  staged_[slot].ids.push_back(id);
+  op_metrics_->dispatched(r.type, r.priority);
+  ++dispatched_;
+  coordination_ns_ += r.dispatched_ns - r.registered_ns;
+  // On its way: dependents may follow it onto this stream before its ticket is back.
+  graph_.submitted(id, op_position{slot, 0});
+}
+
+void coordinator_state::send_staged() {
+  for (std::uint32_t slot = 0; slot < staged_.size(); ++slot) {
+    staged_pass& pass = staged_[slot];
+    if (pass.ops.empty()) continue;
+    auto ids = std::make_shared<std::vector<op_id>>(std::move(pass.ids));
+    pass.ids.clear();
+    const std::uint64_t epoch = epoch_;
+    self_->request(actors_[slot], caf::infinite, dispatch_atom::value,
+                   stream_dispatch{std::move(pass.ops)})
+        .then(
+            [this, epoch, slot, ids](const std::vector<ticket>& tickets) {
+              dispatched(epoch, slot, *ids, tickets);
+            },
+            [this, epoch, slot, ids](caf::error& why) {
+              dispatch_refused(epoch, slot, *ids, why);
+            });
+    pass.ops.clear();
+  }
+}
+
+void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
+                                   const std::vector<op_id>& ids,
+                                   const std::vector<ticket>& tickets) {
+  if (epoch != epoch_) return;  // sent before a loss, which ended them all
+  auto& s = pool_.at(slot);
+  s.in_transit -= std::min<std::uint64_t>(s.in_transit, ids.size());
+  if (tickets.size() != ids.size()) {
+    lose(make_error(errc::backend_error, "stream " + std::to_string(s.id.value) + " answered " +
+                                             std::to_string(tickets.size()) + " tickets for " +
+                                             std::to_string(ids.size()) + " operations"));
+    flush();
+    return;
+  }
+  const std::int64_t now = now_ns();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    auto found = records_.find(ids[i]);
+    if (found == records_.end()) {
+      // Ended while on its way (a loss): its point is still the stream's.
+      s.in_flight.emplace_back(tickets[i].point, op_id{});
+      s.issued = tickets[i].point;
+      continue;
+    }
+    on_stream(ids[i], found->second, slot, tickets[i].point);
+    graph_.placed(ids[i], tickets[i].point);
+  }
+  (void)now;
+  pump_later();
+  flush();
+}
+
+void coordinator_state::dispatch_refused(std::uint64_t epoch, std::uint32_t slot,
+                                         const std::vector<op_id>& ids, const caf::error& why) {
+  if (epoch != epoch_) return;
+  auto& s = pool_.at(slot);
+  s.in_transit -= std::min<std::uint64_t>(s.in_transit, ids.size());
+  if (closing_) return;
+  // A stream that refuses a pass is broken (its device lost) or going away: either way nothing
+  // more can run on it, and the operations of the pass may be partly on it.
+  lose(why.code() == static_cast<std::uint8_t>(errc::device_lost)
+           ? why
+           : make_error(errc::device_lost, "stream " + std::to_string(s.id.value) +
+                                               " refused the coordinator's operations: " +
+                                               to_string(why)));
+  flush();
+}
+
+void coordinator_state::on_stream(op_id id, op_record& r, std::uint32_t slot,
+                                  timeline_point point) {
+  auto& s = pool_.at(slot);
   s.in_flight.emplace_back(point, id);
-  s.issued = point;
+  s.issued = std::max(s.issued, point);
   r.stream = slot;
   r.point = point;
-  if (slot < slot_metrics_.size()) slot_metrics_[slot].accepted();
-  if (!r.manual) {
-    op_metrics_->dispatched(r.type, r.priority);
-    ++dispatched_;
-    coordination_ns_ += r.dispatched_ns - r.registered_ns;
-  }
-  graph_.submitted(id, op_position{slot, point});
 }
 
-void coordinator_state::launch_failed(op_id id, std::uint32_t slot, const gpu::status& why) {
-  caf::error sealed = why.code() == gpu::errc::device_lost ? to_error(why) : close_off(slot);
-  if (sealed) {
-    lose(std::move(sealed));
+void coordinator_state::launch_failed(op_id id, const caf::error& why) {
+  if (why.code() == static_cast<std::uint8_t>(errc::device_lost)) {
+    lose(why);
     return;
   }
-  graph_.fail(id,
-              make_error(errc::op_failed,
-                         to_string(id) + " could not be launched: " + to_string(to_error(why))),
+  graph_.fail(id, make_error(errc::op_failed, to_string(id) + " could not be launched: " + to_string(why)),
               ended_);
-}
-
-caf::error coordinator_state::close_off(std::uint32_t slot) {
-  auto& s = pool_.at(slot);
-  auto point = context_.device->signal(s.stream.ref());
-  if (!point) {
-    // Any other failure leaves nothing to seal: the stream's next launch reports it.
-    return point.error().code() == gpu::errc::device_lost ? to_error(point.error()) : caf::error{};
-  }
-  s.in_flight.emplace_back(*point, op_id{});
-  s.issued = *point;
-  return watch(slot);
 }
 
 void coordinator_state::serve_begin_waiters() {
@@ -242,26 +326,23 @@ void coordinator_state::serve_begin_waiters() {
       continue;
     }
     op_record& r = records_.at(it->id);
-    const auto slot = pool_.choose(r.priority, r.workload);
-    if (!slot) return;  // no stream free: later waiters wait as well, in order
+    // No stream free, or a dependency's ticket not back: later waiters wait as well, in order.
+    const auto slot = place(it->id, r);
+    if (!slot) return;
     auto promise = std::move(it->promise);
     const op_id id = it->id;
     it = begin_waiters_.erase(it);
-    op_lease lease = start_manual(id, r, *slot);
-    if (lease.op.empty()) {
-      promise.deliver(make_error(errc::op_failed, to_string(id) + " could not begin"));
-    } else {
-      promise.deliver(lease);
-    }
+    start_hold(id, r, *slot, std::move(promise));
   }
 }
 
-op_lease coordinator_state::start_manual(op_id id, op_record& r, std::uint32_t slot) {
-  if (graph_.begin(id)) return {};
-  if (auto placed = place_waits(id, slot); !placed.ok()) {
-    launch_failed(id, slot, placed);
-    return {};
+void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
+                                   caf::typed_response_promise<op_lease> promise) {
+  if (auto bad = graph_.begin(id)) {
+    promise.deliver(bad);
+    return;
   }
+  auto waits = waits_for(id, slot);
   auto& s = pool_.at(slot);
   s.reserved_by = id;
   r.stream = slot;
@@ -269,32 +350,56 @@ op_lease coordinator_state::start_manual(op_id id, op_record& r, std::uint32_t s
   op_metrics_->dispatched(r.type, r.priority);
   ++dispatched_;
   coordination_ns_ += r.dispatched_ns - r.registered_ns;
-  const gpu::handle_id handle = s.stream.ref().id();
-  return op_lease{id, stream_id{slot}, handle.instance, handle.slot, handle.generation};
+  const std::uint64_t epoch = epoch_;
+  // Answered once the stream is the caller's: everything before it on the backend, its waits
+  // placed. Then the lease goes out.
+  self_->request(actors_[slot], caf::infinite, hold_atom::value, stream_hold{std::move(waits)})
+      .then(
+          [this, epoch, id, slot, promise](const ticket& held) mutable {
+            auto found = records_.find(id);
+            const op_graph::node* n = graph_.find(id);
+            if (epoch != epoch_ || found == records_.end() || n == nullptr ||
+                n->state != op_state::running) {
+              // It ended while the hold was on its way: the stream goes back at once.
+              if (epoch == epoch_) release_hold(slot, held.point, n ? n->cause : caf::error{});
+              promise.deliver(make_error(errc::invalid_state, to_string(id) + " ended"));
+              flush();
+              return;
+            }
+            found->second.point = held.point;
+            const gpu::handle_id handle = pool_.at(slot).view.id();
+            promise.deliver(
+                op_lease{id, pool_.at(slot).id, handle.instance, handle.slot, handle.generation});
+          },
+          [this, epoch, id, promise](caf::error& why) mutable {
+            promise.deliver(why);
+            if (epoch == epoch_) launch_failed(id, why);
+            finish();
+            pump();
+            flush();
+          });
 }
 
-void coordinator_state::watch_all() {
-  for (std::uint32_t i = 0; i < pool_.size() && !lost_; ++i) {
-    if (auto why = watch(i)) lose(std::move(why));
-  }
-}
-
-caf::error coordinator_state::watch(std::uint32_t slot) {
+void coordinator_state::release_hold(std::uint32_t slot, timeline_point point,
+                                     const caf::error& why) {
   auto& s = pool_.at(slot);
-  if (s.issued <= s.watched) return {};
-  const timeline_point first = s.watched + 1;
-  s.watched = s.issued;
-  auto watched = context_.poller->watch_points(s.stream.ref(), first, s.issued);
-  return watched.ok() ? caf::error{} : to_error(watched);
+  s.in_flight.emplace_back(point, op_id{});  // the point is the stream's, no operation's
+  s.issued = std::max(s.issued, point);
+  self_->request(actors_[slot], caf::infinite, hold_end_atom::value, point,
+                 why ? why : make_error(errc::cancelled, "the operation ended before complete"))
+      .then([](const ticket&) {}, [](caf::error&) {});  // a broken stream tells its subscribers
 }
 
 void coordinator_state::lose(caf::error why) {
   if (!lost_) lost_ = why;
+  ++epoch_;  // answers to what was sent before are stale now
   graph_.fail_all(why, ended_);
   deferred_.clear();
-  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
-    pool_.at(i).in_flight.clear();
-    pool_.at(i).reserved_by = op_id{};
+  pool_.clear_work();
+  unplaced_.clear();
+  for (auto& pass : staged_) {
+    pass.ops.clear();
+    pass.ids.clear();
   }
   for (auto& [token, promise] : ready_waiters_) promise.deliver(why);
   ready_waiters_.clear();
@@ -336,17 +441,41 @@ caf::result<op_lease> coordinator_state::begin(op_id id) {
 }
 
 caf::result<ticket> coordinator_state::complete(op_id id) {
-  ticket out;
-  if (auto bad = submit_manual(id, out)) return bad;
-  return out;
+  auto promise = self_->make_response_promise<ticket>();
+  if (auto bad = end_hold(id, {}, [promise](const caf::expected<ticket>& done) mutable {
+        if (done) {
+          promise.deliver(*done);
+        } else {
+          promise.deliver(done.error());
+        }
+      })) {
+    promise.deliver(bad);  // once a promise is made, only it answers
+  }
+  return promise;
 }
 
-caf::error coordinator_state::submit_manual(op_id id, ticket& out) {
+caf::result<op_state> coordinator_state::complete_failed(op_id id, const caf::error& why) {
+  auto promise = self_->make_response_promise<op_state>();
+  const bool failed = static_cast<bool>(why);
+  if (auto bad = end_hold(id, why, [promise, failed](const caf::expected<ticket>& done) mutable {
+        if (done) {
+          promise.deliver(failed ? op_state::failed : op_state::submitted);
+        } else {
+          promise.deliver(done.error());
+        }
+      })) {
+    promise.deliver(bad);  // once a promise is made, only it answers
+  }
+  return promise;
+}
+
+caf::error coordinator_state::end_hold(op_id id, const caf::error& why,
+                                       std::function<void(const caf::expected<ticket>&)> answer) {
   if (closing_) return refusal();
   auto found = records_.find(id);
   const op_graph::node* n = graph_.find(id);
   if (found == records_.end() || n == nullptr || !found->second.manual ||
-      n->state != op_state::running) {
+      n->state != op_state::running || found->second.point == 0 || found->second.completing) {
     return make_error(errc::invalid_state,
                       to_string(id) +
                           (found == records_.end() ? " has ended or is unknown"
@@ -354,45 +483,42 @@ caf::error coordinator_state::submit_manual(op_id id, ticket& out) {
                           ": nothing to complete");
   }
   op_record& r = found->second;
-  auto& s = pool_.at(r.stream);
-  s.reserved_by = op_id{};
-  auto point = context_.device->signal(s.stream.ref());
-  if (!point) {
-    launch_failed(id, r.stream, point.error());
-    pump();
-    flush();
-    return to_error(point.error());
-  }
-  submitted(id, r, r.stream, *point, now_ns());
-  out = ticket{stream_id{r.stream}, *point};
+  r.completing = true;
+  const std::uint32_t slot = r.stream;
+  const timeline_point point = r.point;
+  const std::uint64_t epoch = epoch_;
+  // The stream actor takes nothing of ours before the hold's end (one mailbox, in order): the
+  // slot is free again for the next pass.
+  pool_.at(slot).reserved_by = op_id{};
+  self_->request(actors_[slot], caf::infinite, hold_end_atom::value, point, why)
+      .then(
+          [this, epoch, id, slot, why, answer](const ticket& done) {
+            if (epoch == epoch_) {
+              auto r = records_.find(id);
+              if (r != records_.end()) {
+                // A failure the caller reports is this operation's; the point still passes.
+                on_stream(id, r->second, slot, done.point);
+                graph_.submitted(id, op_position{slot, done.point});
+                if (why) {
+                  pool_.at(slot).in_flight.back().second = op_id{};
+                  graph_.fail(id, why, ended_);
+                }
+              }
+            }
+            answer(done);
+            pump();
+            flush();
+          },
+          [this, epoch, id, answer](caf::error& failed) {
+            if (epoch == epoch_) launch_failed(id, failed);
+            answer(failed);
+            finish();
+            pump();
+            flush();
+          });
   pump();
   flush();
   return {};
-}
-
-caf::result<op_state> coordinator_state::complete_failed(op_id id, const caf::error& why) {
-  if (!why) {
-    ticket ignored;
-    if (auto bad = submit_manual(id, ignored)) return bad;
-    return op_state::submitted;
-  }
-  auto found = records_.find(id);
-  const op_graph::node* n = graph_.find(id);
-  if (found == records_.end() || n == nullptr || !found->second.manual ||
-      n->state != op_state::running) {
-    return make_error(errc::invalid_state, to_string(id) + " is not a begun caller-launched op");
-  }
-  pool_.at(found->second.stream).reserved_by = op_id{};
-  // The caller's work on the stream may have failed too: that is this operation's, not the
-  // next one's.
-  if (auto sealed = close_off(found->second.stream)) {
-    lose(std::move(sealed));
-  } else {
-    graph_.fail(id, why, ended_);
-  }
-  pump();
-  flush();
-  return op_state::failed;
 }
 
 // --- telling ----------------------------------------------------------------------------------
@@ -400,7 +526,6 @@ caf::result<op_state> coordinator_state::complete_failed(op_id id, const caf::er
 void coordinator_state::finish() {
   if (ended_.empty()) return;
   const std::int64_t now = now_ns();
-  std::vector<std::uint32_t> to_seal;
   for (const ended_op& e : ended_) {
     switch (e.state) {
       case op_state::completed: ++completed_; break;
@@ -417,7 +542,7 @@ void coordinator_state::finish() {
     notice.id = e.id;
     notice.state = e.state;
     notice.cause = e.cause;
-    if (r.stream != no_stream) notice.stream = stream_id{r.stream};
+    if (r.stream != no_stream) notice.stream = pool_.at(r.stream).id;
     notice.point = r.point;
     notice.registered_ns = r.registered_ns;
     notice.dispatched_ns = r.dispatched_ns;
@@ -441,9 +566,11 @@ void coordinator_state::finish() {
       }
       if (r.stream != no_stream && pool_.size() > r.stream &&
           pool_.at(r.stream).reserved_by == e.id) {
-        // Begun, then cancelled (or failed by a dependency) before complete: its waits stay.
+        // Begun, then cancelled (or failed by a dependency) before complete: the stream goes
+        // back (its waits stay in the stream's order, charged to the hold's point). A hold
+        // still on its way is given back when it arrives (start_hold).
         pool_.at(r.stream).reserved_by = op_id{};
-        to_seal.push_back(r.stream);
+        if (r.point != 0 && !lost_) release_hold(r.stream, r.point, e.cause);
       }
     }
     if (options_.ended_kept > 0) {
@@ -459,20 +586,10 @@ void coordinator_state::finish() {
       ended_kept_.push_back(std::move(info));
       if (ended_kept_.size() > options_.ended_kept) ended_kept_.pop_front();
     }
-    if (r.timing) {
-      spare_timing_.push_back(std::move(*r.timing));
-      r.timing.reset();
-    }
     records_.erase(found);
   }
   ended_.clear();
   (void)graph_.take_forgotten();  // records went with the end; the graph's own go here
-  for (std::uint32_t slot : to_seal) {
-    if (lost_) break;
-    if (auto sealed = close_off(slot)) {
-      lose(std::move(sealed));  // ends the rest; its own finish() runs with ended_ empty now
-    }
-  }
 }
 
 void coordinator_state::notify(const op_listener& listener, const op_notice& notice) {
@@ -482,16 +599,8 @@ void coordinator_state::notify(const op_listener& listener, const op_notice& not
 }
 
 void coordinator_state::report_levels() {
-  while (slot_metrics_.size() < pool_.size()) {
-    slot_metrics_.emplace_back(*registry_, gpu_,
-                               "coordinator-" + std::to_string(slot_metrics_.size()));
-  }
   std::size_t on_streams = 0;
-  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
-    const std::size_t n = pool_.at(i).in_flight.size();
-    on_streams += n;
-    slot_metrics_[i].publish(n, 0);  // and what the slot accepted and completed since
-  }
+  for (std::uint32_t i = 0; i < pool_.size(); ++i) on_streams += pool_.load_of(i);
   op_metrics_->live(graph_.live(), on_streams);
 }
 
@@ -506,7 +615,7 @@ void coordinator_state::flush() {
 
 caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeout) {
   if (auto why = refusal()) return why;
-  if (auto idle = pool_.any_idle()) return stream_id{*idle};
+  if (auto idle = pool_.any_idle()) return pool_.at(*idle).id;
   const std::uint64_t token = next_token_++;
   auto promise = self_->make_response_promise<stream_id>();
   ready_waiters_.emplace(token, promise);
@@ -520,8 +629,8 @@ void coordinator_state::expire(std::uint64_t token) {
   std::string busy;
   for (std::uint32_t i = 0; i < pool_.size(); ++i) {
     const auto& s = pool_.at(i);
-    busy += (i == 0 ? "" : ", ") + std::string{"stream "} + std::to_string(i) + ": " +
-            std::to_string(s.in_flight.size()) + " in flight" +
+    busy += (i == 0 ? "" : ", ") + std::string{"stream "} + std::to_string(s.id.value) + ": " +
+            std::to_string(pool_.load_of(i)) + " in flight" +
             (s.reserved_by.empty() ? "" : ", held by " + to_string(s.reserved_by));
   }
   found->second.deliver(make_error(errc::timeout, "no stream became idle in time (" + busy + ")"));
@@ -532,7 +641,7 @@ void coordinator_state::serve_ready_waiters() {
   if (ready_waiters_.empty()) return;
   const auto idle = pool_.any_idle();
   if (!idle) return;
-  for (auto& [token, promise] : ready_waiters_) promise.deliver(stream_id{*idle});
+  for (auto& [token, promise] : ready_waiters_) promise.deliver(pool_.at(*idle).id);
   ready_waiters_.clear();
 }
 
@@ -544,24 +653,41 @@ caf::result<bool> coordinator_state::reset() {
                       "the backend is still lost (" + health.message() +
                           "): reset it first, from outside any actor (backend::reset())");
   }
-  std::vector<gpu::stream> streams;
-  std::vector<gpu::stream_priority> priorities;
-  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
-    auto& old = pool_.at(i);
-    auto made = context_.device->create_stream({"coordinator-" + std::to_string(i), old.priority});
-    if (!made) return to_error(made.error());
-    streams.push_back(std::move(made.value()));
-    priorities.push_back(old.priority);
+  // Every stream actor makes its stream anew; the coordinator goes on once all have.
+  struct gather {
+    caf::typed_response_promise<bool> promise;
+    std::size_t left = 0;
+    caf::error failed;
+  };
+  auto state = std::make_shared<gather>();
+  state->promise = self_->make_response_promise<bool>();
+  state->left = actors_.size();
+  const std::uint64_t epoch = epoch_;
+  auto done = [this, state, epoch] {
+    if (--state->left != 0) return;
+    if (state->failed) {
+      state->promise.deliver(state->failed);
+      return;
+    }
+    if (epoch == epoch_ && lost_) {
+      pool_.clear_work();
+      lost_ = caf::error{};
+    }
+    state->promise.deliver(!lost_);
+  };
+  for (std::uint32_t slot = 0; slot < actors_.size(); ++slot) {
+    self_->request(actors_[slot], caf::infinite, reset_atom::value)
+        .then(
+            [this, slot, done](const stream_view& view) {
+              pool_.at(slot).view = view.get();
+              done();
+            },
+            [state, done](caf::error& why) {
+              if (!state->failed) state->failed = std::move(why);
+              done();
+            });
   }
-  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
-    context_.poller->subscribe(pool_.at(i).stream.ref(), {}).ignore();
-  }
-  pool_ = stream_pool{options_.strategy, options_.max_in_flight};
-  for (std::size_t i = 0; i < streams.size(); ++i) pool_.add(std::move(streams[i]), priorities[i]);
-  ++epoch_;
-  lost_ = caf::error{};
-  subscribe_streams();
-  return !lost_;
+  return state->promise;
 }
 
 void coordinator_state::shut_down() {
@@ -575,9 +701,8 @@ void coordinator_state::shut_down() {
   begin_waiters_.clear();
   for (auto& [token, promise] : ready_waiters_) promise.deliver(why);
   ready_waiters_.clear();
-  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
-    context_.poller->subscribe(pool_.at(i).stream.ref(), {}).ignore();
-  }
+  const auto me = caf::actor_cast<completion_listener>(self_);
+  for (const auto& actor : actors_) self_->send(actor, unsubscribe_atom::value, me);
   flush();
 }
 

@@ -1,9 +1,9 @@
 // actors/detail/coordinator_state.hpp
 //
 // What the coordinator actor owns and how it moves: the dependency graph (op_graph), a record
-// per live operation (its work, listeners and times), the stream pool, and the answers still
-// owed (begin waiting for a ready operation, wait_for_any_ready). The behaviour in
-// coordinator.cpp only unpacks messages and calls in here.
+// per live operation (its work, listeners and times), the stream pool (its view of the stream
+// actors it schedules onto), and the answers still owed (begin waiting for a ready operation,
+// wait_for_any_ready). The behaviour in coordinator.cpp only unpacks messages and calls in here.
 //
 // Every handler ends with flush(): the notices of operations that ended while it ran go out as
 // one message per listener.
@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,7 +25,6 @@
 
 #include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/detail/actor_metrics.hpp"
-#include "cudactor/actors/detail/device_clock.hpp"
 #include "cudactor/actors/detail/op_graph.hpp"
 #include "cudactor/actors/detail/op_profile.hpp"
 #include "cudactor/actors/detail/stream_pool.hpp"
@@ -35,8 +35,7 @@ class coordinator_state {
  public:
   using self_pointer = coordinator_actor::stateful_pointer<coordinator_state>;
 
-  void init(self_pointer self, const coordinator_context& context, coordinator_options options,
-            std::vector<gpu::stream> streams);
+  void init(self_pointer self, const coordinator_context& context, coordinator_options options);
   ~coordinator_state();
 
   // --- registering ---------------------------------------------------------------------------
@@ -68,20 +67,15 @@ class coordinator_state {
   void expire(std::uint64_t token);
   caf::result<bool> reset();
 
-  // --- poller and runtime --------------------------------------------------------------------
-  void on_progress(std::uint64_t epoch, const completion_batch& batch);
+  // --- stream actors and runtime ------------------------------------------------------------
+  void on_progress(const completion_batch& batch);
+  // The scheduling pass asked for by pump_later().
+  void on_pump();
   void shut_down();
   [[nodiscard]] const coordinator_options& options() const noexcept { return options_; }
 
  private:
   static constexpr std::uint32_t no_stream = ~std::uint32_t{0};
-
-  // Timing events recorded before and after an operation's work on its stream: when the
-  // device started and finished it, read on the device clock once its end has been seen.
-  struct op_timing {
-    gpu::event start;
-    gpu::event end;
-  };
 
   struct op_record {
     op_type type = op_type::kernel;
@@ -94,9 +88,10 @@ class coordinator_state {
     std::vector<op_listener> listeners;
     std::int64_t registered_ns = 0;
     std::int64_t dispatched_ns = 0;
-    std::uint32_t stream = no_stream;
-    timeline_point point = 0;
-    std::optional<op_timing> timing;  // timing on, and events to be had
+    std::uint32_t stream = no_stream;  // the pool's slot
+    timeline_point point = 0;  // its ticket's (a caller-launched one's: once its hold is held)
+    bool completing = false;   // a caller-launched one: complete() came, the hold is ending
+    std::int64_t started_ns = 0, finished_ns = 0;  // on the device (timing)
     std::uint64_t run = 0;            // the run request it belongs to (0: none)
     std::uint32_t run_index = 0;      // its place in that request's answer
   };
@@ -111,6 +106,11 @@ class coordinator_state {
   struct begin_waiter {
     op_id id;
     caf::typed_response_promise<op_lease> promise;
+  };
+  // A pass for one slot being gathered (what pump() will send it).
+  struct staged_pass {
+    std::vector<dispatched_op> ops;
+    std::vector<op_id> ids;
   };
 
   // Why nothing new is taken now (shut down, device lost), or an empty error.
@@ -127,29 +127,40 @@ class coordinator_state {
   void ran(const op_record& r, const op_notice& notice);
   void add_listener(op_record& r, const op_listener& listener);
 
-  // Dispatches ready operations while streams have room, serves begin waiters whose
-  // operation became ready, and tells the poller what went out.
+  // Hands ready operations to streams while they have room (one message per stream per
+  // pass), serves begin waiters whose operation became ready.
   void pump();
-  void dispatch(op_id id, std::uint32_t slot, std::int64_t now);
-  // Device waits for every dependency of `id` submitted on another stream and not yet reached.
-  [[nodiscard]] gpu::status place_waits(op_id id, std::uint32_t slot);
-  // Bookkeeping once `id` is on `slot` at `point` (its work enqueued, the point signalled).
-  void submitted(op_id id, op_record& r, std::uint32_t slot, timeline_point point,
-                 std::int64_t now);
-  // `slot`: the stream the launch had begun on, whose waits close_off() then seals.
-  void launch_failed(op_id id, std::uint32_t slot, const gpu::status& why);
-  // Waits (or a caller's work) put on `slot` for an operation that will never take a point of
-  // its own stay in the stream's order; on the host a failed wait, or the caller's failed
-  // work, would be charged to the next operation's point. A point that is no operation's
-  // seals them off. A loss it runs into comes back for the caller to lose() with.
-  [[nodiscard]] caf::error close_off(std::uint32_t slot);
+  // A pass once the messages already in the mailbox are handled: one pass, and one message
+  // per stream, for a burst of registrations, tickets and completions.
+  void pump_later();
+  bool pump_pending_ = false;
+  void stage(op_id id, std::uint32_t slot, std::int64_t now);
+  void send_staged();
+  // Device waits for every dependency of `id` ticketed on another stream and not yet reached.
+  [[nodiscard]] std::vector<point_wait> waits_for(op_id id, std::uint32_t slot);
+  // A pass's tickets came back (the operations are on their stream), or it was refused.
+  void dispatched(std::uint64_t epoch, std::uint32_t slot, const std::vector<op_id>& ids,
+                  const std::vector<ticket>& tickets);
+  void dispatch_refused(std::uint64_t epoch, std::uint32_t slot, const std::vector<op_id>& ids,
+                        const caf::error& why);
+  // Bookkeeping once `id`'s ticket says it is on `slot` at `point`.
+  void on_stream(op_id id, op_record& r, std::uint32_t slot, timeline_point point);
+  // The stream `id` goes to now, or nothing: no stream has room, or a dependency is on its
+  // way to another stream (no point to wait for yet).
+  [[nodiscard]] std::optional<std::uint32_t> place(op_id id, const op_record& r);
+  // How much busier than the strategy's choice a stream may be for an operation to follow
+  // its dependency onto it rather than wait for that dependency's ticket.
+  static constexpr std::uint64_t follow_slack = 64;
+  // A stream could not take `id`: a loss fails everything, anything else fails `id`.
+  void launch_failed(op_id id, const caf::error& why);
   void serve_begin_waiters();
-  op_lease start_manual(op_id id, op_record& r, std::uint32_t slot);
-  // complete(): the caller's work is enqueued; the operation takes the stream's next point.
-  [[nodiscard]] caf::error submit_manual(op_id id, ticket& out);
-  void watch_all();
-  // Tells the poller of the points issued on `slot` since it last did; the loss if that fails.
-  [[nodiscard]] caf::error watch(std::uint32_t slot);
+  void start_hold(op_id id, op_record& r, std::uint32_t slot,
+                  caf::typed_response_promise<op_lease> promise);
+  // Ends the hold of a caller-launched operation that ended without complete.
+  void release_hold(std::uint32_t slot, timeline_point point, const caf::error& why);
+  // complete() and complete_failed(): the hold ends, the operation takes its point.
+  caf::error end_hold(op_id id, const caf::error& why,
+                      std::function<void(const caf::expected<ticket>&)> answer);
   // Fails every open operation with `why` and refuses new work until reset.
   void lose(caf::error why);
 
@@ -166,6 +177,8 @@ class coordinator_state {
   void flush();
   void serve_ready_waiters();
   void subscribe_streams();
+  // The slot of the stream actor that sent the current message, if it is one of ours.
+  [[nodiscard]] std::optional<std::uint32_t> slot_of(stream_id id) const;
   [[nodiscard]] const op_info* find_ended(op_id id) const;
   // unknown_op for an id that is not live and not among the ended kept, saying which.
   [[nodiscard]] caf::error gone(op_id id) const;
@@ -175,8 +188,11 @@ class coordinator_state {
   coordinator_context context_;
   coordinator_options options_;
   op_graph graph_;
-  stream_pool pool_{pool_strategy::load_balanced, 1};
-  std::uint64_t epoch_ = 1;  // of the pool's streams
+  stream_pool pool_{pool_strategy::load_balanced};
+  std::vector<stream_actor> actors_;   // by slot
+  std::vector<staged_pass> staged_;    // by slot
+  std::vector<op_id> unplaced_;        // taken from the ready queue, waiting for place()
+  std::uint64_t epoch_ = 1;  // bumped by a loss: answers to passes sent before it are stale
 
   std::unordered_map<op_id, op_record> records_;
   std::vector<ended_op> ended_;  // ended during the current handler, not yet told
@@ -198,22 +214,16 @@ class coordinator_state {
   caf::error lost_;
   bool closing_ = false;
 
-  // Prometheus: by type and priority, and per stream of the pool (created as slots appear).
+  // Prometheus: by type and priority (each stream's own are its stream actor's).
   std::shared_ptr<metrics::registry> registry_;
   std::optional<op_metrics> op_metrics_;
-  std::vector<stream_metrics> slot_metrics_;
   std::string gpu_;
   void report_levels();
 
-  // report_atom's profile, and the trace (timing_: timing events around every operation,
-  // recycled through spare_timing_, read on clock_).
+  // report_atom's profile, and the trace (timing_: every pass asks its stream actor for
+  // timing events around each operation; their times come back with the completions).
   std::optional<op_profile> profile_;
   bool timing_ = false;
-  shared_clock clock_;  // set when timing
-  std::vector<op_timing> spare_timing_;
-  [[nodiscard]] std::optional<op_timing> take_timing();
-  // A failure that one of the operation's timing events reported instead of its point.
-  [[nodiscard]] caf::error timing_failure(op_id id);
   void profile(op_id id, const op_record& r, op_state state, std::int64_t now);
 
   // metrics

@@ -213,6 +213,11 @@ bool op_graph::submitted(op_id id, op_position where) {
   return true;
 }
 
+void op_graph::placed(op_id id, gpu::timeline_point point) {
+  node* n = get(id);
+  if (n != nullptr && n->position) n->position->point = point;
+}
+
 bool op_graph::complete(op_id id) {
   node* n = get(id);
   if (n == nullptr || is_terminal(n->state)) return false;

@@ -33,7 +33,7 @@
 namespace cudactor::detail {
 
 // Where a submitted operation sits: the coordinator's stream slot and the point its
-// timeline reaches when the operation has run.
+// timeline reaches when the operation has run (0 while on its way to the stream).
 struct op_position {
   std::uint32_t stream = 0;
   gpu::timeline_point point = 0;
@@ -84,8 +84,13 @@ class op_graph {
   [[nodiscard]] caf::error begin(op_id id);
 
   // running -> submitted at `where`. Dependents whose last unsubmitted dependency this was
-  // become ready. False if `id` is not running (ended meanwhile, say).
+  // become ready. False if `id` is not running (ended meanwhile, say). A point of 0 says the
+  // operation is on its way to that stream and its point is not known yet (placed() tells it):
+  // a dependent may follow it onto the same stream, in order, but cannot wait for it from
+  // another one until then.
   bool submitted(op_id id, op_position where);
+  // The point of an operation submitted with point 0.
+  void placed(op_id id, gpu::timeline_point point);
 
   // Terminal transitions. They return false, and change nothing, for an operation that has
   // already ended or is unknown: a late notice. `ended` receives every operation that ended,

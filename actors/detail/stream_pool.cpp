@@ -22,13 +22,15 @@ std::size_t index_of(op_workload w) {
 
 }  // namespace
 
-stream_pool::stream_pool(pool_strategy strategy, std::uint64_t max_in_flight)
-    : strategy_(strategy), max_in_flight_(std::max<std::uint64_t>(max_in_flight, 1)) {}
+stream_pool::stream_pool(pool_strategy strategy) : strategy_(strategy) {}
 
-void stream_pool::add(gpu::stream s, gpu::stream_priority priority) {
+void stream_pool::add(stream_id id, gpu::stream_ref view, gpu::stream_priority priority,
+                      std::uint64_t max_in_flight) {
   slot added;
-  added.stream = std::move(s);
+  added.id = id;
+  added.view = view;
   added.priority = priority;
+  added.max_in_flight = std::max<std::uint64_t>(max_in_flight, 1);
   slots_.push_back(std::move(added));
   for (auto& each : slots_) each.waited.resize(slots_.size(), 0);
   assign_roles();
@@ -51,9 +53,19 @@ void stream_pool::assign_roles() {
   }
 }
 
+void stream_pool::clear_work() {
+  for (auto& s : slots_) {
+    s.in_flight.clear();
+    s.in_transit = 0;
+    s.reserved_by = op_id{};
+    s.issued = s.completed = 0;
+    std::fill(s.waited.begin(), s.waited.end(), 0);
+  }
+}
+
 bool stream_pool::available(std::uint32_t index) const {
   const slot& s = slots_[index];
-  return s.reserved_by.empty() && s.in_flight.size() < max_in_flight_;
+  return s.reserved_by.empty() && load_of(index) < s.max_in_flight;
 }
 
 bool stream_pool::any_available() const {
@@ -65,7 +77,7 @@ bool stream_pool::any_available() const {
 
 bool stream_pool::idle(std::uint32_t index) const {
   const slot& s = slots_[index];
-  return s.reserved_by.empty() && s.in_flight.empty();
+  return s.reserved_by.empty() && s.in_flight.empty() && s.in_transit == 0;
 }
 
 std::optional<std::uint32_t> stream_pool::any_idle() const {
@@ -75,8 +87,8 @@ std::optional<std::uint32_t> stream_pool::any_idle() const {
   return std::nullopt;
 }
 
-std::uint64_t stream_pool::load(std::uint32_t index) const {
-  return slots_[index].in_flight.size();
+std::uint64_t stream_pool::load_of(std::uint32_t index) const {
+  return slots_[index].in_flight.size() + slots_[index].in_transit;
 }
 
 template <class Accept>
@@ -84,7 +96,7 @@ std::optional<std::uint32_t> stream_pool::least_loaded(Accept&& accept) const {
   std::optional<std::uint32_t> best;
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {
     if (!available(i) || !accept(i)) continue;
-    if (!best || load(i) < load(*best)) best = i;
+    if (!best || load_of(i) < load_of(*best)) best = i;
   }
   return best;
 }
@@ -140,8 +152,8 @@ std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_worklo
         const slot& s = slots_[i];
         // Unmeasured: cost 0, so each slot gets tried for each workload.
         const double cost =
-            s.samples[w] == 0 ? 0.0 : static_cast<double>(load(i) + 1) * s.mean_interval_ns[w];
-        if (!best || cost < best_cost || (cost == best_cost && load(i) < load(*best))) {
+            s.samples[w] == 0 ? 0.0 : static_cast<double>(load_of(i) + 1) * s.mean_interval_ns[w];
+        if (!best || cost < best_cost || (cost == best_cost && load_of(i) < load_of(*best))) {
           best = i;
           best_cost = cost;
         }
@@ -165,7 +177,7 @@ bool stream_pool::needs_wait(std::uint32_t waiter, std::uint32_t other, gpu::tim
 
 void stream_pool::note_dispatch(std::uint32_t index, std::int64_t now_ns) {
   slot& s = slots_[index];
-  if (s.in_flight.empty()) s.busy_since_ns = now_ns;
+  if (s.in_flight.empty() && s.in_transit == 0) s.busy_since_ns = now_ns;
 }
 
 void stream_pool::record_completions(std::uint32_t index,

@@ -1,9 +1,12 @@
 // actors/detail/stream_pool.hpp
 //
-// The coordinator's streams and how it picks one for an operation. Each slot owns a backend
-// stream with a priority class and knows what it has in flight (point -> operation, oldest
-// first), whether a caller-launched operation holds it, and, per other slot, the newest point
-// it already waits for on the device, so that a wait covered by an earlier one is skipped.
+// The streams the coordinator schedules onto and how it picks one for an operation. Each slot
+// stands for one of the runtime's stream actors (the actor owns the backend stream; the slot
+// keeps a view of it for device-side waits) with its priority class and in-flight cap, and
+// knows what the coordinator has on it: operations sent and not yet ticketed (in transit),
+// operations ticketed and not yet reached (point -> operation, oldest first), whether a
+// caller-launched operation holds it, and, per other slot, the newest point it already waits
+// for on the device, so that a wait covered by an earlier one is skipped.
 //
 // Strategies (pool_strategy):
 //  - round_robin: the next available slot after the last one chosen;
@@ -16,6 +19,7 @@
 //  - adaptive: the smallest expected wait, (in flight + 1) x the mean completion interval
 //    measured on that slot for that workload; a slot with no measurement yet is tried first.
 // No CAF and no poller here: the coordinator drives it, tests drive it directly.
+// Slot i is the coordinator's i-th stream; `id` is the stream's runtime-wide id.
 #pragma once
 
 #include <array>
@@ -30,6 +34,7 @@
 #include "cudactor/actors/pool_strategy.hpp"
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/gpu/types.hpp"
+#include "cudactor/messaging/types.hpp"
 #include "cudactor/messaging/enum_range.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 
@@ -45,26 +50,29 @@ class stream_pool {
   static constexpr std::size_t workloads = enum_count<op_workload>;
 
   struct slot {
-    gpu::stream stream;
+    stream_id id;
+    gpu::stream_ref view;  // the stream actor's backend stream
     gpu::stream_priority priority = gpu::stream_priority::normal;
+    std::uint64_t max_in_flight = 1;    // the stream actor's cap
+    std::uint64_t in_transit = 0;       // sent to the stream actor, tickets not yet back
     op_workload role = op_workload::mixed;
-    gpu::timeline_point issued = 0;     // newest point signalled
+    gpu::timeline_point issued = 0;     // newest point ticketed to the coordinator
     gpu::timeline_point completed = 0;  // newest point the poller reported
-    gpu::timeline_point watched = 0;    // newest point the poller was asked to watch
     std::deque<std::pair<gpu::timeline_point, op_id>> in_flight;  // oldest first
-    op_id reserved_by;                                            // a begun manual operation
+    op_id reserved_by;  // a caller-launched operation (begun, or its hold on the way)
     std::vector<gpu::timeline_point> waited;                      // per slot
     std::array<double, workloads> mean_interval_ns{};             // adaptive
     std::array<std::uint64_t, workloads> samples{};
     std::int64_t busy_since_ns = 0;  // the later of: went busy, last report
   };
 
-  stream_pool(pool_strategy strategy, std::uint64_t max_in_flight);
+  explicit stream_pool(pool_strategy strategy);
 
-  // Adds a slot for `s`; roles are reassigned over all slots.
-  void add(gpu::stream s, gpu::stream_priority priority);
-  // Drops every slot (after a device reset their streams are gone).
-  void clear() { slots_.clear(); }
+  // Adds a slot for stream `id`; roles are reassigned over all slots.
+  void add(stream_id id, gpu::stream_ref view, gpu::stream_priority priority,
+           std::uint64_t max_in_flight);
+  // Forgets what was on every slot: the device was lost, and the streams start anew on reset.
+  void clear_work();
 
   [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); }
   [[nodiscard]] slot& at(std::uint32_t index) { return slots_.at(index); }
@@ -74,6 +82,8 @@ class stream_pool {
   // Can take another operation: not reserved and below the in-flight cap.
   [[nodiscard]] bool available(std::uint32_t index) const;
   [[nodiscard]] bool any_available() const;
+  // Operations of the coordinator's on the slot: in transit and ticketed, not yet reached.
+  [[nodiscard]] std::uint64_t load_of(std::uint32_t index) const;
   // Nothing in flight and not reserved.
   [[nodiscard]] bool idle(std::uint32_t index) const;
   [[nodiscard]] std::optional<std::uint32_t> any_idle() const;
@@ -98,12 +108,10 @@ class stream_pool {
 
  private:
   void assign_roles();
-  [[nodiscard]] std::uint64_t load(std::uint32_t index) const;
   template <class Accept>
   [[nodiscard]] std::optional<std::uint32_t> least_loaded(Accept&& accept) const;
 
   pool_strategy strategy_;
-  std::uint64_t max_in_flight_;
   std::vector<slot> slots_;
   std::uint32_t next_ = 0;  // round robin
   std::uint64_t skipped_ = 0;

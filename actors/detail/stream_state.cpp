@@ -40,14 +40,21 @@ void stream_state::init(self_pointer self, const stream_context& context,
   if (auto tl = context_.device->timeline_of(stream_.ref())) {
     last_point_ = issued_ = completed_ = watched_ = (*tl)->submitted();
   }
-  // The runtime's clock, else one based on this stream, which is new and idle. Without one,
-  // no device times.
-  if (options_.timing)
-    clock_ = context_.clock ? context_.clock : start_shared_clock(*context_.device, stream_.ref());
+  // The runtime's clock, else (timing asked for) one based on this stream, which is new and
+  // idle. Without one, no device times.
+  if (context_.clock) {
+    clock_ = context_.clock;
+  } else if (options_.timing) {
+    clock_ = start_shared_clock(*context_.device, stream_.ref());
+  }
   if (!clock_) options_.timing = false;
+  follow_stream();
+}
+
+void stream_state::follow_stream() {
   // The poller's per-tick report, forwarded as one message. A weak handle: the subscription
   // must not keep the actor alive.
-  auto weak = caf::actor_cast<caf::actor_addr>(self);
+  auto weak = caf::actor_cast<caf::actor_addr>(self_);
   const stream_id id = options_.id;
   auto subscribed =
       context_.poller->subscribe(stream_.ref(), [weak, id](const gpu::stream_progress& progress) {
@@ -83,7 +90,7 @@ ticket stream_state::accept(pending_op op) {
   op.point = ++last_point_;
   const ticket out{options_.id, op.point};
   metrics_->accepted();
-  if (queue_.empty() && in_flight() < options_.max_in_flight && events_ready(op)) {
+  if (queue_.empty() && held_ == 0 && in_flight() < options_.max_in_flight && events_ready(op)) {
     dispatch(op);
   } else {
     queue_.push_back(std::move(op));
@@ -145,7 +152,7 @@ bool stream_state::events_ready(const pending_op& op) {
   if (op.kind == op_kind::record) {
     kind = static_cast<gpu::event_kind>(op.mode);
     needed = 1;
-  } else if (options_.timing && is_device_op(op.kind)) {
+  } else if (timed(op)) {
     kind = gpu::event_kind::timing;
     needed = 2;
   } else {
@@ -198,84 +205,100 @@ void stream_state::drain() {
 }
 
 void stream_state::drain_queue() {
-  while (!queue_.empty() && !broken_ && !closing_ && in_flight() < options_.max_in_flight) {
+  while (!queue_.empty() && held_ == 0 && !broken_ && !closing_ &&
+         in_flight() < options_.max_in_flight) {
     if (!events_ready(queue_.front())) return;
     dispatch(queue_.front());
     queue_.pop_front();
   }
 }
 
-void stream_state::dispatch(pending_op& op) {
+bool stream_state::timed(const pending_op& op) const noexcept {
+  return (options_.timing || op.timed) && clock_ && is_device_op(op.kind);
+}
+
+gpu::status stream_state::launch(pending_op& op, point_record& record,
+                                 std::optional<cached_event>& recorded) {
   gpu::backend& device = *context_.device;
   const gpu::stream_ref s = stream_.ref();
-  op_record record;
-  if (burst_ns_ != 0 && ++burst_uses_ % burst_stamp_reuse == 0) burst_ns_ = now_ns();
-  record.submitted_ns = burst_ns_ != 0 ? burst_ns_ : now_ns();
   gpu::status launched;
-  std::optional<cached_event> recorded;  // the record op's event
-
-  const bool timed = options_.timing && is_device_op(op.kind) &&
-                     cache_[kind_index(gpu::event_kind::timing)].size() >= 2;
-  if (timed) {
+  for (const point_wait& w : op.waits) {  // orders the device, never the host
+    launched = device.wait_point(s, w.stream, w.point);
+    if (!launched.ok()) return launched;
+  }
+  // Timing events after the waits: the start is when the stream got to the work.
+  const bool times = timed(op) && cache_[kind_index(gpu::event_kind::timing)].size() >= 2;
+  if (times) {
     auto& cache = cache_[kind_index(gpu::event_kind::timing)];
     record.start = cache.back();
     cache.pop_back();
     record.end = cache.back();
     cache.pop_back();
     launched = device.record(record.start->device, s);
+    if (!launched.ok()) return launched;
   }
-  if (launched.ok()) {
-    switch (op.kind) {
-      case op_kind::work: launched = device.enqueue(s, std::move(op.fn)); break;
-      case op_kind::copy:
-        launched =
-            device.copy(s, reinterpret_cast<void*>(static_cast<std::uintptr_t>(op.a)),
-                        reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.b)),
-                        static_cast<std::size_t>(op.c), static_cast<gpu::copy_kind>(op.mode));
-        break;
-      case op_kind::fill:
-        launched = device.fill(s, reinterpret_cast<void*>(static_cast<std::uintptr_t>(op.a)),
-                               static_cast<std::uint8_t>(op.b), static_cast<std::size_t>(op.c));
-        break;
-      case op_kind::prefetch:
-        launched = device.prefetch(
-            s, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.a)),
-            static_cast<std::size_t>(op.b), static_cast<gpu::prefetch_target>(op.mode));
-        break;
-      case op_kind::record: {
-        auto& cache = cache_[op.mode];
-        if (!cache.empty()) {
-          recorded = cache.back();
-          cache.pop_back();
-          launched = device.record(recorded->device, s);
-        }
-        break;
+  switch (op.kind) {
+    case op_kind::work: launched = device.enqueue(s, std::move(op.fn)); break;
+    case op_kind::copy:
+      launched = device.copy(s, reinterpret_cast<void*>(static_cast<std::uintptr_t>(op.a)),
+                             reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.b)),
+                             static_cast<std::size_t>(op.c), static_cast<gpu::copy_kind>(op.mode));
+      break;
+    case op_kind::fill:
+      launched = device.fill(s, reinterpret_cast<void*>(static_cast<std::uintptr_t>(op.a)),
+                             static_cast<std::uint8_t>(op.b), static_cast<std::size_t>(op.c));
+      break;
+    case op_kind::prefetch:
+      launched =
+          device.prefetch(s, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.a)),
+                          static_cast<std::size_t>(op.b), static_cast<gpu::prefetch_target>(op.mode));
+      break;
+    case op_kind::record: {
+      auto& cache = cache_[op.mode];
+      if (!cache.empty()) {
+        recorded = cache.back();
+        cache.pop_back();
+        launched = device.record(recorded->device, s);
       }
-      case op_kind::wait:  // stream-waits-event: orders the device, never the host
-        launched = device.wait(s, op.wait_on);
-        break;
-      case op_kind::callback:
-      case op_kind::free: break;  // the point alone is the operation
+      break;
     }
+    case op_kind::wait:  // stream-waits-event: orders the device, never the host
+      launched = device.wait(s, op.wait_on);
+      break;
+    case op_kind::callback:
+    case op_kind::free:
+    case op_kind::hold: break;  // the point alone is the operation
   }
-  if (timed && launched.ok()) launched = device.record(record.end->device, s);
+  if (times && launched.ok()) launched = device.record(record.end->device, s);
+  return launched;
+}
 
-  auto signalled = device.signal(s);
-  if (!signalled || *signalled != op.point) {
-    const caf::error why = signalled ? make_error(errc::backend_error,
-                                                  "stream '" + options_.name + "': timeline at " +
-                                                      std::to_string(*signalled) + " where point " +
-                                                      std::to_string(op.point) + " was expected")
-                                     : to_error(signalled.error());
-    if (recorded) cache_[op.mode].push_back(*recorded);
-    if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
-    fail_outstanding(why);
-    broken_ = why;
+void stream_state::dispatch(pending_op& op) {
+  point_record record;
+  if (burst_ns_ != 0 && ++burst_uses_ % burst_stamp_reuse == 0) burst_ns_ = now_ns();
+  record.submitted_ns = burst_ns_ != 0 ? burst_ns_ : now_ns();
+  std::optional<cached_event> recorded;  // the record op's event
+  const gpu::status launched = launch(op, record, recorded);
+
+  if (op.kind == op_kind::hold && launched.ok()) {
+    // Everything before it is on the backend and its waits are placed: the stream is the
+    // caller's until end_hold() signals the point.
+    held_ = op.point;
+    op.hold.deliver(ticket{options_.id, op.point});
     return;
   }
-  issued_ = op.point;
-  if (!launched.ok()) note_failure(op.point, to_error(launched));
-
+  if (auto why = issue(op.point, std::move(record), launched)) {
+    if (recorded) cache_[op.mode].push_back(*recorded);
+    if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
+    if (op.kind == op_kind::hold) op.hold.deliver(why);
+    answer(op.reply, why);
+    break_stream(why);
+    return;
+  }
+  if (op.reply && --op.reply->left == 0) answer(op.reply, {});
+  if (op.kind == op_kind::hold) {  // its waits could not be placed: it is not held
+    op.hold.deliver(to_error(launched));
+  }
   if (op.kind == op_kind::record) {
     auto promise = record_promises_.find(op.point);
     if (promise != record_promises_.end()) {
@@ -292,10 +315,148 @@ void stream_state::dispatch(pending_op& op) {
     }
   }
   if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
-  records_.push_back(std::move(record));
-
   // The poller learns of the point with the rest of the burst (flush_watches), or now.
   if (burst_ns_ == 0) flush_watches();
+}
+
+caf::error stream_state::issue(timeline_point point, point_record record,
+                               const gpu::status& launched) {
+  auto signalled = context_.device->signal(stream_.ref());
+  if (!signalled || *signalled != point) {
+    return signalled ? make_error(errc::backend_error, "stream '" + options_.name +
+                                                              "': timeline at " +
+                                                              std::to_string(*signalled) +
+                                                              " where point " +
+                                                              std::to_string(point) +
+                                                              " was expected")
+                     : to_error(signalled.error());
+  }
+  issued_ = point;
+  if (!launched.ok()) note_failure(point, to_error(launched));
+  records_.push_back(std::move(record));
+  return {};
+}
+
+void stream_state::answer(const std::shared_ptr<dispatch_reply>& reply, const caf::error& why) {
+  if (!reply || reply->answered) return;
+  reply->answered = true;
+  if (why) {
+    reply->promise.deliver(why);
+  } else {
+    reply->promise.deliver(std::move(reply->tickets));
+  }
+}
+
+caf::result<std::vector<ticket>> stream_state::accept_dispatch(std::vector<dispatched_op>& ops) {
+  if (auto why = refusal()) return why;
+  if (ops.empty() || ops.size() > options_.max_batch) {
+    return make_error(errc::invalid_argument,
+                      "dispatch: a pass holds 1 to " + std::to_string(options_.max_batch) +
+                          " operations, not " + std::to_string(ops.size()));
+  }
+  for (const auto& d : ops) {
+    if (!d.fn) return make_error(errc::invalid_argument, "dispatch: an operation without work");
+  }
+  // Answered once the last of them is on the backend: what other streams wait for must be
+  // signalled already (CUDA refuses a wait for a point not yet signalled).
+  auto reply = std::make_shared<dispatch_reply>();
+  reply->promise = self_->make_response_promise<std::vector<ticket>>();
+  reply->left = ops.size();
+  reply->tickets.reserve(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    reply->tickets.push_back(ticket{options_.id, last_point_ + 1 + i});  // accept()'s points
+  }
+  auto promise = reply->promise;
+  begin_burst();
+  for (auto& d : ops) {
+    pending_op op;
+    op.fn = std::move(d.fn);
+    op.waits = std::move(d.waits);
+    op.timed = d.timed;
+    op.reply = reply;
+    accept(std::move(op));
+  }
+  end_burst();
+  return promise;
+}
+
+caf::result<ticket> stream_state::accept_hold(std::vector<point_wait>& waits) {
+  if (auto why = refusal()) return why;
+  auto promise = self_->make_response_promise<ticket>();
+  pending_op op;
+  op.kind = op_kind::hold;
+  op.waits = std::move(waits);
+  op.hold = promise;
+  accept(std::move(op));
+  return promise;
+}
+
+caf::result<ticket> stream_state::end_hold(timeline_point point, const caf::error& why) {
+  if (auto refused = refusal()) return refused;
+  if (held_ == 0 || held_ != point) {
+    return make_error(errc::invalid_state, "stream '" + options_.name + "' is not held for point " +
+                                               std::to_string(point));
+  }
+  held_ = 0;
+  point_record record;
+  record.submitted_ns = now_ns();
+  // The caller's own work on the stream may have failed: that is charged to this point too.
+  if (auto broke = issue(point, std::move(record), gpu::status{})) {
+    break_stream(broke);
+    return broke;
+  }
+  // The caller's failure is this point's (and so is whatever its work left on the stream).
+  if (why) note_failure(point, why);
+  flush_watches();
+  drain();
+  return ticket{options_.id, point};
+}
+
+caf::result<stream_view> stream_state::reset() {
+  if (closing_) return refusal();
+  // A stream the backend still knows, on a stream actor that did not break, goes on. (A reset
+  // of the host backend destroys every stream, used or not.)
+  if (!broken_ && context_.device->timeline_of(stream_.ref())) return stream_view{stream_.ref()};
+  if (auto health = context_.device->health(); !health.ok()) {
+    return make_error(errc::device_lost, "stream '" + options_.name + "': the backend is still lost (" +
+                                             health.message() + "): reset it first");
+  }
+  auto made = context_.device->create_stream({options_.name, options_.priority});
+  if (!made) return to_error(made.error());
+  context_.poller->subscribe(stream_.ref(), {}).ignore();
+  allocator_.reset();  // before the stream it orders its memory on
+  std::vector<cached_event> in_flight_events;
+  for (auto& record : records_) {
+    if (record.start) in_flight_events.push_back(*record.start);
+    if (record.end) in_flight_events.push_back(*record.end);
+  }
+  records_.clear();
+  give_back_events(in_flight_events, 0);
+  stream_ = std::move(made.value());
+  allocator_.emplace(*context_.device, stream_.ref(), options_.reuse_limit);
+  // A new stream, a new timeline: what the old one reached says nothing about it.
+  last_point_ = issued_ = completed_ = watched_ = last_sync_ = 0;
+  if (auto tl = context_.device->timeline_of(stream_.ref())) {
+    last_point_ = issued_ = completed_ = watched_ = last_sync_ = (*tl)->submitted();
+  }
+  failures_.clear();
+  reached_times_.assign(options_.times_kept, completion{});
+  held_ = 0;
+  broken_ = caf::error{};
+  follow_stream();
+  if (broken_) return broken_;
+  return stream_view{stream_.ref()};
+}
+
+void stream_state::break_stream(const caf::error& why) {
+  if (broken_) return;
+  broken_ = why;
+  fail_outstanding(why);
+  completion_batch told;
+  told.stream = options_.id;
+  told.reached = completed_;
+  told.broken = why;
+  for (const auto& listener : subscribers_) self_->send(listener, told);
 }
 
 void stream_state::flush_watches() {
@@ -305,8 +466,7 @@ void stream_state::flush_watches() {
   auto watched = context_.poller->watch_points(stream_.ref(), first, issued_);
   if (!watched.ok()) {
     const caf::error why = to_error(watched);
-    fail_outstanding(why);
-    broken_ = why;
+    break_stream(why);
   }
 }
 
@@ -323,7 +483,7 @@ caf::error stream_state::failure_in(timeline_point from, timeline_point to) cons
   return first->second;
 }
 
-completion stream_state::make_completion(timeline_point point, const op_record* record,
+completion stream_state::make_completion(timeline_point point, const point_record* record,
                                          std::int64_t detected_ns) const {
   completion out;
   out.op = ticket{options_.id, point};
@@ -354,8 +514,24 @@ completion stream_state::times_of(timeline_point point) const {
   return make_completion(point, nullptr, 0);
 }
 
+caf::error stream_state::timing_failure(const point_record& record) const {
+  // The host backend reports a failure once, at the first completion after it: with timing
+  // events around the work, that is the start event (a failed wait) or the end event (failed
+  // work), both reached before the point itself. It is the point's failure all the same.
+  for (const auto& e : {record.start, record.end}) {
+    if (!e) continue;
+    const gpu::query_result q = context_.device->query(e->device);
+    if (q.failed() && q.error.code() != gpu::errc::device_lost) return to_error(q.error);
+  }
+  return {};
+}
+
 void stream_state::on_progress(const completion_batch& batch) {
-  for (const auto& f : batch.failures) note_failure(f.point, f.error);
+  caf::error lost;
+  for (const auto& f : batch.failures) {
+    note_failure(f.point, f.error);
+    if (!lost && f.error.code() == static_cast<std::uint8_t>(errc::device_lost)) lost = f.error;
+  }
   const timeline_point reached = std::min(batch.reached, issued_);
   if (reached <= completed_ && batch.failures.empty()) return;
 
@@ -363,14 +539,22 @@ void stream_state::on_progress(const completion_batch& batch) {
   told.stream = options_.id;
   told.detected_ns = batch.detected_ns;
   told.failures = batch.failures;
+  bool failures_added = false;
   auto& timing_cache = cache_[kind_index(gpu::event_kind::timing)];
   for (timeline_point p = completed_ + 1; p <= reached; ++p) {
-    op_record record = std::move(records_.front());
+    point_record record = std::move(records_.front());
     records_.pop_front();
     if (batch.detected_ns != 0) metrics_->latency(batch.detected_ns - record.submitted_ns);
     if (record.start && record.end) {
       if (auto took = context_.device->elapsed(record.start->device, record.end->device)) {
         metrics_->gpu_time(took->count());
+      }
+      if (failures_.count(p) == 0) {
+        if (auto failed = timing_failure(record)) {
+          note_failure(p, failed);
+          told.failures.push_back({p, std::move(failed)});
+          failures_added = true;
+        }
       }
     }
     const completion done = make_completion(p, &record, batch.detected_ns);
@@ -390,6 +574,10 @@ void stream_state::on_progress(const completion_batch& batch) {
     if (record.end && !subscribers_.empty()) told.timed.push_back(done);
     if (record.start) timing_cache.push_back(*record.start);
     if (record.end) timing_cache.push_back(*record.end);
+  }
+  if (failures_added) {
+    std::sort(told.failures.begin(), told.failures.end(),
+              [](const op_failure& a, const op_failure& b) { return a.point < b.point; });
   }
   if (reached > completed_) metrics_->completed(reached - completed_);
   completed_ = std::max(completed_, reached);
@@ -415,7 +603,11 @@ void stream_state::on_progress(const completion_batch& batch) {
   if (timing_cache.size() > 4 * std::size_t{options_.event_batch}) {
     give_back_events(timing_cache, 2 * std::size_t{options_.event_batch});
   }
-  drain();
+  if (lost) {
+    break_stream(lost);  // the device is gone: nothing more will be reached until reset
+  } else {
+    drain();
+  }
   metrics_->publish(in_flight(), queue_.size());
 }
 
@@ -491,8 +683,11 @@ void stream_state::fail_outstanding(const caf::error& why) {
   // Operations never handed to the backend will not be reached.
   for (auto& op : queue_) {
     if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
+    if (op.kind == op_kind::hold) op.hold.deliver(why);
+    answer(op.reply, why);
   }
   queue_.clear();
+  held_ = 0;
   for (auto& [point, promise] : record_promises_) promise.deliver(why);
   record_promises_.clear();
   for (auto& [point, promise] : awaiters_) promise.deliver(why);

@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -24,7 +25,26 @@
 
 namespace cudactor::detail {
 
-enum class op_kind : std::uint8_t { work, copy, fill, prefetch, record, wait, callback, free };
+enum class op_kind : std::uint8_t {
+  work,
+  copy,
+  fill,
+  prefetch,
+  record,
+  wait,
+  callback,
+  free,
+  hold  // a caller-launched operation: the stream is the caller's until the hold ends
+};
+
+// The answer to a coordinator's pass: given once every operation of it is on the backend
+// (its point signalled), so that other streams may wait for those points on the device.
+struct dispatch_reply {
+  caf::typed_response_promise<std::vector<ticket>> promise;
+  std::vector<ticket> tickets;
+  std::size_t left = 0;  // operations of the pass not yet issued
+  bool answered = false;
+};
 
 // An accepted operation not yet handed to the backend.
 struct pending_op {
@@ -35,6 +55,10 @@ struct pending_op {
   std::uint8_t mode = 0;              // copy_kind / prefetch_target / event_kind
   gpu::event_ref wait_on;             // wait
   std::function<void(const caf::error&)> callback;  // callback
+  std::vector<point_wait> waits;  // device-side waits placed before the operation
+  bool timed = false;             // timing events around it, asked for by the coordinator
+  caf::typed_response_promise<ticket> hold;  // hold: answered once the stream is held
+  std::shared_ptr<dispatch_reply> reply;     // the pass it came in, if the coordinator's
 };
 
 struct cached_event {
@@ -67,6 +91,14 @@ class stream_state {
     metrics_->publish(in_flight(), queue_.size());
   }
   caf::result<event_ref> accept_record(gpu::event_kind kind);
+  // The coordinator's pass onto this stream: one ticket per operation, in order.
+  caf::result<std::vector<ticket>> accept_dispatch(std::vector<dispatched_op>& ops);
+  // A caller-launched operation's hold (answered once held) and its end (the point it takes,
+  // `why` charged to it).
+  caf::result<ticket> accept_hold(std::vector<point_wait>& waits);
+  caf::result<ticket> end_hold(timeline_point point, const caf::error& why);
+  // After the backend was reset: a new stream in place of the broken one.
+  caf::result<stream_view> reset();
   caf::result<buffer_ref> allocate(std::uint64_t bytes);
   caf::result<ticket> free(const buffer_ref& buffer);
   [[nodiscard]] gpu::result<gpu::event_ref> resolve_event(const event_ref& ref) const;
@@ -90,7 +122,7 @@ class stream_state {
   [[nodiscard]] bool closing() const noexcept { return closing_; }
 
  private:
-  struct op_record {
+  struct point_record {
     std::int64_t submitted_ns = 0;
     std::optional<cached_event> start, end;  // timing mode
   };
@@ -105,13 +137,28 @@ class stream_state {
   // Whether the events `op` needs are at hand; asks the pool for more when not.
   bool events_ready(const pending_op& op);
   void dispatch(pending_op& op);
+  // The operation's waits, timing events and work on the stream; what failed, if anything.
+  [[nodiscard]] gpu::status launch(pending_op& op, point_record& record,
+                                   std::optional<cached_event>& recorded);
+  // Signals `point` on the stream and keeps `record` for it; why the stream broke, if it did.
+  [[nodiscard]] caf::error issue(timeline_point point, point_record record, const gpu::status& launched);
+  [[nodiscard]] bool timed(const pending_op& op) const noexcept;
+  // Answers a pass once (its tickets, or `why`).
+  void answer(const std::shared_ptr<dispatch_reply>& reply, const caf::error& why);
+  // A failure one of the point's timing events reported instead of the point.
+  [[nodiscard]] caf::error timing_failure(const point_record& record) const;
+  // Subscribes to the poller's reports of the stream now owned.
+  void follow_stream();
+  // The stream can go on no more: everything outstanding is answered with `why`, the
+  // subscribers are told, nothing more is accepted until reset().
+  void break_stream(const caf::error& why);
   // Tells the poller of every point dispatched since the last flush, in one call.
   void flush_watches();
   void request_refill(gpu::event_kind kind);
   void give_back_events(std::vector<cached_event>& events, std::size_t keep);
   void note_failure(timeline_point point, caf::error error);
   [[nodiscard]] caf::error failure_in(timeline_point from, timeline_point to) const;
-  completion make_completion(timeline_point point, const op_record* record,
+  completion make_completion(timeline_point point, const point_record* record,
                              std::int64_t detected_ns) const;
   // Everything not yet reached is answered with `why`; nothing more is accepted.
   void fail_outstanding(const caf::error& why);
@@ -128,7 +175,8 @@ class stream_state {
   timeline_point watched_ = 0;     // newest point the poller was asked to watch
   timeline_point completed_ = 0;   // newest point the stream has passed
   std::deque<pending_op> queue_;   // accepted, held back by the cap or waiting for events
-  std::deque<op_record> records_;  // one per point in (completed_, issued_]
+  timeline_point held_ = 0;        // a hold's point: nothing goes on the stream until it ends
+  std::deque<point_record> records_;  // one per point in (completed_, issued_]
 
   std::multimap<timeline_point, caf::typed_response_promise<completion>> awaiters_;
   std::deque<sync_waiter> syncs_;  // ascending by `to`

@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
 
   runtime_config config;
   auto rt = start_cuda_runtime(
-      config, {"--cudactor.streams=1", "--cudactor.coordinator.streams=" + std::to_string(streams)},
+      config, {"--cudactor.streams=" + std::to_string(streams)},
       mode.passed_on);
   const std::string backend = rt->backend_reason();
 

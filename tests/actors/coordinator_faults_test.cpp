@@ -17,7 +17,7 @@ namespace {
 
 struct four_streams : coordinator_fixture {
   four_streams()
-      : coordinator_fixture({"--cudactor.coordinator.streams=4",
+      : coordinator_fixture({"--cudactor.streams=4",
                              "--cudactor.coordinator.strategy=load_balanced"}) {}
 };
 

@@ -66,7 +66,7 @@ std::vector<op_notice> run(runtime& rt, graph_spec g) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(report_counts_streams_and_names_with_run_times) {
-  coordinator_fixture fx{{"--cudactor.coordinator.streams=3", "--cudactor.coordinator.timing"}};
+  coordinator_fixture fx{{"--cudactor.streams=3", "--cudactor.coordinator.timing"}};
   const auto ends = run(fx.rt(), mixed_graph(std::make_shared<work_log>(8)));
   BOOST_REQUIRE(ends.size() == 8u);
   auto r = fx.ask<coordinator_report>(fx.rt().coordinator(), report_atom::value);
@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(report_counts_streams_and_names_with_run_times) {
 }
 
 BOOST_AUTO_TEST_CASE(without_timing_there_are_no_run_times) {
-  coordinator_fixture fx{{"--cudactor.coordinator.streams=2"}};
+  coordinator_fixture fx{{"--cudactor.streams=2"}};
   run(fx.rt(), mixed_graph(std::make_shared<work_log>(8)));
   auto r = fx.ask<coordinator_report>(fx.rt().coordinator(), report_atom::value);
   BOOST_REQUIRE(r);
@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(the_trace_has_every_operation_in_the_order_it_ran) {
   constexpr std::size_t chains = 6, length = 5;
   {
     coordinator_fixture fx{
-        {"--cudactor.coordinator.streams=3", "--cudactor.coordinator.trace=" + path}};
+        {"--cudactor.streams=3", "--cudactor.coordinator.trace=" + path}};
     auto log = std::make_shared<work_log>(chains * length);
     graph_spec g;
     for (std::size_t c = 0; c < chains; ++c) {

@@ -15,7 +15,7 @@ using namespace cudactor::test;
 namespace {
 
 std::vector<std::string> streams(int n, std::string strategy = "load_balanced") {
-  return {"--cudactor.coordinator.streams=" + std::to_string(n),
+  return {"--cudactor.streams=" + std::to_string(n),
           "--cudactor.coordinator.strategy=" + strategy};
 }
 
@@ -54,6 +54,49 @@ BOOST_AUTO_TEST_CASE(sequential_operations_run_one_after_another) {
   BOOST_TEST(m.device_waits <= n);
   BOOST_TEST_MESSAGE("chain of " << n << " used " << used.size() << " streams, " << m.device_waits
                                  << " device waits");
+}
+
+// One stream namespace and one timeline: a notice's stream id names, through rt.stream(), the
+// stream actor the operation ran on; work submitted to that actor directly goes on the same
+// timeline after it and stays in order.
+BOOST_AUTO_TEST_CASE(a_notices_stream_id_names_the_stream_actor_it_ran_on) {
+  for (int round = 0; round < 4; ++round) {
+    gate g;
+    const op_id held = add(spec_of(g.hold()));
+    // Wait until its ticket is back: describe then says where it is.
+    op_info where;
+    for (int i = 0; i < 2000; ++i) {
+      auto info = ask<op_info>(co(), describe_atom::value, held);
+      BOOST_REQUIRE_MESSAGE(info, why(info));
+      where = *info;
+      if (where.on_stream && where.point != 0) break;
+      std::this_thread::sleep_for(1ms);
+    }
+    BOOST_REQUIRE(where.on_stream && where.point != 0);
+    const stream_actor& s = rt().stream(where.stream.value);
+    auto status = ask<stream_status>(s, status_atom::value);
+    BOOST_REQUIRE_MESSAGE(status, why(status));
+    BOOST_TEST(status->id == where.stream);
+    BOOST_TEST(status->submitted >= where.point);  // that stream took the operation's point
+    BOOST_TEST(status->completed < where.point);   // and holds it: the gate is closed
+    // Direct work on the same stream: a later point of the same timeline, run after it.
+    auto log = std::make_shared<work_log>(1);
+    auto after = ask<ticket>(s, submit_atom::value, log->record(0, 0us));
+    BOOST_REQUIRE_MESSAGE(after, why(after));
+    BOOST_TEST(after->point > where.point);
+    BOOST_TEST(log->rank(0) == -1);
+    g.open();
+    const op_notice notice = told(held);
+    BOOST_TEST((notice.state == op_state::completed));
+    BOOST_TEST(notice.stream == where.stream);
+    BOOST_TEST(notice.point == where.point);
+    auto reached = ask<completion>(rt().stream(notice.stream.value), await_atom::value, notice.point);
+    BOOST_REQUIRE_MESSAGE(reached, why(reached));
+    BOOST_TEST(reached->op.stream == notice.stream);
+    auto direct = ask<completion>(s, await_atom::value, after->point);
+    BOOST_REQUIRE_MESSAGE(direct, why(direct));
+    BOOST_TEST(log->rank(0) == 0);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_parallel_pipeline_prepares_computes_and_reduces_in_order) {

@@ -20,7 +20,7 @@ const char* const ini = R"([cudactor]
 backend="host"
 streams=5
 [cudactor.coordinator]
-streams=3
+ended-kept=3
 strategy="priority"
 timing=true
 trace="/tmp/somewhere.json"
@@ -51,7 +51,7 @@ BOOST_AUTO_TEST_CASE(every_section_of_the_file_reaches_the_options) {
   const runtime_options o = settings({}, ini);
   BOOST_TEST(o.backend == "host");
   BOOST_TEST(o.streams == 5u);
-  BOOST_TEST(o.coordinator.streams == 3u);
+  BOOST_TEST(o.coordinator.ended_kept == 3u);
   BOOST_TEST((o.coordinator.strategy == pool_strategy::priority));
   BOOST_TEST(o.coordinator.timing);
   BOOST_TEST(o.trace_path == "/tmp/somewhere.json");
@@ -64,9 +64,9 @@ BOOST_AUTO_TEST_CASE(every_section_of_the_file_reaches_the_options) {
 
 BOOST_AUTO_TEST_CASE(the_command_line_wins_over_the_file) {
   const runtime_options o = settings(
-      {"--cudactor.coordinator.streams=7", "--cudactor.streams=2", "--cudactor.metrics.port=0"},
+      {"--cudactor.coordinator.ended-kept=7", "--cudactor.streams=2", "--cudactor.metrics.port=0"},
       ini);
-  BOOST_TEST(o.coordinator.streams == 7u);
+  BOOST_TEST(o.coordinator.ended_kept == 7u);
   BOOST_TEST(o.streams == 2u);
   BOOST_TEST(o.metrics.port == 0u);
   BOOST_TEST((o.coordinator.strategy == pool_strategy::priority));  // from the file
@@ -74,7 +74,8 @@ BOOST_AUTO_TEST_CASE(the_command_line_wins_over_the_file) {
 
 BOOST_AUTO_TEST_CASE(no_file_leaves_the_defaults) {
   const runtime_options o = settings({}, "");
-  BOOST_TEST(o.coordinator.streams == coordinator_options{}.streams);
+  BOOST_TEST(o.streams == runtime_options{}.streams);
+  BOOST_TEST(o.coordinator.ended_kept == coordinator_options{}.ended_kept);
   BOOST_TEST(!o.coordinator.timing);
   BOOST_TEST(o.trace_path.empty());
   BOOST_TEST(o.device.cuda_max_in_flight == gpu::cuda_default_max_in_flight);
@@ -92,8 +93,23 @@ BOOST_AUTO_TEST_CASE(a_cuda_in_flight_bound_of_zero_is_refused) {
 
 BOOST_AUTO_TEST_CASE(a_value_of_the_wrong_type_in_a_section_is_refused_by_name) {
   runtime_config config;
-  std::istringstream in{"[cudactor.coordinator]\nstreams=\"many\"\n"};
+  std::istringstream in{"[cudactor.coordinator]\nended-kept=\"many\"\n"};
   const caf::error err = config.parse(std::vector<std::string>{}, in);
   BOOST_REQUIRE(static_cast<bool>(err));
-  BOOST_TEST(caf::to_string(err).find("cudactor.coordinator.streams") != std::string::npos);
+  BOOST_TEST(caf::to_string(err).find("cudactor.coordinator.ended-kept") != std::string::npos);
+}
+
+// One set of streams: the coordinator's own stream options are gone, and a setting of one
+// says where it went rather than being ignored.
+BOOST_AUTO_TEST_CASE(the_removed_coordinator_stream_options_are_refused_with_their_successor) {
+  for (const char* removed :
+       {"--cudactor.coordinator.streams=3", "--cudactor.coordinator.max-in-flight=8",
+        "--cudactor.coordinator.high-priority-streams=1"}) {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(!config.parse(std::vector<std::string>{removed}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE_MESSAGE(!out.ok(), removed);
+    BOOST_TEST(out.error().message().find("cudactor.streams") != std::string::npos);
+  }
 }

@@ -56,7 +56,7 @@ echo "$bad" | grep -q 'WRONG (not finite)$' || { echo "$bad"; fail "no 'not fini
   --metrics-port=0 --cudactor.backend="$backend" --quiet --trace="$trace2" >"$log" 2>&1 &
 pid=$!
 tries=0
-until grep -q 'coordinator streams' "$log"; do
+until grep -q 'streams: ' "$log"; do
   tries=$((tries + 1))
   [ "$tries" -le 600 ] || { kill -9 "$pid"; fail "the demo did not start"; }
   sleep 0.1

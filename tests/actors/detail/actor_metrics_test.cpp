@@ -193,11 +193,9 @@ BOOST_FIXTURE_TEST_CASE(the_coordinator_counts_by_type_and_priority, coordinator
     if (in_flight != 0) std::this_thread::sleep_for(10ms);
   }
   BOOST_TEST(in_flight == 0);
-  // The coordinator's streams report as streams too; seals are not operations.
-  BOOST_TEST(r.sum("cudactor_stream_operations_total") -
-                 r.sum("cudactor_stream_operations_total", stream0) -
-                 r.sum("cudactor_stream_operations_total", {{"stream", "stream-1"}}) ==
-             m.dispatched);
+  // One set of streams: what the coordinator dispatched is what its streams took (a begun
+  // operation's hold is one point of its stream), and nothing else went on them.
+  BOOST_TEST(r.sum("cudactor_stream_operations_total") == m.dispatched);
 }
 
 BOOST_FIXTURE_TEST_CASE(deadlock_detections_are_counted, coordinator_fixture) {
@@ -309,7 +307,15 @@ BOOST_FIXTURE_TEST_CASE(label_sets_stay_bounded_under_100k_operations, coordinat
   (void)ask<completion>(rt().stream(0), synchronize_atom::value);
   const std::size_t later = metric_reader{rt().metrics()}.series();
   BOOST_TEST(later == first);
-  BOOST_TEST(metric_reader{rt().metrics()}.counter("cudactor_stream_operations_total", stream0) ==
+  // Stream 0 took the direct batches and its share of the graphs: every operation once on
+  // the streams, counted when the coordinator's last pass has reached them.
+  double on_streams = 0;
+  for (int i = 0; i < 500 && on_streams != 202'000; ++i) {
+    if (i != 0) std::this_thread::sleep_for(10ms);
+    on_streams = metric_reader{rt().metrics()}.sum("cudactor_stream_operations_total");
+  }
+  BOOST_TEST(on_streams == 202'000);
+  BOOST_TEST(metric_reader{rt().metrics()}.counter("cudactor_stream_operations_total", stream0) >=
              101'000);
 }
 

@@ -1,6 +1,6 @@
 // Each allocation strategy's choice of stream, the in-flight cap and reservations, and the
 // redundant-wait table, on a pool driven directly (no actor, no device: slots hold empty
-// stream handles, which choosing never touches).
+// stream views, which choosing never touches).
 #define BOOST_TEST_MODULE stream_pool
 #include <boost/test/unit_test.hpp>
 
@@ -15,8 +15,9 @@ using prio = gpu::stream_priority;
 namespace {
 
 stream_pool make(pool_strategy s, std::vector<prio> priorities, std::uint64_t cap = 4) {
-  stream_pool pool{s, cap};
-  for (auto p : priorities) pool.add(gpu::stream{}, p);
+  stream_pool pool{s};
+  std::uint32_t id = 0;
+  for (auto p : priorities) pool.add(stream_id{id++}, gpu::stream_ref{}, p, cap);
   return pool;
 }
 
@@ -49,6 +50,26 @@ BOOST_AUTO_TEST_CASE(round_robin_takes_turns_and_skips_full_or_held_streams) {
   BOOST_TEST(!pool.choose(op_priority::normal, op_workload::compute).has_value());
   BOOST_TEST(!pool.any_available());
   BOOST_TEST(!pool.any_idle().has_value());
+}
+
+// Operations sent to a stream actor whose tickets have not come back count as much as those
+// ticketed: a pass in transit is load, and takes room under the cap.
+BOOST_AUTO_TEST_CASE(operations_in_transit_count_as_load_and_against_the_cap) {
+  auto pool = make(pool_strategy::load_balanced, {prio::normal, prio::normal}, 2);
+  pool.at(0).in_transit = 1;
+  BOOST_TEST(pick(pool) == 1u);
+  BOOST_TEST(!pool.idle(0));
+  pool.at(0).in_transit = 2;
+  BOOST_TEST(!pool.available(0));
+  pool.at(0).in_transit = 0;
+  BOOST_TEST(pool.idle(0));
+  BOOST_TEST(pool.load_of(0) == 0u);
+  occupy(pool, 0, 1);
+  pool.at(0).in_transit = 1;
+  BOOST_TEST(pool.load_of(0) == 2u);
+  pool.clear_work();
+  BOOST_TEST(pool.idle(0));
+  BOOST_TEST(pool.at(0).issued == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(load_balanced_takes_the_fewest_in_flight) {

@@ -1,0 +1,44 @@
+// messaging/stream_dispatch.hpp
+//
+// What the coordinator hands a stream actor: every operation one scheduling pass puts on that
+// stream, in order, each with the device-side waits it needs (a point on another stream's
+// timeline), and the hold a caller-launched operation takes on a stream between begin and
+// complete. Local only (messaging/work.hpp): the payloads carry closures and views of
+// backend streams, so they never leave their process.
+#pragma once
+
+#include <vector>
+
+#include "cudactor/gpu/launch_context.hpp"
+#include "cudactor/gpu/stream.hpp"
+#include "cudactor/messaging/work.hpp"
+
+namespace cudactor {
+
+// The stream that takes it waits, on the device, until `stream` has passed `point`.
+struct point_wait {
+  gpu::stream_ref stream;
+  gpu::timeline_point point = 0;
+};
+
+// One operation of a dispatch: its waits go on the stream first, then its work, then it takes
+// the stream's next point. `timed`: timing events around the work (its device start and end
+// come back with its completion), whatever the stream actor's own timing option says.
+struct dispatched_op {
+  gpu::work_fn fn;
+  std::vector<point_wait> waits;
+  bool timed = false;
+};
+
+// The operations of one pass for one stream: one ticket each, in this order.
+using stream_dispatch = local_only<std::vector<dispatched_op>>;
+
+// A caller-launched operation's waits: once they are on the stream and everything accepted
+// before is on the backend, the stream is held for the caller (nothing else goes on it) until
+// the hold ends.
+using stream_hold = local_only<std::vector<point_wait>>;
+
+// A view of the backend stream a stream actor owns (after a reset, its new stream).
+using stream_view = local_only<gpu::stream_ref>;
+
+}  // namespace cudactor
