@@ -6,9 +6,10 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
-#include <variant>
 
 #include "cudactor/actors/runtime.hpp"
 #include "cudactor/messaging/errc.hpp"
@@ -16,20 +17,6 @@
 namespace cudactor {
 
 namespace {
-
-// A graph's ends, gathered until the last one.
-struct graph_wait {
-  std::vector<op_notice> ends;
-  std::size_t left = 0;
-  std::function<void(std::vector<op_notice>)> done;
-};
-
-// Whom an operation's end is for.
-struct target {
-  std::function<void(op_notice)> single;
-  std::shared_ptr<graph_wait> graph;
-  std::size_t index = 0;
-};
 
 template <class F, class... Ts>
 void call(const F& f, Ts&&... xs) noexcept {
@@ -50,9 +37,9 @@ op_notice refused(caf::error why) {
 }
 
 // Calls its function exactly once: with what it is given, or, if it is destroyed first (a
-// message dropped by an actor that has quit, state torn down with the actor system), with
+// request dropped by a coordinator that has quit, state torn down with the actor system), with
 // what `otherwise` makes. That is what keeps "every caller is told once" true however the
-// client's actor ends.
+// request ends.
 template <class T>
 class once {
  public:
@@ -63,197 +50,76 @@ class once {
   ~once() {
     if (f_) call(f_, otherwise_());
   }
+  // From the coordinator's thread (the end) or the one that calls stop(): the first wins.
   void operator()(T x) {
-    auto f = std::move(f_);
-    f_ = nullptr;
+    std::function<void(T)> f;
+    {
+      std::lock_guard<std::mutex> lock{mutex_};
+      f = std::move(f_);
+      f_ = nullptr;
+    }
     if (f) call(f, std::move(x));
   }
+  void otherwise() { (*this)(otherwise_()); }
 
  private:
+  std::mutex mutex_;
   std::function<void(T)> f_;
   std::function<T()> otherwise_;
 };
 
-template <class T>
-std::function<void(T)> told_once(std::function<void(T)> f, std::function<T()> otherwise) {
-  auto o = std::make_shared<once<T>>(std::move(f), std::move(otherwise));
-  return [o](T x) { (*o)(std::move(x)); };
-}
-
 op_notice never_ran() { return refused(make_error(errc::shutting_down, "client: stopped")); }
-
-struct client_state {
-  static inline const char* name = "cudactor.client";
-
-  coordinator_actor coordinator;
-  std::uint64_t next_serial = 0;
-  // registrations not yet answered, by serial
-  std::unordered_map<std::uint64_t, std::vector<target>> registering;
-  std::unordered_map<op_id, target> waiting;
-  // ends that came before their registration's answer (an op refused by a failed dependency
-  // ends inside the handler that registers it)
-  std::unordered_map<op_id, op_notice> early;
-  bool stopped = false;
-
-  void deliver(target& t, op_notice n) {
-    if (t.graph) {
-      auto& g = *t.graph;
-      g.ends[t.index] = std::move(n);
-      if (--g.left == 0) call(g.done, std::move(g.ends));
-    } else {
-      call(t.single, std::move(n));
-    }
-  }
-
-  // The callers of registration `serial`, taken out; empty when the client has already told
-  // them (it stopped).
-  std::vector<target> take(std::uint64_t serial) {
-    std::vector<target> out;
-    if (auto r = registering.find(serial); r != registering.end()) {
-      out = std::move(r->second);
-      registering.erase(r);
-    }
-    return out;
-  }
-
-  void registered(target t, op_id id) {
-    if (auto e = early.find(id); e != early.end()) {
-      deliver(t, std::move(e->second));
-      early.erase(e);
-    } else {
-      waiting.emplace(id, std::move(t));
-    }
-  }
-
-  void fail_all(const caf::error& why) {
-    for (auto& [serial, ts] : registering) {
-      for (auto& t : ts) deliver(t, refused(why));
-    }
-    registering.clear();
-    for (auto& [id, t] : waiting) {
-      op_notice n = refused(why);
-      n.id = id;
-      deliver(t, std::move(n));
-    }
-    waiting.clear();
-    early.clear();
-  }
-};
-
-client_actor::behavior_type client_behavior(client_actor::stateful_pointer<client_state> self,
-                                            coordinator_actor coordinator) {
-  self->state.coordinator = coordinator;
-  self->monitor(coordinator);
-  self->set_down_handler([self](const caf::down_msg&) {
-    self->state.stopped = true;
-    self->state.fail_all(make_error(errc::shutting_down, "client: the coordinator is gone"));
-    self->quit();
-  });
-  auto listener = [self] { return caf::actor_cast<op_listener>(self); };
-  return {
-      [self](std::vector<op_notice>& ends) {
-        auto& st = self->state;
-        for (auto& n : ends) {
-          if (auto w = st.waiting.find(n.id); w != st.waiting.end()) {
-            target t = std::move(w->second);
-            st.waiting.erase(w);
-            st.deliver(t, std::move(n));
-          } else {
-            st.early.emplace(n.id, std::move(n));
-          }
-        }
-      },
-      [self, listener](submit_atom, op_spec& op, op_callback& done) {
-        auto& st = self->state;
-        target t;
-        t.single = std::move(done.get());
-        if (st.stopped) {
-          st.deliver(t, refused(make_error(errc::shutting_down, "client: stopped")));
-          return;
-        }
-        const auto serial = st.next_serial++;
-        st.registering[serial].push_back(std::move(t));
-        self->request(st.coordinator, caf::infinite, register_atom::value, std::move(op),
-                      listener())
-            .then(
-                [self, serial](op_id id) {
-                  auto& st = self->state;
-                  for (auto& t : st.take(serial)) st.registered(std::move(t), id);
-                },
-                [self, serial](caf::error& why) {
-                  auto& st = self->state;
-                  for (auto& t : st.take(serial)) st.deliver(t, refused(why));
-                });
-      },
-      [self, listener](submit_atom, graph_spec& graph, graph_callback& done) {
-        auto& st = self->state;
-        auto g = std::make_shared<graph_wait>();
-        g->ends.resize(graph.ops.size());
-        g->left = graph.ops.size();
-        g->done = std::move(done.get());
-        if (graph.ops.empty()) {
-          call(g->done, std::vector<op_notice>{});
-          return;
-        }
-        std::vector<target> ts(graph.ops.size());
-        for (std::size_t i = 0; i < ts.size(); ++i) {
-          ts[i].graph = g;
-          ts[i].index = i;
-        }
-        if (st.stopped) {
-          for (auto& t : ts)
-            st.deliver(t, refused(make_error(errc::shutting_down, "client: stopped")));
-          return;
-        }
-        const auto serial = st.next_serial++;
-        st.registering.emplace(serial, std::move(ts));
-        self->request(st.coordinator, caf::infinite, submit_atom::value, std::move(graph),
-                      listener())
-            .then(
-                [self, serial](std::vector<op_id>& ids) {
-                  auto& st = self->state;
-                  std::vector<target> ts = st.take(serial);
-                  if (ts.empty()) return;
-                  if (ids.size() != ts.size()) {
-                    const auto why = make_error(
-                        errc::invalid_argument,
-                        "client: the coordinator answered " + std::to_string(ids.size()) +
-                            " ids for a graph of " + std::to_string(ts.size()));
-                    for (auto& t : ts) st.deliver(t, refused(why));
-                    return;
-                  }
-                  for (std::size_t i = 0; i < ts.size(); ++i)
-                    st.registered(std::move(ts[i]), ids[i]);
-                },
-                [self, serial](caf::error& why) {
-                  auto& st = self->state;
-                  for (auto& t : st.take(serial)) st.deliver(t, refused(why));
-                });
-      },
-      [self](shutdown_atom) {
-        auto& st = self->state;
-        st.stopped = true;
-        st.fail_all(make_error(errc::shutting_down, "client: stopped"));
-        self->quit();
-      },
-  };
-}
 
 }  // namespace
 
-client::client(runtime& rt) : client(rt.system(), rt.coordinator()) {}
+// The callers not yet told, each as a weak hold on its once<>: stop() tells them, and a
+// request dropped on the way (no coordinator any more) tells its caller as it goes.
+struct client::open_calls {
+  std::mutex mutex;
+  bool stopped = false;
+  std::uint64_t next = 0;
+  std::unordered_map<std::uint64_t, std::function<void()>> calls;
 
-client::client(caf::actor_system& system, coordinator_actor coordinator)
-    : actor_(system.spawn(client_behavior, std::move(coordinator))) {
-  // spawn made this thread hold the system's logger; let go so the runtime can be shut down
-  // from any thread (runtime.hpp).
-  runtime::release_calling_thread();
-}
+  // The key the caller is kept under; nothing when the client has stopped.
+  template <class T>
+  std::optional<std::uint64_t> keep(const std::shared_ptr<once<T>>& cell) {
+    std::lock_guard<std::mutex> lock{mutex};
+    if (stopped) return std::nullopt;
+    const std::uint64_t key = next++;
+    calls.emplace(key, [weak = std::weak_ptr<once<T>>{cell}] {
+      if (auto c = weak.lock()) c->otherwise();
+    });
+    return key;
+  }
+  void forget(std::uint64_t key) {
+    std::lock_guard<std::mutex> lock{mutex};
+    calls.erase(key);
+  }
+  void stop() {
+    std::unordered_map<std::uint64_t, std::function<void()>> left;
+    {
+      std::lock_guard<std::mutex> lock{mutex};
+      stopped = true;
+      left.swap(calls);
+    }
+    for (auto& [key, tell] : left) tell();
+  }
+};
+
+namespace {
+
+}  // namespace
+
+client::client(runtime& rt) : client(rt.coordinator()) {}
+
+client::client(coordinator_actor coordinator)
+    : coordinator_(std::move(coordinator)), open_(std::make_shared<open_calls>()) {}
 
 client& client::operator=(client&& other) noexcept {
   if (this != &other) {
     stop();
-    actor_ = std::move(other.actor_);
+    coordinator_ = std::move(other.coordinator_);
+    open_ = std::move(other.open_);
   }
   return *this;
 }
@@ -261,30 +127,38 @@ client& client::operator=(client&& other) noexcept {
 client::~client() { stop(); }
 
 void client::stop() noexcept {
-  if (actor_) {
-    caf::anon_send(actor_, shutdown_atom::value);
-    actor_ = nullptr;
-  }
+  if (open_) open_->stop();
 }
 
 void client::submit(op_spec op, std::function<void(op_notice)> done) {
-  if (!actor_) {
-    call(done, never_ran());
+  auto cell = std::make_shared<once<op_notice>>(std::move(done), never_ran);
+  const auto key = open_ && coordinator_ ? open_->keep(cell) : std::nullopt;
+  if (!key) {
+    cell->otherwise();
     return;
   }
-  caf::anon_send(actor_, submit_atom::value, std::move(op),
-                 op_callback{told_once<op_notice>(std::move(done), never_ran)});
+  // The message holds the only strong reference: dropped unanswered, it tells the caller.
+  caf::anon_send(coordinator_, run_atom::value, std::move(op),
+                 op_callback{[cell, open = open_, k = *key](op_notice n) {
+                   open->forget(k);
+                   (*cell)(std::move(n));
+                 }});
 }
 
 void client::submit(graph_spec graph, std::function<void(std::vector<op_notice>)> done) {
   const std::size_t n = graph.ops.size();
-  auto none_ran = [n] { return std::vector<op_notice>(n, never_ran()); };
-  if (!actor_) {
-    call(done, none_ran());
+  auto cell = std::make_shared<once<std::vector<op_notice>>>(
+      std::move(done), [n] { return std::vector<op_notice>(n, never_ran()); });
+  const auto key = open_ && coordinator_ ? open_->keep(cell) : std::nullopt;
+  if (!key) {
+    cell->otherwise();
     return;
   }
-  caf::anon_send(actor_, submit_atom::value, std::move(graph),
-                 graph_callback{told_once<std::vector<op_notice>>(std::move(done), none_ran)});
+  caf::anon_send(coordinator_, run_atom::value, std::move(graph),
+                 graph_callback{[cell, open = open_, k = *key](std::vector<op_notice> ends) {
+                   open->forget(k);
+                   (*cell)(std::move(ends));
+                 }});
 }
 
 std::future<op_notice> client::submit(op_spec op) {

@@ -4,24 +4,26 @@
 // loop, a test. submit() hands over an operation or a whole graph and returns at once; the
 // caller learns of the end through a std::future or a function called on a CAF worker
 // (actors/client_asio.hpp adds Boost.Asio completion tokens on top). One client serves any
-// number of threads: a submit is one message to the client's actor, with no scoped_actor
-// and no round trip on the calling thread.
+// number of threads: a submit is one message, a run request straight to the coordinator
+// carrying the caller's function, with no scoped_actor, no actor of the client's own in
+// between and no round trip on the calling thread.
 //
-// The client's actor registers each operation with itself as the listener, so no end can be
-// missed, and tells each caller exactly once: the operation's end, or why it never ran (the
-// coordinator refused it, or the client or the runtime stopped first: shutting_down).
+// The coordinator calls the function once the operation (or every operation of the graph)
+// has ended, on its own thread, the one way anything in cudactor hears "this has ended". Each
+// caller is told exactly once: the end, or why it never ran (the coordinator refused it, or
+// the client or the runtime stopped first: shutting_down; a request that reaches no
+// coordinator any more is told so when it is dropped).
 //
-// A client must be destroyed before its runtime is (shutting the runtime down first is fine:
-// the client's actor follows the coordinator and ends with it).
+// A client must be destroyed before its runtime is (shutting the runtime down first is fine).
 #pragma once
 
 #include <caf/actor_system.hpp>
 
 #include <functional>
 #include <future>
+#include <memory>
 #include <vector>
 
-#include "cudactor/messaging/client_protocol.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
 
 namespace cudactor {
@@ -31,7 +33,7 @@ class runtime;
 class client {
  public:
   explicit client(runtime& rt);
-  client(caf::actor_system& system, coordinator_actor coordinator);
+  explicit client(coordinator_actor coordinator);
   client(const client&) = delete;
   client& operator=(const client&) = delete;
   client(client&&) noexcept = default;
@@ -39,8 +41,9 @@ class client {
   // stop()
   ~client();
 
-  // `done` runs once, on a CAF worker thread: keep it short and never block in it (set a
-  // promise, post to an executor). An exception it throws is reported on stderr.
+  // `done` runs once, on a CAF worker thread (the coordinator's): keep it short and never
+  // block in it (set a promise, post to an executor). An exception it throws is reported on
+  // stderr.
   void submit(op_spec op, std::function<void(op_notice)> done);
   // `done` gets every operation's end, in the graph's order, once the last one has ended.
   void submit(graph_spec graph, std::function<void(std::vector<op_notice>)> done);
@@ -48,11 +51,15 @@ class client {
   [[nodiscard]] std::future<op_notice> submit(op_spec op);
   [[nodiscard]] std::future<std::vector<op_notice>> submit(graph_spec graph);
 
-  // Everything not yet ended is told shutting_down; submits after it are too. Idempotent.
+  // Everything not yet ended is told shutting_down (a failed notice with no id: the client
+  // hears an operation only at its end; the work itself goes on); submits after it are too.
+  // Idempotent.
   void stop() noexcept;
 
  private:
-  client_actor actor_;
+  struct open_calls;  // the callers not yet told, so that stop() can tell them
+  coordinator_actor coordinator_;
+  std::shared_ptr<open_calls> open_;
 };
 
 // True when every operation of a graph completed.

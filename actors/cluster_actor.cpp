@@ -44,6 +44,7 @@ struct forwarded {
 };
 
 struct cluster_state {
+  static inline const char* name = "cudactor.cluster";  // the actor's name in CAF's logs
   cluster_options options;
   std::vector<member> members;
   std::uint64_t next_generation = 1;

@@ -32,10 +32,12 @@ coordinator_actor::behavior_type coordinator_behavior(
       },
       [&st](run_atom, op_spec& spec) { return st.run_op(spec); },
       [&st](run_atom, graph_spec& graph) { return st.run_graph(graph); },
+      [&st](run_atom, op_spec& spec, op_callback& done) { st.run_op(spec, done); },
+      [&st](run_atom, graph_spec& graph, graph_callback& done) { st.run_graph(graph, done); },
       [&st](depend_atom, op_id op, op_id dep) { return st.depend(op, dep); },
       [&st](begin_atom, op_id id) { return st.begin(id); },
-      [&st](complete_atom, op_id id) { return st.complete(id); },
-      [&st](complete_atom, op_id id, const caf::error& why) { return st.complete_failed(id, why); },
+      [&st](enqueued_atom, op_id id) { return st.complete(id); },
+      [&st](enqueued_atom, op_id id, const caf::error& why) { return st.complete_failed(id, why); },
       [&st](subscribe_atom, const op_listener& listener) { st.subscribe_all(listener); },
       [&st](subscribe_atom, op_id id, const op_listener& listener) {
         return st.subscribe(id, listener);

@@ -16,6 +16,7 @@ namespace cudactor {
 namespace {
 
 struct pool_state {
+  static inline const char* name = "cudactor.event_pool";  // the actor's name in CAF's logs
   std::shared_ptr<event_table> events;
   event_pool_options options;
   std::shared_ptr<metrics::registry> registry;  // keeps the cells below alive

@@ -39,7 +39,8 @@ using register_atom = caf::atom_constant<caf::atom("register")>;
 using run_atom = caf::atom_constant<caf::atom("run")>;
 using depend_atom = caf::atom_constant<caf::atom("depend")>;
 using begin_atom = caf::atom_constant<caf::atom("begin")>;
-using complete_atom = caf::atom_constant<caf::atom("complete")>;
+// The caller of a begun operation has enqueued its work on the leased stream.
+using enqueued_atom = caf::atom_constant<caf::atom("enqueued")>;
 using describe_atom = caf::atom_constant<caf::atom("describe")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using deadlocks_atom = caf::atom_constant<caf::atom("deadlocks")>;

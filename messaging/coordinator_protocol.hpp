@@ -1,7 +1,7 @@
 // messaging/coordinator_protocol.hpp
 //
 // What may be said to the coordinator, and what it answers. register and graph submission
-// answer with ids at once; the operations then run on the coordinator's streams as their
+// answer with ids at once; the operations then run on the runtime's stream actors as their
 // dependencies are submitted, and subscribers hear of each one's end exactly once, in batches
 // (one message per listener per completion-poller tick). A subscriber may ride on register
 // and on graph submission so that no end can be missed.
@@ -19,14 +19,24 @@
 #include <caf/typed_actor.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "cudactor/messaging/atoms.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/report_types.hpp"
 #include "cudactor/messaging/types.hpp"
+#include "cudactor/messaging/work.hpp"
 
 namespace cudactor {
+
+// Called once with the operation's end: completed, failed or cancelled with its cause. An
+// operation the coordinator refused to register ends failed, with an empty id. Local-only:
+// how code that is not an actor (actors/client.hpp) hears a run request's end, without an
+// actor of its own in between.
+using op_callback = local_only<std::function<void(op_notice)>>;
+// Called once with the end of every operation of the graph, in the graph's order.
+using graph_callback = local_only<std::function<void(std::vector<op_notice>)>>;
 
 // Hears the ends of the operations it subscribed to.
 using op_listener = caf::typed_actor<caf::reacts_to<std::vector<op_notice>>>;
@@ -40,12 +50,15 @@ using coordinator_actor = caf::typed_actor<
     // registering, answered when everything registered has ended
     caf::replies_to<run_atom, op_spec>::with<op_notice>,
     caf::replies_to<run_atom, graph_spec>::with<std::vector<op_notice>>,
+    // the same, the end told to a local function (op_callback, graph_callback) instead
+    caf::reacts_to<run_atom, op_spec, op_callback>,
+    caf::reacts_to<run_atom, graph_spec, graph_callback>,
     // makes the first also depend on the second
     caf::replies_to<depend_atom, op_id, op_id>::with<op_state>,
     // caller-launched work
     caf::replies_to<begin_atom, op_id>::with<op_lease>,
-    caf::replies_to<complete_atom, op_id>::with<ticket>,
-    caf::replies_to<complete_atom, op_id, caf::error>::with<op_state>,
+    caf::replies_to<enqueued_atom, op_id>::with<ticket>,
+    caf::replies_to<enqueued_atom, op_id, caf::error>::with<op_state>,
     // following and inspecting
     caf::reacts_to<subscribe_atom, op_listener>,
     caf::replies_to<subscribe_atom, op_id, op_listener>::with<op_state>,

@@ -1,7 +1,6 @@
 #include "cudactor/messaging/message_types.hpp"
 
 #include "cudactor/messaging/barrier_protocol.hpp"
-#include "cudactor/messaging/client_protocol.hpp"
 #include "cudactor/messaging/cluster_protocol.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/messaging/errc.hpp"
@@ -60,7 +59,6 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<coordinator_actor>("cudactor::coordinator_actor")
       .add_message_type<op_callback>("cudactor::op_callback")
       .add_message_type<graph_callback>("cudactor::graph_callback")
-      .add_message_type<client_actor>("cudactor::client_actor")
       // nodes
       .add_message_type<node_info>("cudactor::node_info")
       .add_message_type<node_actor>("cudactor::node_actor")

@@ -26,13 +26,11 @@ void coordinator_state::on_progress(const completion_batch& batch) {
              ? batch.broken
              : make_error(errc::device_lost, "stream " + std::to_string(s.id.value) +
                                                  " broke: " + to_string(batch.broken)));
-    flush();
     return;
   }
   for (const auto& f : batch.failures) {
     if (f.error.code() == static_cast<std::uint8_t>(errc::device_lost)) {
       lose(f.error);
-      flush();
       return;
     }
   }
@@ -73,10 +71,8 @@ void coordinator_state::on_progress(const completion_batch& batch) {
                            batch.detected_ns != 0 ? batch.detected_ns : now_ns());
   // Room on the stream, and deferred ends settled: the next pass, with whatever else the
   // mailbox holds.
-  pump_later();
-  serve_ready_waiters();
   finish();
-  flush();
+  pass_or_later();
 }
 
 bool coordinator_state::deps_done(op_id id) const {

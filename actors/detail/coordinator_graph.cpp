@@ -34,8 +34,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   r.run = run;
   if (listener != nullptr) add_listener(r, *listener);
   out = id;
-  pump_later();
-  flush();
+  pass_or_later();
   return {};
 }
 
@@ -46,10 +45,11 @@ caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& grap
   return ids;
 }
 
-caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* listener,
-                                        std::uint64_t run, std::vector<op_id>& ids) {
-  if (auto why = refusal()) return why;
-  if (auto bad = check_input(graph, options_.limits)) return bad;
+namespace {
+
+// The graph's operations in an order where each comes after those it names in `after`
+// (Kahn), or the cycle that makes one impossible, named. Linear in operations and edges.
+caf::error order_of(const graph_spec& graph, std::vector<std::uint32_t>& order) {
   const std::size_t n = graph.ops.size();
   // Local edges, checked and ordered (Kahn): ids are issued in that order, so every
   // dependency is older than its dependent, as op_graph requires.
@@ -73,7 +73,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
       for (std::uint32_t a : graph.ops[i].after) next_of[fill[a]++] = i;
     }
   }
-  std::vector<std::uint32_t> order;
+  order.clear();
   order.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     if (waiting[i] == 0) order.push_back(i);
@@ -108,9 +108,17 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     return make_error(errc::dependency_cycle,
                       "the graph has the cycle " + cycle + " (each comes after the next)");
   }
+  return {};
+}
+
+}  // namespace
+
+caf::error coordinator_state::check_graph(const graph_spec& graph,
+                                          std::vector<gpu::work_fn>& fns) const {
+  const std::size_t n = graph.ops.size();
   // Dependencies on operations registered before, and the work: all checked before any is
   // registered.
-  std::vector<gpu::work_fn> fns(n);
+  fns.assign(n, gpu::work_fn{});
   for (std::size_t i = 0; i < n; ++i) {
     for (op_id dep : graph.ops[i].spec.deps) {
       if (auto bad = graph_.check_dep(dep)) {
@@ -125,6 +133,20 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
       }
     }
   }
+  return {};
+}
+
+caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* listener,
+                                        std::uint64_t run, std::vector<op_id>& ids) {
+  if (auto why = refusal()) return why;
+  if (auto bad = check_input(graph, options_.limits)) return bad;
+  const std::size_t n = graph.ops.size();
+  // Ids are issued in a dependency order, so every dependency is older than its dependent,
+  // as op_graph requires; everything is checked before anything is registered.
+  std::vector<std::uint32_t> order;
+  if (auto bad = order_of(graph, order)) return bad;
+  std::vector<gpu::work_fn> fns;
+  if (auto bad = check_graph(graph, fns)) return bad;
   ids.assign(n, op_id{});
   std::vector<op_id> deps;
   const std::int64_t arrived = now_ns();  // the whole graph came in one message
@@ -143,7 +165,6 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
         graph_.cancel(added, bad, ended_);
       }
       finish();
-      flush();
       return make_error(errc::backend_error, "graph submission: " + to_string(bad));
     }
     spec.deps = std::move(deps);
@@ -154,8 +175,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     ids[i] = id;
     deps = {};
   }
-  pump_later();
-  flush();
+  pass_or_later();
   return {};
 }
 

@@ -84,7 +84,6 @@ caf::result<op_state> coordinator_state::subscribe(op_id id, const op_listener& 
     notice.dispatched_ns = ended->dispatched_ns;
     notice.ended_ns = ended->ended_ns;
     notify(listener, notice);
-    flush();
     return ended->state;
   }
   return gone(id);  // unknown, or ended too long ago: says which
@@ -120,13 +119,10 @@ caf::result<op_state> coordinator_state::cancel(op_id id) {
                 ended_);
   finish();
   pump();  // a begin waiter ahead in line may have gone
-  flush();
   return op_state::cancelled;
 }
 
-deadlock_report coordinator_state::detect_deadlocks(caf::timespan stall_after) {
-  deadlock_report report;
-  const std::int64_t now = now_ns();
+void coordinator_state::find_cycles(deadlock_report& report) const {
   // Cycles: refused when they would form (add_dependency, graph submission), so this search
   // finds one only if that guard were broken. Iterative DFS over the open operations' deps.
   std::unordered_map<std::uint64_t, int> color;  // 1: on the path, 2: done
@@ -158,7 +154,10 @@ deadlock_report coordinator_state::detect_deadlocks(caf::timespan stall_after) {
       }
     }
   });
+}
 
+void coordinator_state::find_stalls(deadlock_report& report, caf::timespan stall_after,
+                                    std::int64_t now) const {
   const std::int64_t threshold = stall_after.count();
   graph_.for_each_node([&](const op_graph::node& n) {
     if (is_terminal(n.state)) return;
@@ -198,6 +197,11 @@ deadlock_report coordinator_state::detect_deadlocks(caf::timespan stall_after) {
         break;
       case op_state::submitted: {
         const auto& rr = records_.at(root->id);
+        if (rr.point == 0) {
+          what = "is on its way to stream " + std::to_string(pool_.at(rr.stream).id.value) +
+                 " (its stream actor has not given its ticket yet)";
+          break;
+        }
         what = "is on stream " + std::to_string(pool_.at(rr.stream).id.value) + " at point " +
                std::to_string(rr.point) + " and the stream has reached only " +
                std::to_string(pool_.at(rr.stream).completed);
@@ -213,6 +217,12 @@ deadlock_report coordinator_state::detect_deadlocks(caf::timespan stall_after) {
     }
     report.stalls.push_back(std::move(stall));
   });
+}
+
+deadlock_report coordinator_state::detect_deadlocks(caf::timespan stall_after) {
+  deadlock_report report;
+  find_cycles(report);
+  find_stalls(report, stall_after, now_ns());
   std::sort(report.stalls.begin(), report.stalls.end(),
             [](const op_stall& a, const op_stall& b) { return a.id < b.id; });
   if (!report.empty()) {

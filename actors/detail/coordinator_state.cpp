@@ -191,16 +191,33 @@ std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record&
 }
 
 void coordinator_state::pump_later() {
-  if (pump_pending_ || lost_ || closing_) return;
+  if (pump_pending_ || in_pass_ || closing_) return;
   pump_pending_ = true;
   self_->send(self_, pump_atom::value);
 }
 
-void coordinator_state::on_pump() {
-  pump_pending_ = false;
+void coordinator_state::pass() {
+  in_pass_ = true;  // what the pass itself ends goes out with it
   pump();
   serve_ready_waiters();
   flush();
+  in_pass_ = false;
+}
+
+void coordinator_state::on_pump() {
+  pump_pending_ = false;
+  pass();
+}
+
+void coordinator_state::pass_or_later() {
+  if (pump_pending_ || closing_) return;  // a pass is coming
+  // Nothing else waiting in the mailbox: no burst to join, so the pass runs now (one hop less
+  // for a lone operation); otherwise once the burst has been handled.
+  if (self_->mailbox().empty()) {
+    pass();
+  } else {
+    pump_later();
+  }
 }
 
 std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slot) {
@@ -264,10 +281,8 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
     lose(make_error(errc::backend_error, "stream " + std::to_string(s.id.value) + " answered " +
                                              std::to_string(tickets.size()) + " tickets for " +
                                              std::to_string(ids.size()) + " operations"));
-    flush();
     return;
   }
-  const std::int64_t now = now_ns();
   for (std::size_t i = 0; i < ids.size(); ++i) {
     auto found = records_.find(ids[i]);
     if (found == records_.end()) {
@@ -279,9 +294,7 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
     on_stream(ids[i], found->second, slot, tickets[i].point);
     graph_.placed(ids[i], tickets[i].point);
   }
-  (void)now;
-  pump_later();
-  flush();
+  pass_or_later();
 }
 
 void coordinator_state::dispatch_refused(std::uint64_t epoch, std::uint32_t slot,
@@ -297,7 +310,6 @@ void coordinator_state::dispatch_refused(std::uint64_t epoch, std::uint32_t slot
            : make_error(errc::device_lost, "stream " + std::to_string(s.id.value) +
                                                " refused the coordinator's operations: " +
                                                to_string(why)));
-  flush();
 }
 
 void coordinator_state::on_stream(op_id id, op_record& r, std::uint32_t slot,
@@ -363,7 +375,6 @@ void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
               // It ended while the hold was on its way: the stream goes back at once.
               if (epoch == epoch_) release_hold(slot, held.point, n ? n->cause : caf::error{});
               promise.deliver(make_error(errc::invalid_state, to_string(id) + " ended"));
-              flush();
               return;
             }
             found->second.point = held.point;
@@ -376,7 +387,6 @@ void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
             if (epoch == epoch_) launch_failed(id, why);
             finish();
             pump();
-            flush();
           });
 }
 
@@ -436,7 +446,6 @@ caf::result<op_lease> coordinator_state::begin(op_id id) {
   auto promise = self_->make_response_promise<op_lease>();
   begin_waiters_.push_back({id, promise});
   pump();
-  flush();
   return promise;
 }
 
@@ -507,17 +516,14 @@ caf::error coordinator_state::end_hold(op_id id, const caf::error& why,
             }
             answer(done);
             pump();
-            flush();
           },
           [this, epoch, id, answer](caf::error& failed) {
             if (epoch == epoch_) launch_failed(id, failed);
             answer(failed);
             finish();
             pump();
-            flush();
           });
   pump();
-  flush();
   return {};
 }
 
@@ -593,6 +599,7 @@ void coordinator_state::finish() {
 }
 
 void coordinator_state::notify(const op_listener& listener, const op_notice& notice) {
+  pump_later();  // whose handler flushes the outbox
   auto [at, added] = outbox_index_.emplace(listener.address(), outbox_.size());
   if (added) outbox_.emplace_back(listener, std::vector<op_notice>{});
   outbox_[at->second].second.push_back(notice);

@@ -5,8 +5,10 @@
 // actors it schedules onto), and the answers still owed (begin waiting for a ready operation,
 // wait_for_any_ready). The behaviour in coordinator.cpp only unpacks messages and calls in here.
 //
-// Every handler ends with flush(): the notices of operations that ended while it ran go out as
-// one message per listener.
+// Notices are flushed in one place: a handler that ends an operation, readies one or frees a
+// stream asks for a pass (pump_later: a message to itself, handled once the messages already
+// in the mailbox are), and that pass sends the notices of every operation that ended since
+// as one message per listener. No handler flushes by hand.
 #pragma once
 
 #include <caf/fwd.hpp>
@@ -33,6 +35,7 @@ namespace cudactor::detail {
 
 class coordinator_state {
  public:
+  static inline const char* name = "cudactor.coordinator";  // the actor's name in CAF's logs
   using self_pointer = coordinator_actor::stateful_pointer<coordinator_state>;
 
   void init(self_pointer self, const coordinator_context& context, coordinator_options options);
@@ -44,6 +47,10 @@ class coordinator_state {
   // Registered as above; answered once every operation has ended, with their notices.
   caf::result<op_notice> run_op(op_spec& spec);
   caf::result<std::vector<op_notice>> run_graph(graph_spec& graph);
+  // The same for code that is not an actor (actors/client.hpp): the function is called once,
+  // on this actor's thread, with the end (or a failed notice saying why it never ran).
+  void run_op(op_spec& spec, op_callback& done);
+  void run_graph(graph_spec& graph, graph_callback& done);
   caf::result<op_state> depend(op_id op, op_id dep);
 
   // --- caller-launched operations ----------------------------------------------------------
@@ -58,6 +65,11 @@ class coordinator_state {
   caf::result<op_info> describe(op_id id) const;
   caf::result<op_state> cancel(op_id id);
   deadlock_report detect_deadlocks(caf::timespan stall_after);
+  // detect_deadlocks' two searches: dependency cycles among open operations (none unless the
+  // guards at registration broke), and operations open longer than `stall_after`, each with
+  // the operation that holds it up.
+  void find_cycles(deadlock_report& report) const;
+  void find_stalls(deadlock_report& report, caf::timespan stall_after, std::int64_t now) const;
   [[nodiscard]] coordinator_metrics metrics() const;
   [[nodiscard]] coordinator_report report() const;
 
@@ -95,11 +107,10 @@ class coordinator_state {
     std::uint64_t run = 0;            // the run request it belongs to (0: none)
     std::uint32_t run_index = 0;      // its place in that request's answer
   };
-  // A run request: the notices of its operations, gathered until the last has ended.
+  // A run request: the notices of its operations, gathered until the last has ended, then
+  // handed to whoever asked (a response promise, or a client's function).
   struct run_waiter {
-    caf::typed_response_promise<std::vector<op_notice>> graph;
-    caf::typed_response_promise<op_notice> single;  // a run of one op_spec
-    bool is_graph = true;
+    std::function<void(std::vector<op_notice>)> done;
     std::vector<op_notice> ends;
     std::size_t left = 0;
   };
@@ -123,6 +134,13 @@ class coordinator_state {
   caf::error add_op(op_spec& spec, const op_listener* listener, std::uint64_t run, op_id& out);
   caf::error add_graph(graph_spec& graph, const op_listener* listener, std::uint64_t run,
                        std::vector<op_id>& out);
+  // A graph's dependencies on operations registered before, and its work, resolved into
+  // `fns` (by index): what would refuse it, before any of it is registered.
+  [[nodiscard]] caf::error check_graph(const graph_spec& graph,
+                                       std::vector<gpu::work_fn>& fns) const;
+  // Registers a run request; the error when nothing was registered (`done` is then not kept).
+  caf::error start_run(op_spec& spec, std::function<void(std::vector<op_notice>)> done);
+  caf::error start_run(graph_spec& graph, std::function<void(std::vector<op_notice>)> done);
   // An operation of run request `r` ended: its notice goes in, the answer once it is full.
   void ran(const op_record& r, const op_notice& notice);
   void add_listener(op_record& r, const op_listener& listener);
@@ -133,7 +151,14 @@ class coordinator_state {
   // A pass once the messages already in the mailbox are handled: one pass, and one message
   // per stream, for a burst of registrations, tickets and completions.
   void pump_later();
+  // The pass at the end of a handler: now when the mailbox is empty (no burst to join), else
+  // pump_later(). Only at the end of a handler: a pass ends operations and sends notices.
+  void pass_or_later();
+  // pump(), then the waiters for an idle stream, then the notices (flush): the one place
+  // notices go out.
+  void pass();
   bool pump_pending_ = false;
+  bool in_pass_ = false;
   void stage(op_id id, std::uint32_t slot, std::int64_t now);
   void send_staged();
   // Device waits for every dependency of `id` ticketed on another stream and not yet reached.

@@ -45,6 +45,7 @@ struct hold {
 using clock = std::chrono::steady_clock;
 
 struct node_core_state {
+  static inline const char* name = "cudactor.node";  // the actor's name in CAF's logs
   node_context context;
   node_options options;
   std::uint64_t next_key = 1;

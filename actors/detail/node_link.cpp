@@ -14,6 +14,7 @@ namespace cudactor::detail {
 namespace {
 
 struct node_link_state {
+  static inline const char* name = "cudactor.node_link";  // the actor's name in CAF's logs
   node_actor remote;
   std::string who;
   input_limits limits;

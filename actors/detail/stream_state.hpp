@@ -68,6 +68,7 @@ struct cached_event {
 
 class stream_state {
  public:
+  static inline const char* name = "cudactor.stream";  // the actor's name in CAF's logs
   using self_pointer = stream_actor::stateful_pointer<stream_state>;
 
   void init(self_pointer self, const stream_context& context, stream_actor_options options,
@@ -80,6 +81,16 @@ class stream_state {
   [[nodiscard]] caf::error resolve(const work& w, gpu::work_fn& out) const;
   // Assigns the next point and dispatches or queues the operation.
   ticket accept(pending_op op);
+  // The requests that put one operation on the stream, each checked first.
+  caf::result<ticket> accept_work(const work& w);
+  caf::result<std::vector<ticket>> accept_works(const std::vector<work>& works);
+  caf::result<ticket> accept_copy(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
+                                  gpu::copy_kind direction);
+  caf::result<ticket> accept_fill(std::uint64_t dst, std::uint8_t value, std::uint64_t bytes);
+  caf::result<ticket> accept_prefetch(std::uint64_t data, std::uint64_t bytes,
+                                      gpu::prefetch_target target);
+  caf::result<ticket> accept_wait(const event_ref& ref);
+  caf::result<ticket> accept_callback(const stream_callback& callback);
   // Between begin_burst and end_burst (one message's worth of dispatches), operations share a
   // submission time, read again every burst_stamp_reuse dispatches: a clock read per
   // operation was ~5% of the actor's time in batches.

@@ -35,17 +35,16 @@ BOOST_AUTO_TEST_CASE(a_begun_operation_that_never_completes_leaves_its_stream_cl
     shared.wait();
     return gpu::status{gpu::errc::op_failed, "the held kernel failed"};
   })));
+  const op_info held_on = placed(bad);  // a dependent then goes where the pool says
   auto manual = add(spec_of({}, {bad}));
   auto lease = ask<op_lease>(co(), begin_atom::value, manual);
   BOOST_REQUIRE_MESSAGE(lease, why(lease));
-  auto held_on = ask<op_info>(co(), describe_atom::value, bad);
-  BOOST_REQUIRE(held_on);
   // On another stream than its dependency, the begin put a device wait on the lease's stream.
-  BOOST_REQUIRE(lease->stream != held_on->stream);
+  BOOST_REQUIRE(lease->stream != held_on.stream);
   g.open();
   auto ended = collect({bad, manual});
   BOOST_TEST((ended.at(manual.value).state == op_state::cancelled));
-  BOOST_TEST(!ask<ticket>(co(), complete_atom::value, manual));
+  BOOST_TEST(!ask<ticket>(co(), enqueued_atom::value, manual));
 
   // A second begun op whose caller's own work failed, reported with complete(error).
   auto second = add(spec_of({}));
@@ -57,7 +56,7 @@ BOOST_AUTO_TEST_CASE(a_begun_operation_that_never_completes_leaves_its_stream_cl
                                return gpu::status{gpu::errc::op_failed, "the caller's kernel"};
                              })
                     .ok());
-  auto failed = ask<op_state>(co(), complete_atom::value, second,
+  auto failed = ask<op_state>(co(), enqueued_atom::value, second,
                               make_error(errc::op_failed, "the caller saw its launch fail"));
   BOOST_TEST((failed && *failed == op_state::failed));
 
@@ -89,7 +88,7 @@ BOOST_AUTO_TEST_CASE(a_lost_device_fails_everything_and_work_is_refused_until_re
   auto& host = static_cast<gpu::host_backend&>(rt().device());
   BOOST_REQUIRE(host.inject_device_fault(lease->handle(), "illegal address").ok());
   // The coordinator learns of it from the poller once the stream reaches the next point.
-  BOOST_REQUIRE(ask<ticket>(co(), complete_atom::value, manual) || true);
+  BOOST_REQUIRE(ask<ticket>(co(), enqueued_atom::value, manual) || true);
   auto notices = collect({manual, waiting});
   for (auto& [id, n] : notices) {
     BOOST_TEST((n.state == op_state::failed));

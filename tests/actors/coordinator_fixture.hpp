@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/gate.hpp"
@@ -59,6 +60,23 @@ class coordinator_fixture : public runtime_fixture {
                      : ask<op_id>(co(), register_atom::value, std::move(spec));
     BOOST_REQUIRE_MESSAGE(id, why(id));
     return *id;
+  }
+
+  // Waits until `id`'s stream actor has given its ticket (describe names its stream and
+  // point): a dependent registered then is placed like one on any stream, not made to
+  // follow it onto its stream while its ticket is on the way.
+  op_info placed(op_id id) {
+    op_info where;
+    for (int i = 0; i < 5000; ++i) {
+      auto info = ask<op_info>(co(), describe_atom::value, id);
+      BOOST_REQUIRE_MESSAGE(info, why(info));
+      where = *info;
+      if (where.on_stream && where.point != 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    }
+    BOOST_REQUIRE_MESSAGE(where.on_stream && where.point != 0,
+                          "op " << id.value << " was never placed on a stream");
+    return where;
   }
 
   // Collects notices until every id in `ids` has been told (or the time runs out); fails the

@@ -63,16 +63,7 @@ BOOST_AUTO_TEST_CASE(a_notices_stream_id_names_the_stream_actor_it_ran_on) {
   for (int round = 0; round < 4; ++round) {
     gate g;
     const op_id held = add(spec_of(g.hold()));
-    // Wait until its ticket is back: describe then says where it is.
-    op_info where;
-    for (int i = 0; i < 2000; ++i) {
-      auto info = ask<op_info>(co(), describe_atom::value, held);
-      BOOST_REQUIRE_MESSAGE(info, why(info));
-      where = *info;
-      if (where.on_stream && where.point != 0) break;
-      std::this_thread::sleep_for(1ms);
-    }
-    BOOST_REQUIRE(where.on_stream && where.point != 0);
+    const op_info where = placed(held);  // its ticket is back: describe says where
     const stream_actor& s = rt().stream(where.stream.value);
     auto status = ask<stream_status>(s, status_atom::value);
     BOOST_REQUIRE_MESSAGE(status, why(status));
@@ -305,14 +296,14 @@ BOOST_AUTO_TEST_CASE(a_caller_launched_operation_holds_its_stream_from_begin_to_
   // The caller enqueues its own work on the stream it was handed.
   auto enqueued = rt().device().enqueue(lease->handle(), log->launch(0, 5ms));
   BOOST_REQUIRE(enqueued.ok());
-  auto done = ask<ticket>(co(), complete_atom::value, manual);
+  auto done = ask<ticket>(co(), enqueued_atom::value, manual);
   BOOST_REQUIRE_MESSAGE(done, why(done));
   BOOST_TEST(done->stream == lease->stream);
   auto notices = collect({manual, after});
   BOOST_TEST((notices.at(manual.value).state == op_state::completed));
   BOOST_TEST((notices.at(after.value).state == op_state::completed));
   BOOST_TEST(log->started(1) >= log->ended(0));
-  BOOST_TEST(!ask<ticket>(co(), complete_atom::value, manual));  // ended: nothing to complete
+  BOOST_TEST(!ask<ticket>(co(), enqueued_atom::value, manual));  // ended: nothing to complete
   auto automatic = add(spec_of(noop()));
   BOOST_TEST(!ask<op_lease>(co(), begin_atom::value, automatic));  // carries its own work
   told(automatic);
@@ -325,7 +316,7 @@ BOOST_AUTO_TEST_CASE(begin_is_answered_once_the_dependencies_are_submitted) {
   std::this_thread::sleep_for(20ms);  // the begin is waiting inside the coordinator
   auto lease = ask<op_lease>(co(), begin_atom::value, first);
   BOOST_REQUIRE_MESSAGE(lease, why(lease));
-  auto failed = ask<op_state>(co(), complete_atom::value, first,
+  auto failed = ask<op_state>(co(), enqueued_atom::value, first,
                               make_error(errc::op_failed, "the caller's launch failed"));
   BOOST_TEST((failed && *failed == op_state::failed));
   auto notices = collect({first, second});
@@ -471,7 +462,7 @@ BOOST_AUTO_TEST_CASE(ready_operations_go_out_in_priority_order) {
     ids.push_back(add(spec_of(log->record(i), {}, order[i])));
   }
   BOOST_TEST(silent_for(20ms));  // nothing ran: the stream is held
-  BOOST_REQUIRE(ask<ticket>(co(), complete_atom::value, holder));
+  BOOST_REQUIRE(ask<ticket>(co(), enqueued_atom::value, holder));
   ids.push_back(holder);
   collect(ids);
   // critical(2), high(4), normal(1), normal(5), low(3), cleanup(0)
