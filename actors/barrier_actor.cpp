@@ -35,7 +35,22 @@ struct open_generation {
   std::vector<std::optional<caf::error>> outcome;  // per member: none yet, empty = arrived
   std::vector<gpu::watch_id> watches;
   std::size_t outstanding = 0;
+  std::vector<timeline_point> work;  // per member: the newest work before its mark
 };
+
+// A generation whose marks are on their way: each member stream actor puts a point on its
+// timeline after everything it accepted before (held back or not) and answers once that point
+// is signalled.
+struct marking {
+  caf::typed_response_promise<barrier_crossing> promise;
+  barrier_crossing crossing;
+  std::vector<timeline_point> work;  // per member: the newest work before its mark
+  caf::timespan limit{0};
+  std::size_t left = 0;
+  caf::error failed;
+};
+
+gpu::status no_work(const gpu::launch_context&) { return {}; }
 
 class barrier_state {
  public:
@@ -58,19 +73,32 @@ class barrier_state {
 
   caf::result<barrier_crossing> synchronize(barrier_mode mode, caf::timespan limit) {
     if (closing_) return refuse(make_error(errc::shutting_down, label() + " is shutting down"));
-    barrier_crossing crossing;
-    crossing.generation = ++generations_;
-    crossing.mode = mode;
-    crossing.began_ns = now_ns();
-    std::vector<std::shared_ptr<gpu::timeline>> lines;
+    const std::uint64_t g = ++generations_;
+    marking& m = marking_[g];
+    m.promise = self_->make_response_promise<barrier_crossing>();
+    m.limit = limit;
+    m.crossing.generation = g;
+    m.crossing.mode = mode;
+    m.crossing.began_ns = now_ns();
+    m.left = members_.size();
     for (std::uint32_t i = 0; i < members_.size(); ++i) {
-      auto line = context_.device->timeline_of(members_[i].stream);
-      if (!line) return refuse(member_gone(i, line.error()));
-      crossing.members.push_back({i, members_[i].name, (*line)->submitted(), 0});
-      lines.push_back(std::move(*line));
+      m.crossing.members.push_back({i, members_[i].name, 0, 0});
     }
-    return mode == barrier_mode::device ? on_device(std::move(crossing), lines)
-                                        : on_host(std::move(crossing), lines, limit);
+    // The mark goes through the stream actor, so that it sits after everything the actor
+    // ticketed before this request, whatever it still holds back (its in-flight cap, events
+    // being fetched): the point is answered once it is signalled on the backend.
+    for (std::uint32_t i = 0; i < members_.size(); ++i) {
+      std::vector<dispatched_op> mark(1);
+      mark.front().fn = no_work;
+      self_->request(members_[i].actor, caf::infinite, dispatch_atom::value,
+                     stream_dispatch{std::move(mark)})
+          .then(
+              [this, g, i](const std::vector<ticket>& t) {
+                marked(g, i, t.empty() ? 0 : t.front().point, {});
+              },
+              [this, g, i](caf::error& why) { marked(g, i, 0, std::move(why)); });
+    }
+    return m.promise;
   }
 
   // The poller saw member `i` of generation `g` at the barrier, or gave up on it.
@@ -78,6 +106,7 @@ class barrier_state {
     auto found = open_.find(g);
     if (found == open_.end() || i >= members_.size() || found->second.outcome[i]) return;
     open_generation& gen = found->second;
+    if (!why) why = failed_before(g, i, gen.work[i]);
     gen.outcome[i] = std::move(why);
     gen.crossing.members[i].arrived_ns = seen_ns;
     if (--gen.outstanding == 0) answer(found);
@@ -93,7 +122,7 @@ class barrier_state {
     out.crossed = crossed_;
     out.timed_out = timed_out_;
     out.failed = failed_;
-    out.pending = open_.size();
+    out.pending = open_.size() + marking_.size();
     out.device_waits = device_waits_;
     return out;
   }
@@ -108,57 +137,147 @@ class barrier_state {
                                                      ": the barrier shut down first")));
     }
     open_.clear();
+    for (auto& [g, m] : marking_) {
+      m.promise.deliver(
+          refuse(make_error(errc::shutting_down, label() + " generation " + std::to_string(g) +
+                                                     ": the barrier shut down first")));
+    }
+    marking_.clear();
   }
 
   [[nodiscard]] const barrier_options& options() const noexcept { return options_; }
 
  private:
-  caf::result<barrier_crossing> on_device(
-      barrier_crossing crossing, const std::vector<std::shared_ptr<gpu::timeline>>& lines) {
+  // Member `i` of generation `g` has its mark at `point` (or could not take one).
+  void marked(std::uint64_t g, std::uint32_t i, timeline_point point, caf::error why) {
+    auto found = marking_.find(g);
+    if (found == marking_.end()) return;  // answered already (shut down)
+    marking& m = found->second;
+    m.crossing.members[i].point = point;
+    if (why && !m.failed) m.failed = member_failed(i, why);
+    if (--m.left != 0) return;
+    marking done = std::move(m);
+    marking_.erase(found);
+    // The newest work before each mark: the point just before it, unless that is this
+    // barrier's own previous mark (no work since), which stood for the same work.
+    last_mark_.resize(members_.size(), 0);
+    work_before_.resize(members_.size(), 0);
+    for (std::uint32_t k = 0; k < members_.size(); ++k) {
+      const timeline_point mark = done.crossing.members[k].point;
+      if (mark == 0) continue;
+      if (mark - 1 != last_mark_[k] || last_mark_[k] == 0) work_before_[k] = mark - 1;
+      last_mark_[k] = mark;
+    }
+    done.work = work_before_;
+    if (done.failed) {
+      done.promise.deliver(refuse(std::move(done.failed)));
+      return;
+    }
+    if (done.crossing.mode == barrier_mode::device) {
+      on_device(std::move(done));
+    } else {
+      on_host(std::move(done));
+    }
+  }
+
+  // Every member waits, on the device, for every other member's mark: one operation per
+  // member through its stream actor, answered once all are placed.
+  void on_device(marking m) {
     caf::error known_failure;
+    std::vector<std::vector<point_wait>> waits(members_.size());
     for (std::uint32_t i = 0; i < members_.size(); ++i) {
-      const timeline_point p = crossing.members[i].point;
-      if (p == 0) continue;  // nothing handed to the device yet: nothing to wait for
-      const gpu::query_result reached = lines[i]->query(p);
-      if (reached.ready()) continue;  // already passed, cleanly
+      const timeline_point p = m.crossing.members[i].point;
+      auto line = context_.device->timeline_of(members_[i].stream);
+      if (!line) {
+        m.promise.deliver(refuse(member_gone(i, line.error())));
+        return;
+      }
+      // The work just before the mark failed: the others also wait for that point, so that
+      // their next work fails with the dependency, as it would have waited on it.
+      const timeline_point work = m.work[i];
+      const gpu::query_result before = work != 0 ? (*line)->query(work) : gpu::query_result{};
+      const bool failed_work = before.failed() && before.error.code() != gpu::errc::device_lost;
+      if (failed_work && !known_failure) {
+        known_failure = reached_failed(m.crossing.generation, i, before.error);
+      }
+      const gpu::query_result reached = (*line)->query(p);
+      if (reached.ready() && !failed_work) continue;  // already passed, cleanly
       if (reached.failed() && !known_failure) {
-        known_failure = reached_failed(crossing.generation, i, reached.error);
+        known_failure = reached_failed(m.crossing.generation, i, reached.error);
       }
       for (std::uint32_t j = 0; j < members_.size(); ++j) {
         if (j == i) continue;
-        auto placed = context_.device->wait_point(members_[j].stream, members_[i].stream, p);
-        if (!placed.ok()) return refuse(member_gone(j, placed));
-        ++crossing.device_waits;
+        if (failed_work) waits[j].push_back(point_wait{members_[i].stream, work});
+        if (!reached.ready()) waits[j].push_back(point_wait{members_[i].stream, p});
+        ++m.crossing.device_waits;
       }
     }
-    device_waits_ += crossing.device_waits;
-    crossing.duration = caf::timespan{now_ns() - crossing.began_ns};
-    // The waits are placed either way: what follows is ordered after the barrier, and each
-    // stream's next work reports the failure too.
-    if (known_failure) return refuse(std::move(known_failure));
-    ++crossed_;
-    metrics_->crossed(now_ns() - crossing.began_ns);
-    return crossing;
+    auto state = std::make_shared<marking>(std::move(m));
+    state->failed = std::move(known_failure);
+    state->left = 0;
+    for (std::uint32_t j = 0; j < members_.size(); ++j) {
+      if (waits[j].empty()) continue;
+      ++state->left;
+      std::vector<dispatched_op> crossing(1);
+      crossing.front().fn = no_work;
+      crossing.front().waits = std::move(waits[j]);
+      self_->request(members_[j].actor, caf::infinite, dispatch_atom::value,
+                     stream_dispatch{std::move(crossing)})
+          .then(
+              [this, state, j](const std::vector<ticket>& t) {
+                // The crossing is the barrier's too: no work of anyone's.
+                if (!t.empty() && t.front().point == last_mark_[j] + 1) {
+                  last_mark_[j] = t.front().point;
+                }
+                placed(state, {});
+              },
+                [this, state, j](caf::error& why) { placed(state, member_failed(j, why)); });
+    }
+    if (state->left == 0) {
+      ++state->left;
+      placed(state, {});
+    }
   }
 
-  caf::result<barrier_crossing> on_host(barrier_crossing crossing,
-                                        const std::vector<std::shared_ptr<gpu::timeline>>& lines,
-                                        caf::timespan limit) {
-    const std::uint64_t g = crossing.generation;
+  void placed(const std::shared_ptr<marking>& m, caf::error why) {
+    if (why && !m->failed) m->failed = std::move(why);
+    if (--m->left != 0) return;
+    device_waits_ += m->crossing.device_waits;
+    m->crossing.duration = caf::timespan{now_ns() - m->crossing.began_ns};
+    // The waits are placed either way: what follows is ordered after the barrier, and each
+    // stream's next work reports the failure too.
+    if (m->failed) {
+      m->promise.deliver(refuse(std::move(m->failed)));
+      return;
+    }
+    ++crossed_;
+    metrics_->crossed(now_ns() - m->crossing.began_ns);
+    m->promise.deliver(std::move(m->crossing));
+  }
+
+  void on_host(marking m) {
+    const std::uint64_t g = m.crossing.generation;
     open_generation gen;
-    gen.limit = limit;
+    gen.limit = m.limit;
     gen.outcome.resize(members_.size());
-    gen.crossing = std::move(crossing);
+    gen.crossing = std::move(m.crossing);
+    gen.promise = m.promise;
+    gen.work = std::move(m.work);
     gpu::watch_deadline deadline;
-    if (limit.count() > 0) deadline = gpu::watch_clock::now() + limit;
+    if (gen.limit.count() > 0) deadline = gpu::watch_clock::now() + gen.limit;
     auto weak = caf::actor_cast<caf::actor_addr>(self_);
     auto [at, added] = open_.emplace(g, std::move(gen));
     open_generation& open = at->second;
     for (std::uint32_t i = 0; i < members_.size(); ++i) {
       const timeline_point p = open.crossing.members[i].point;
+      auto line = context_.device->timeline_of(members_[i].stream);
+      if (!line) {
+        open.outcome[i] = member_gone(i, line.error());
+        continue;
+      }
       // Already there: no watch (a failed point is the poller's to report, with the rest).
-      if (p == 0 || lines[i]->query(p).ready()) {
-        open.outcome[i] = caf::error{};
+      if ((*line)->query(p).ready()) {
+        open.outcome[i] = failed_before(g, i, open.work[i]);
         open.crossing.members[i].arrived_ns = now_ns();
         continue;
       }
@@ -179,10 +298,25 @@ class barrier_state {
       open.watches.push_back(*watched);
       ++open.outstanding;
     }
-    auto promise = self_->make_response_promise<barrier_crossing>();
-    open.promise = promise;
     if (open.outstanding == 0) answer(at);
-    return promise;
+  }
+
+  // Member `i`'s newest work before the barrier (`work`, a point) failed: the stream reached
+  // the barrier with failed work.
+  caf::error failed_before(std::uint64_t g, std::uint32_t i, timeline_point work) const {
+    if (work == 0) return {};
+    auto line = context_.device->timeline_of(members_[i].stream);
+    if (!line) return {};
+    const gpu::query_result q = (*line)->query(work);
+    if (!q.failed() || q.error.code() == gpu::errc::device_lost) return {};
+    return reached_failed(g, i, q.error);
+  }
+
+  // A stream actor that refused a mark: its device is lost, or it is going away.
+  caf::error member_failed(std::uint32_t i, const caf::error& why) const {
+    if (why.code() == static_cast<std::uint8_t>(errc::device_lost)) return why;
+    return make_error(errc::invalid_state, label() + ": stream '" + members_[i].name +
+                                               "' cannot take part: " + to_string(why));
   }
 
   void answer(std::map<std::uint64_t, open_generation>::iterator at) {
@@ -277,6 +411,9 @@ class barrier_state {
   std::vector<barrier_member> members_;
   barrier_options options_;
   std::map<std::uint64_t, open_generation> open_;
+  std::map<std::uint64_t, marking> marking_;
+  // Per member: this barrier's newest mark, and the newest work before it.
+  std::vector<timeline_point> last_mark_, work_before_;
   std::shared_ptr<metrics::registry> registry_;  // keeps metrics_' cells alive
   std::optional<detail::barrier_metrics> metrics_;
   std::uint64_t generations_ = 0, crossed_ = 0, timed_out_ = 0, failed_ = 0, device_waits_ = 0;
@@ -318,9 +455,10 @@ gpu::result<barrier_actor> spawn_barrier(caf::actor_system& system, const barrie
                        "barrier '" + options.name + "': needs at least one stream"};
   }
   for (std::size_t i = 0; i < members.size(); ++i) {
-    if (members[i].stream.empty()) {
-      return gpu::status{gpu::errc::invalid_argument, "barrier '" + options.name + "': member " +
-                                                          std::to_string(i) + " names no stream"};
+    if (members[i].stream.empty() || !members[i].actor) {
+      return gpu::status{gpu::errc::invalid_argument,
+                         "barrier '" + options.name + "': member " + std::to_string(i) +
+                             " names no stream or no stream actor"};
     }
     for (std::size_t j = 0; j < i; ++j) {
       if (members[j].stream.id() == members[i].stream.id()) {

@@ -1,25 +1,25 @@
 // actors/barrier_actor.hpp
 //
-// A barrier over a set of streams (the seeds' CrossStreamBarrier). Each synchronize is one
-// generation and places the barrier, on every stream, after the newest point handed to the
-// device so far:
+// A barrier over a set of streams (the seeds' CrossStreamBarrier), each one a stream actor's.
+// Each synchronize is one generation. It first puts a mark on every member stream through its
+// stream actor: a point after everything that actor accepted before the request, including
+// what it still holds back (its in-flight cap, events being fetched), answered once the mark
+// is signalled. Then:
 //
-//   host mode    the completion poller watches each stream's point, and the request is
+//   host mode    the completion poller watches each stream's mark, and the request is
 //                answered once all have been seen there, with how long that took. A limit
 //                turns into errc::timeout naming the streams that did not arrive (and where
-//                each had got to); a stream that reached it with failed work answers with
-//                that failure, a lost device with device_lost.
-//   device mode  every stream waits for every other's point on the device
-//                (backend::wait_point), so nothing submitted to any of them afterwards starts
-//                before all of them have passed the barrier. Answered as soon as the waits are
-//                placed: no host thread waits and nothing is watched. A stream whose point
-//                fails makes the other streams' next work fail with dependency_failed.
+//                each had got to); a stream whose newest work before the barrier failed
+//                answers with that failure, a lost device with device_lost.
+//   device mode  every stream waits for every other's mark on the device (a stream actor
+//                operation with those waits, backend::wait_point), so nothing submitted to any
+//                of them afterwards starts before all of them have passed the barrier.
+//                Answered once the waits are placed: no host thread waits and nothing is
+//                watched. When a stream's newest work before the barrier failed, the answer is
+//                dependency_failed naming it, and the other streams' crossing points (not
+//                their next work) fail with the dependency.
 //
-// Generations are numbered from 1 in the order requests arrive; several may be open at once,
-// and none is crossed before an earlier one has been answered. The barrier neither signals nor
-// records on its streams, so it can sit beside their owners (stream actors, the coordinator)
-// without disturbing their timelines: what an owner holds back (a stream actor's in-flight cap)
-// reaches the device after the barrier and is therefore after it.
+// Generations are numbered from 1 in the order requests arrive; several may be open at once.
 #pragma once
 
 #include <caf/actor_system.hpp>
@@ -32,6 +32,7 @@
 #include "cudactor/gpu/backend.hpp"
 #include "cudactor/gpu/completion_poller.hpp"
 #include "cudactor/messaging/barrier_protocol.hpp"
+#include "cudactor/messaging/stream_protocol.hpp"
 #include "cudactor/metrics/registry.hpp"
 
 namespace cudactor {
@@ -42,11 +43,12 @@ struct barrier_options {
   caf::timespan timeout{std::chrono::seconds{10}};  // a plain host synchronize's limit
 };
 
-// One stream of the barrier. The stream belongs to someone else and must outlive the barrier
-// or be found gone (stale handle) by it, which answers invalid_state naming it.
+// One stream of the barrier: the stream actor that owns it, and a view of its stream (for
+// the other members' device waits and the poller's watches).
 struct barrier_member {
   std::string name;
   gpu::stream_ref stream;
+  stream_actor actor;
 };
 
 // The backend and the poller must outlive the barrier.
@@ -56,7 +58,8 @@ struct barrier_context {
   std::shared_ptr<metrics::registry> metrics;  // empty: the barrier's metrics go nowhere
 };
 
-// Refuses an incomplete context, no members, an empty or repeated stream.
+// Refuses an incomplete context, no members, a member without stream or actor, a repeated
+// stream.
 [[nodiscard]] gpu::result<barrier_actor> spawn_barrier(caf::actor_system& system,
                                                        const barrier_context& context,
                                                        std::vector<barrier_member> members,

@@ -15,6 +15,7 @@ namespace cudactor::test {
 
 struct barrier_fixture : coordinator_fixture {
   barrier_fixture() : coordinator_fixture({"--cudactor.streams=4"}) {}
+  explicit barrier_fixture(std::vector<std::string> args) : coordinator_fixture(std::move(args)) {}
 
   barrier_actor barrier(std::vector<std::size_t> members = {0, 1, 2, 3},
                         barrier_options options = {}) {
