@@ -238,13 +238,7 @@ caf::result<stream_view> stream_state::reset() {
   if (!made) return to_error(made.error());
   context_.poller->subscribe(stream_.ref(), {}).ignore();
   allocator_.reset();  // before the stream it orders its memory on
-  std::vector<cached_event> in_flight_events;
-  for (auto& record : records_) {
-    if (record.start) in_flight_events.push_back(*record.start);
-    if (record.end) in_flight_events.push_back(*record.end);
-  }
-  records_.clear();
-  give_back_events(in_flight_events, 0);
+  give_back_in_flight_events();
   stream_ = std::move(made.value());
   allocator_.emplace(*context_.device, stream_.ref(), options_.reuse_limit);
   // A new stream, a new timeline: what the old one reached says nothing about it.

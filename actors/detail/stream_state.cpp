@@ -557,6 +557,17 @@ void stream_state::give_back_events(std::vector<cached_event>& events, std::size
   if (context_.pool) caf::anon_send(context_.pool, release_atom::value, std::move(leases));
 }
 
+void stream_state::give_back_in_flight_events() {
+  // A later record of them supersedes this stream's, so they may go back while in flight.
+  std::vector<cached_event> in_flight_events;
+  for (auto& record : records_) {
+    if (record.start) in_flight_events.push_back(*record.start);
+    if (record.end) in_flight_events.push_back(*record.end);
+  }
+  records_.clear();
+  give_back_events(in_flight_events, 0);
+}
+
 void stream_state::shut_down() { close(true); }
 
 void stream_state::close(bool running) {
@@ -565,14 +576,7 @@ void stream_state::close(bool running) {
   fail_outstanding(refusal());
   context_.poller->subscribe(stream_.ref(), {}).ignore();  // fails only once the poller stopped
   for (auto& cache : cache_) give_back_events(cache, 0);
-  // In-flight timing events go back too: a later record of them supersedes this stream's.
-  std::vector<cached_event> in_flight_events;
-  for (auto& record : records_) {
-    if (record.start) in_flight_events.push_back(*record.start);
-    if (record.end) in_flight_events.push_back(*record.end);
-  }
-  records_.clear();
-  give_back_events(in_flight_events, 0);
+  give_back_in_flight_events();
   allocator_->trim();
   if (running) {
     for (auto& listener : subscribers_) self_->demonitor(listener.address());

@@ -167,6 +167,8 @@ class stream_state {
   void flush_watches();
   void request_refill(gpu::event_kind kind);
   void give_back_events(std::vector<cached_event>& events, std::size_t keep);
+  // The timing events of every point not yet reached go back to the pool; their records go.
+  void give_back_in_flight_events();
   void note_failure(timeline_point point, caf::error error);
   [[nodiscard]] caf::error failure_in(timeline_point from, timeline_point to) const;
   completion make_completion(timeline_point point, const point_record* record,
