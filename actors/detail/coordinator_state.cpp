@@ -29,6 +29,7 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
     actors_.push_back(s.actor);
   }
   staged_.resize(actors_.size());
+  early_.resize(actors_.size());
   report_levels();
   // The stream actors time what they are asked to: they share the runtime's device clock.
   timing_ = options_.timing || context_.trace != nullptr;
@@ -294,6 +295,8 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
     on_stream(ids[i], found->second, slot, tickets[i].point);
     graph_.placed(ids[i], tickets[i].point);
   }
+  retire_early(slot);
+  finish();
   pass_or_later();
 }
 
@@ -406,6 +409,7 @@ void coordinator_state::lose(caf::error why) {
   graph_.fail_all(why, ended_);
   deferred_.clear();
   pool_.clear_work();
+  for (auto& early : early_) early = completion_batch{};
   unplaced_.clear();
   for (auto& pass : staged_) {
     pass.ops.clear();

@@ -189,6 +189,13 @@ class coordinator_state {
   // Fails every open operation with `why` and refuses new work until reset.
   void lose(caf::error why);
 
+  // Ends the operations on `slot` the batch says were reached, oldest first, each with its
+  // failure and device times.
+  void retire(std::uint32_t slot, const completion_batch& batch);
+  // A batch told of points past the newest ticket while a pass was on its way: kept for the
+  // tickets (early_), then retired by retire_early() once they are back.
+  void keep_early(std::uint32_t slot, const completion_batch& batch);
+  void retire_early(std::uint32_t slot);
   // Every dependency of `id` has completed (a failed one would have cancelled it).
   [[nodiscard]] bool deps_done(op_id id) const;
   // The device finished `id`: completed, failed (`why`), or cancelled (its wait reported a
@@ -216,6 +223,7 @@ class coordinator_state {
   stream_pool pool_{pool_strategy::load_balanced};
   std::vector<stream_actor> actors_;   // by slot
   std::vector<staged_pass> staged_;    // by slot
+  std::vector<completion_batch> early_;  // by slot: reported before their tickets came back
   std::vector<op_id> unplaced_;        // taken from the ready queue, waiting for place()
   std::uint64_t epoch_ = 1;  // bumped by a loss: answers to passes sent before it are stale
 

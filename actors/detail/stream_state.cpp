@@ -385,8 +385,7 @@ void stream_state::on_progress(const completion_batch& batch) {
   completion_batch told;
   told.stream = options_.id;
   told.detected_ns = batch.detected_ns;
-  told.failures = batch.failures;
-  bool failures_added = false;
+  const timeline_point before = completed_;
   auto& timing_cache = cache_[kind_index(gpu::event_kind::timing)];
   for (timeline_point p = completed_ + 1; p <= reached; ++p) {
     point_record record = std::move(records_.front());
@@ -397,11 +396,7 @@ void stream_state::on_progress(const completion_batch& batch) {
         metrics_->gpu_time(took->count());
       }
       if (failures_.count(p) == 0) {
-        if (auto failed = timing_failure(record)) {
-          note_failure(p, failed);
-          told.failures.push_back({p, std::move(failed)});
-          failures_added = true;
-        }
+        if (auto failed = timing_failure(record)) note_failure(p, std::move(failed));
       }
     }
     const completion done = make_completion(p, &record, batch.detected_ns);
@@ -422,9 +417,11 @@ void stream_state::on_progress(const completion_batch& batch) {
     if (record.start) timing_cache.push_back(*record.start);
     if (record.end) timing_cache.push_back(*record.end);
   }
-  if (failures_added) {
-    std::sort(told.failures.begin(), told.failures.end(),
-              [](const op_failure& a, const op_failure& b) { return a.point < b.point; });
+  // Every failure of the points reached, ascending: the poller's, a launch's (CUDA runs the
+  // work as it is issued: a launch that failed leaves a point the device reaches all the
+  // same) and a timing event's.
+  for (auto f = failures_.upper_bound(before); f != failures_.end() && f->first <= reached; ++f) {
+    told.failures.push_back({f->first, f->second});
   }
   if (reached > completed_) metrics_->completed(reached - completed_);
   completed_ = std::max(completed_, reached);
