@@ -50,8 +50,6 @@ struct marking {
   caf::error failed;
 };
 
-gpu::status no_work(const gpu::launch_context&) { return {}; }
-
 class barrier_state {
  public:
   static inline const char* name = "cudactor.barrier";
@@ -82,7 +80,7 @@ class barrier_state {
     m.crossing.began_ns = now_ns();
     m.left = members_.size();
     for (std::uint32_t i = 0; i < members_.size(); ++i) {
-      m.crossing.members.push_back({i, members_[i].name, 0, 0});
+      m.crossing.members.push_back({i, members_[i].name, 0, 0, members_[i].id});
     }
     // The mark goes through the stream actor, so that it sits after everything the actor
     // ticketed before this request, whatever it still holds back (its in-flight cap, events

@@ -49,6 +49,7 @@ struct barrier_member {
   std::string name;
   gpu::stream_ref stream;
   stream_actor actor;
+  stream_id id;  // the runtime's id of the stream
 };
 
 // The backend and the poller must outlive the barrier.

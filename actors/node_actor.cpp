@@ -50,6 +50,14 @@ struct node_face_state {
   // What a named operation means here: known, its arguments of the registered types, and
   // ordered by index only (an id of the node's coordinator means nothing to a peer).
   caf::error check_work(const op_spec& op, const std::string& which) const {
+    if (!op.deps.empty()) {
+      return named(errc::invalid_argument,
+                   which +
+                       " names dependencies by id: a node's graph orders its operations by "
+                       "index (after) only");
+    }
+    // A barrier carries no work (checked with the rest of the spec): it is the node's to place.
+    if (op.is_barrier()) return {};
     if (op.body.empty()) return named(errc::invalid_argument, which + " has no work");
     if (op.body.is_local()) {
       return named(errc::local_only, which + " is a local closure: a node runs named operations");
@@ -60,12 +68,6 @@ struct node_face_state {
     }
     if (auto bad = context.operations->check(op.body.name(), op.body.args())) {
       return named(errc::invalid_argument, which + ": " + error_context(bad));
-    }
-    if (!op.deps.empty()) {
-      return named(errc::invalid_argument,
-                   which +
-                       " names dependencies by id: a node's graph orders its operations by "
-                       "index (after) only");
     }
     return {};
   }

@@ -91,7 +91,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
       return spawned.error();
     }
     rt->streams_.push_back(spawned->actor);
-    rt->stream_members_.push_back({spawned->name, spawned->stream, spawned->actor});
+    rt->stream_members_.push_back({spawned->name, spawned->stream, spawned->actor, stream_id{static_cast<std::uint32_t>(i)}});
   }
   // The coordinator schedules onto these same stream actors: one set of streams.
   coordinator_context coordination;

@@ -146,14 +146,16 @@ graph_spec training_model::step_graph(std::uint64_t step) const {
               {reduce}));
   }
   // Backward chains read activations the next step's forward overwrites: the barrier waits
-  // for them too (they precede the all-reduces, so the updates cover them).
+  // for them too (they precede the all-reduces, so the updates cover them). A real barrier
+  // over every stream, crossed on the device: the next step's work, wherever it goes, runs
+  // after every stream got here, and no host thread waits for it.
   op_spec barrier;
   barrier.type = op_type::barrier;
   barrier.priority = op_priority::critical;
   barrier.workload = op_workload::coordination;
+  barrier.barrier.mode = barrier_mode::device;
   // The same name every step: the coordinator's report totals by name.
   barrier.description = "step barrier";
-  barrier.body = work::local([](const gpu::launch_context&) { return gpu::status{}; });
   g.add(std::move(barrier), std::move(last));
   return g;
 }

@@ -16,16 +16,10 @@
 #include <string_view>
 #include <vector>
 
+#include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/messaging/types.hpp"
 
 namespace cudactor {
-
-// host: the answer comes once the completion poller has seen every stream reach the barrier.
-// device: every stream waits on the device for every other; the answer comes as soon as the
-// waits are placed, and nothing on the host waits at all (nothing is watched either).
-enum class barrier_mode : std::uint8_t { host, device };
-
-[[nodiscard]] std::string_view to_string(barrier_mode x) noexcept;
 
 // One stream at the barrier.
 struct barrier_arrival {
@@ -35,12 +29,13 @@ struct barrier_arrival {
   // began. Work submitted to the stream later is after the barrier.
   timeline_point point = 0;
   std::int64_t arrived_ns = 0;  // host mode: when the poller saw it there
+  stream_id stream;             // the runtime's id of the stream (rt.stream(i))
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, barrier_arrival& x) {
   return f(caf::meta::type_name("cudactor::barrier_arrival"), x.member, x.name, x.point,
-           x.arrived_ns);
+           x.arrived_ns, x.stream);
 }
 
 // One generation of the barrier, crossed.

@@ -17,14 +17,31 @@
 #include <vector>
 
 #include "cudactor/gpu/stream.hpp"
+#include "cudactor/messaging/barrier_types.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/messaging/types.hpp"
 #include "cudactor/messaging/work.hpp"
 
 namespace cudactor {
 
+// What a barrier operation spans and how it crosses. Every stream named reaches the barrier
+// (everything handed to it before is done) before anything after the barrier on any of them
+// runs. Only an operation of type barrier sets it.
+struct op_barrier {
+  // By the runtime's stream ids; empty: every stream the coordinator schedules onto (where any
+  // operation of a graph may be placed).
+  std::vector<stream_id> streams;
+  barrier_mode mode = barrier_mode::device;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_barrier& x) {
+  return f(caf::meta::type_name("cudactor::op_barrier"), x.streams, x.mode);
+}
+
 // One operation to register. An empty `body` makes it manual: the caller launches its work
-// itself between begin() and complete().
+// itself between begin() and complete(). A barrier (type barrier) carries no body: the
+// coordinator places it on its streams (`barrier`).
 struct op_spec {
   op_type type = op_type::kernel;
   op_priority priority = op_priority::normal;
@@ -32,12 +49,17 @@ struct op_spec {
   std::string description;
   op_workload workload = op_workload::compute;
   work body;
+  op_barrier barrier;
+
+  [[nodiscard]] bool is_barrier() const noexcept { return type == op_type::barrier; }
+  // The caller launches it (begin/complete).
+  [[nodiscard]] bool is_manual() const noexcept { return body.empty() && !is_barrier(); }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_spec& x) {
   return f(caf::meta::type_name("cudactor::op_spec"), x.type, x.priority, x.deps, x.description,
-           x.workload, x.body);
+           x.workload, x.body, x.barrier);
 }
 
 // An operation of a graph: its spec, plus dependencies on other operations of the same graph
@@ -78,12 +100,16 @@ struct op_notice {
   std::int64_t registered_ns = 0;
   std::int64_t dispatched_ns = 0;
   std::int64_t ended_ns = 0;  // the coordinator learnt of the end
+  // A barrier that reached its streams: where it sat on each (its mark, after everything
+  // handed to that stream before) and when the coordinator saw the stream get there. `stream`
+  // and `point` above are its first stream's, where it was crossed.
+  std::vector<barrier_arrival> arrivals;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_notice& x) {
   return f(caf::meta::type_name("cudactor::op_notice"), x.id, x.state, x.cause, x.stream, x.point,
-           x.registered_ns, x.dispatched_ns, x.ended_ns);
+           x.registered_ns, x.dispatched_ns, x.ended_ns, x.arrivals);
 }
 
 // describe(op): the operation as the coordinator knows it.

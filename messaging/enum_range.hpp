@@ -40,6 +40,11 @@ struct enum_range<op_state> {
   static constexpr const char* name = "op_state";
 };
 template <>
+struct enum_range<barrier_mode> {
+  static constexpr barrier_mode last = barrier_mode::device;
+  static constexpr const char* name = "barrier_mode";
+};
+template <>
 struct enum_range<gpu::event_kind> {
   static constexpr gpu::event_kind last = gpu::event_kind::timing;
   static constexpr const char* name = "event_kind";

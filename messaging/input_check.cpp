@@ -53,6 +53,14 @@ caf::error check_op(const op_spec& op, const input_limits& limits, const std::st
     return bad(which + "'s operation name has " + std::to_string(op.body.name().size()) +
                " bytes (at most " + std::to_string(limits.max_name) + ")");
   }
+  if (op.is_barrier()) {
+    if (!op.body.empty()) {
+      return bad(which + " is a barrier: it carries no work (its body must be empty)");
+    }
+  } else if (!op.barrier.streams.empty() || op.barrier.mode != barrier_mode::device) {
+    return bad(which + " is a " + std::string{to_string(op.type)} +
+               ", not a barrier: it names no barrier streams or mode");
+  }
   bytes += walker.bytes();
   return {};
 }

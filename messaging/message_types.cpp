@@ -43,6 +43,7 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<op_workload>("cudactor::op_workload")
       .add_message_type<op_state>("cudactor::op_state")
       .add_message_type<op_spec>("cudactor::op_spec")
+      .add_message_type<op_barrier>("cudactor::op_barrier")
       .add_message_type<graph_op>("cudactor::graph_op")
       .add_message_type<graph_spec>("cudactor::graph_spec")
       .add_message_type<op_notice>("cudactor::op_notice")

@@ -51,4 +51,12 @@ std::string_view to_string(op_state x) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(barrier_mode x) noexcept {
+  switch (x) {
+    case barrier_mode::host: return "host";
+    case barrier_mode::device: return "device";
+  }
+  return "unknown";
+}
+
 }  // namespace cudactor

@@ -46,6 +46,11 @@ enum class op_priority : std::uint8_t { critical, high, normal, low, cleanup };
 // What an operation mostly uses; the workload strategy picks streams by it.
 enum class op_workload : std::uint8_t { compute, memory, mixed, coordination };
 
+// How a barrier crosses. host: once the completion poller has seen every stream reach the
+// barrier (the crossing says when each arrived). device: every stream waits on the device for
+// every other; nothing on the host waits for the crossing.
+enum class barrier_mode : std::uint8_t { host, device };
+
 // Where an operation stands. The last three are terminal: every operation reaches exactly one.
 enum class op_state : std::uint8_t {
   pending,    // some dependency not yet submitted
@@ -67,6 +72,7 @@ enum class op_state : std::uint8_t {
 [[nodiscard]] std::string_view to_string(op_priority x) noexcept;
 [[nodiscard]] std::string_view to_string(op_workload x) noexcept;
 [[nodiscard]] std::string_view to_string(op_state x) noexcept;
+[[nodiscard]] std::string_view to_string(barrier_mode x) noexcept;
 
 }  // namespace cudactor
 

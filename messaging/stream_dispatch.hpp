@@ -30,6 +30,10 @@ struct dispatched_op {
   bool timed = false;
 };
 
+// The work of a point that only marks a place on the stream (a barrier's mark or crossing):
+// nothing runs, its waits and its point order the stream.
+[[nodiscard]] inline gpu::status no_work(const gpu::launch_context&) { return {}; }
+
 // The operations of one pass for one stream: one ticket each, in this order.
 using stream_dispatch = local_only<std::vector<dispatched_op>>;
 

@@ -79,6 +79,7 @@ void coordinator_state::retire_early(std::uint32_t index) {
 
 void coordinator_state::retire(std::uint32_t index, const completion_batch& batch) {
   auto& s = pool_.at(index);
+  const std::int64_t when = batch.detected_ns != 0 ? batch.detected_ns : now_ns();
   std::array<std::uint32_t, stream_pool::workloads> ended_by_workload{};
   std::size_t next_failure = 0, next_timed = 0;
   while (!s.in_flight.empty() && s.in_flight.front().first <= batch.reached) {
@@ -91,6 +92,14 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
     while (next_timed < batch.timed.size() && batch.timed[next_timed].op.point < point) {
       ++next_timed;
     }
+    caf::error why;
+    if (next_failure < batch.failures.size() && batch.failures[next_failure].point == point) {
+      why = batch.failures[next_failure].error;
+    }
+    if (!barriers_.empty() && barriers_.count(id) != 0) {
+      barrier_reached(id, index, point, std::move(why), when);
+      continue;
+    }
     if (auto r = records_.find(id); r != records_.end()) {
       assert(in_range(r->second.workload));  // checked where it entered
       ++ended_by_workload[static_cast<std::size_t>(r->second.workload)];
@@ -98,10 +107,6 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
         r->second.started_ns = batch.timed[next_timed].started_ns;
         r->second.finished_ns = batch.timed[next_timed].ended_ns;
       }
-    }
-    caf::error why;
-    if (next_failure < batch.failures.size() && batch.failures[next_failure].point == point) {
-      why = batch.failures[next_failure].error;
     }
     if (deps_done(id)) {
       settle_and_wake(id, std::move(why));
@@ -112,8 +117,7 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
     }
   }
   s.completed = std::max(s.completed, std::min(batch.reached, s.issued));
-  pool_.record_completions(index, ended_by_workload,
-                           batch.detected_ns != 0 ? batch.detected_ns : now_ns());
+  pool_.record_completions(index, ended_by_workload, when);
 }
 
 bool coordinator_state::deps_done(op_id id) const {

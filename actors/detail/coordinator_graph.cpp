@@ -23,14 +23,19 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
                                      op_id& out) {
   if (auto why = refusal()) return why;
   if (auto bad = check_input(spec, options_.limits)) return bad;
-  const bool manual = spec.body.empty();
+  const bool manual = spec.is_manual();
   gpu::work_fn fn;
-  if (!manual) {
+  if (!spec.body.empty()) {
     if (auto bad = resolve(spec.body, fn)) return bad;
+  }
+  if (spec.is_barrier()) {
+    std::vector<std::uint32_t> members;
+    if (auto bad = members_of(spec, members)) return bad;
   }
   const op_id id{graph_.newest().value + 1};
   if (auto bad = graph_.add(id, spec.priority, manual, spec.deps)) return bad;
   op_record& r = add_record(id, spec, std::move(fn), manual, now_ns());
+  if (spec.is_barrier()) add_barrier(id, spec);
   r.run = run;
   if (listener != nullptr) add_listener(r, *listener);
   out = id;
@@ -119,7 +124,14 @@ caf::error coordinator_state::check_graph(const graph_spec& graph,
   // Dependencies on operations registered before, and the work: all checked before any is
   // registered.
   fns.assign(n, gpu::work_fn{});
+  std::vector<std::uint32_t> members;
   for (std::size_t i = 0; i < n; ++i) {
+    if (graph.ops[i].spec.is_barrier()) {
+      if (auto bad = members_of(graph.ops[i].spec, members)) {
+        return make_error(static_cast<errc>(bad.code()),
+                          "graph op " + std::to_string(i) + ": " + to_string(bad));
+      }
+    }
     for (op_id dep : graph.ops[i].spec.deps) {
       if (auto bad = graph_.check_dep(dep)) {
         return make_error(static_cast<errc>(bad.code()),
@@ -155,7 +167,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     const op_id id{graph_.newest().value + 1};
     deps = spec.deps;
     for (std::uint32_t a : graph.ops[i].after) deps.push_back(ids[a]);
-    const bool manual = spec.body.empty();
+    const bool manual = spec.is_manual();
     if (auto bad = graph_.add(id, spec.priority, manual, deps)) {
       // Checked above: reaching this is a bug. What was added is withdrawn, so that the
       // graph is still all or nothing; the error is the answer, a run's too.
@@ -169,6 +181,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     }
     spec.deps = std::move(deps);
     op_record& r = add_record(id, spec, std::move(fns[i]), manual, arrived);
+    if (spec.is_barrier()) add_barrier(id, spec);
     r.run = run;
     r.run_index = i;
     if (listener != nullptr) add_listener(r, *listener);

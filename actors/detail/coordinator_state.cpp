@@ -137,6 +137,10 @@ void coordinator_state::pump() {
       auto found = records_.find(id);
       const op_graph::node* node = graph_.find(id);
       if (found == records_.end() || node == nullptr || node->state != op_state::running) continue;
+      if (found->second.type == op_type::barrier) {
+        if (lost_ || closing_ || !start_barrier(id, found->second)) unplaced_.push_back(id);
+        continue;
+      }
       const auto slot = lost_ || closing_ ? std::nullopt : place(id, found->second);
       if (!slot) {
         unplaced_.push_back(id);
@@ -149,7 +153,12 @@ void coordinator_state::pump() {
   for (; !lost_ && !closing_ && pool_.any_available(); ++n) {
     const std::optional<op_id> next = graph_.next_ready();
     if (!next) break;
-    const auto slot = place(*next, records_.at(*next));
+    op_record& r = records_.at(*next);
+    if (r.type == op_type::barrier) {
+      if (!start_barrier(*next, r)) unplaced_.push_back(*next);
+      continue;
+    }
+    const auto slot = place(*next, r);
     if (!slot) {
       unplaced_.push_back(*next);
       continue;
@@ -242,14 +251,18 @@ void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
   r.stream = slot;
   r.dispatched_ns = now;
   pool_.note_dispatch(slot, now);
-  ++pool_.at(slot).in_transit;
-  staged_[slot].ops.push_back(std::move(op));
-  staged_[slot].ids.push_back(id);
+  send_to(slot, id, std::move(op));
   op_metrics_->dispatched(r.type, r.priority);
   ++dispatched_;
   coordination_ns_ += r.dispatched_ns - r.registered_ns;
   // On its way: dependents may follow it onto this stream before its ticket is back.
   graph_.submitted(id, op_position{slot, 0});
+}
+
+void coordinator_state::send_to(std::uint32_t slot, op_id id, dispatched_op op) {
+  ++pool_.at(slot).in_transit;
+  staged_[slot].ops.push_back(std::move(op));
+  staged_[slot].ids.push_back(id);
 }
 
 void coordinator_state::send_staged() {
@@ -290,6 +303,10 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
       // Ended while on its way (a loss): its point is still the stream's.
       s.in_flight.emplace_back(tickets[i].point, op_id{});
       s.issued = tickets[i].point;
+      continue;
+    }
+    if (found->second.type == op_type::barrier) {
+      barrier_ticket(ids[i], found->second, slot, tickets[i].point);
       continue;
     }
     on_stream(ids[i], found->second, slot, tickets[i].point);
@@ -333,76 +350,6 @@ void coordinator_state::launch_failed(op_id id, const caf::error& why) {
               ended_);
 }
 
-void coordinator_state::serve_begin_waiters() {
-  for (auto it = begin_waiters_.begin(); it != begin_waiters_.end() && !lost_;) {
-    const op_graph::node* n = graph_.find(it->id);
-    if (n == nullptr || n->state != op_state::ready) {
-      ++it;  // not ready yet; ended ones are answered by finish()
-      continue;
-    }
-    op_record& r = records_.at(it->id);
-    // No stream free, or a dependency's ticket not back: later waiters wait as well, in order.
-    const auto slot = place(it->id, r);
-    if (!slot) return;
-    auto promise = std::move(it->promise);
-    const op_id id = it->id;
-    it = begin_waiters_.erase(it);
-    start_hold(id, r, *slot, std::move(promise));
-  }
-}
-
-void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
-                                   caf::typed_response_promise<op_lease> promise) {
-  if (auto bad = graph_.begin(id)) {
-    promise.deliver(bad);
-    return;
-  }
-  auto waits = waits_for(id, slot);
-  auto& s = pool_.at(slot);
-  s.reserved_by = id;
-  r.stream = slot;
-  r.dispatched_ns = now_ns();
-  op_metrics_->dispatched(r.type, r.priority);
-  ++dispatched_;
-  coordination_ns_ += r.dispatched_ns - r.registered_ns;
-  const std::uint64_t epoch = epoch_;
-  // Answered once the stream is the caller's: everything before it on the backend, its waits
-  // placed. Then the lease goes out.
-  self_->request(actors_[slot], caf::infinite, hold_atom::value, stream_hold{std::move(waits)})
-      .then(
-          [this, epoch, id, slot, promise](const ticket& held) mutable {
-            auto found = records_.find(id);
-            const op_graph::node* n = graph_.find(id);
-            if (epoch != epoch_ || found == records_.end() || n == nullptr ||
-                n->state != op_state::running) {
-              // It ended while the hold was on its way: the stream goes back at once.
-              if (epoch == epoch_) release_hold(slot, held.point, n ? n->cause : caf::error{});
-              promise.deliver(make_error(errc::invalid_state, to_string(id) + " ended"));
-              return;
-            }
-            found->second.point = held.point;
-            const gpu::handle_id handle = pool_.at(slot).view.id();
-            promise.deliver(
-                op_lease{id, pool_.at(slot).id, handle.instance, handle.slot, handle.generation});
-          },
-          [this, epoch, id, promise](caf::error& why) mutable {
-            promise.deliver(why);
-            if (epoch == epoch_) launch_failed(id, why);
-            finish();
-            pump();
-          });
-}
-
-void coordinator_state::release_hold(std::uint32_t slot, timeline_point point,
-                                     const caf::error& why) {
-  auto& s = pool_.at(slot);
-  s.in_flight.emplace_back(point, op_id{});  // the point is the stream's, no operation's
-  s.issued = std::max(s.issued, point);
-  self_->request(actors_[slot], caf::infinite, hold_end_atom::value, point,
-                 why ? why : make_error(errc::cancelled, "the operation ended before complete"))
-      .then([](const ticket&) {}, [](caf::error&) {});  // a broken stream tells its subscribers
-}
-
 void coordinator_state::lose(caf::error why) {
   if (!lost_) lost_ = why;
   ++epoch_;  // answers to what was sent before are stale now
@@ -418,117 +365,6 @@ void coordinator_state::lose(caf::error why) {
   for (auto& [token, promise] : ready_waiters_) promise.deliver(why);
   ready_waiters_.clear();
   finish();
-}
-
-// --- caller-launched operations ----------------------------------------------------------
-
-caf::result<op_lease> coordinator_state::begin(op_id id) {
-  if (auto why = refusal()) return why;
-  auto found = records_.find(id);
-  if (found == records_.end()) {
-    if (const op_info* ended = find_ended(id)) {
-      return make_error(errc::invalid_state, to_string(id) + " has ended (" +
-                                                 std::string{to_string(ended->state)} + ")");
-    }
-    return make_error(errc::unknown_op, to_string(id) + " is unknown or long gone");
-  }
-  op_record& r = found->second;
-  if (!r.manual) {
-    return make_error(errc::invalid_state,
-                      to_string(id) + " carries its own work: the coordinator launches it");
-  }
-  for (const auto& waiter : begin_waiters_) {
-    if (waiter.id == id)
-      return make_error(errc::invalid_state, to_string(id) + " is already begun");
-  }
-  const op_state state = graph_.find(id)->state;
-  if (state != op_state::pending && state != op_state::ready) {
-    return make_error(errc::invalid_state,
-                      to_string(id) + " is " + std::string{to_string(state)} + ": already begun");
-  }
-  // Answered once the dependencies are submitted and a stream is free: now, if they are.
-  auto promise = self_->make_response_promise<op_lease>();
-  begin_waiters_.push_back({id, promise});
-  pump();
-  return promise;
-}
-
-caf::result<ticket> coordinator_state::complete(op_id id) {
-  auto promise = self_->make_response_promise<ticket>();
-  if (auto bad = end_hold(id, {}, [promise](const caf::expected<ticket>& done) mutable {
-        if (done) {
-          promise.deliver(*done);
-        } else {
-          promise.deliver(done.error());
-        }
-      })) {
-    promise.deliver(bad);  // once a promise is made, only it answers
-  }
-  return promise;
-}
-
-caf::result<op_state> coordinator_state::complete_failed(op_id id, const caf::error& why) {
-  auto promise = self_->make_response_promise<op_state>();
-  const bool failed = static_cast<bool>(why);
-  if (auto bad = end_hold(id, why, [promise, failed](const caf::expected<ticket>& done) mutable {
-        if (done) {
-          promise.deliver(failed ? op_state::failed : op_state::submitted);
-        } else {
-          promise.deliver(done.error());
-        }
-      })) {
-    promise.deliver(bad);  // once a promise is made, only it answers
-  }
-  return promise;
-}
-
-caf::error coordinator_state::end_hold(op_id id, const caf::error& why,
-                                       std::function<void(const caf::expected<ticket>&)> answer) {
-  if (closing_) return refusal();
-  auto found = records_.find(id);
-  const op_graph::node* n = graph_.find(id);
-  if (found == records_.end() || n == nullptr || !found->second.manual ||
-      n->state != op_state::running || found->second.point == 0 || found->second.completing) {
-    return make_error(errc::invalid_state,
-                      to_string(id) +
-                          (found == records_.end() ? " has ended or is unknown"
-                                                   : " is not a begun caller-launched op") +
-                          ": nothing to complete");
-  }
-  op_record& r = found->second;
-  r.completing = true;
-  const std::uint32_t slot = r.stream;
-  const timeline_point point = r.point;
-  const std::uint64_t epoch = epoch_;
-  // The stream actor takes nothing of ours before the hold's end (one mailbox, in order): the
-  // slot is free again for the next pass.
-  pool_.at(slot).reserved_by = op_id{};
-  self_->request(actors_[slot], caf::infinite, hold_end_atom::value, point, why)
-      .then(
-          [this, epoch, id, slot, why, answer](const ticket& done) {
-            if (epoch == epoch_) {
-              auto r = records_.find(id);
-              if (r != records_.end()) {
-                // A failure the caller reports is this operation's; the point still passes.
-                on_stream(id, r->second, slot, done.point);
-                graph_.submitted(id, op_position{slot, done.point});
-                if (why) {
-                  pool_.at(slot).in_flight.back().second = op_id{};
-                  graph_.fail(id, why, ended_);
-                }
-              }
-            }
-            answer(done);
-            pump();
-          },
-          [this, epoch, id, answer](caf::error& failed) {
-            if (epoch == epoch_) launch_failed(id, failed);
-            answer(failed);
-            finish();
-            pump();
-          });
-  pump();
-  return {};
 }
 
 // --- telling ----------------------------------------------------------------------------------
@@ -557,6 +393,7 @@ void coordinator_state::finish() {
     notice.registered_ns = r.registered_ns;
     notice.dispatched_ns = r.dispatched_ns;
     notice.ended_ns = now;
+    if (r.type == op_type::barrier) end_barrier(e.id, notice);
     for (const auto& listener : r.listeners) {
       if (std::find(all_listeners_.begin(), all_listeners_.end(), listener) ==
           all_listeners_.end()) {

@@ -118,6 +118,15 @@ class coordinator_state {
     op_id id;
     caf::typed_response_promise<op_lease> promise;
   };
+  // A barrier operation: its members and where it stands.
+  struct barrier_run {
+    std::vector<std::uint32_t> members;  // slots, in the order the operation named them
+    barrier_mode mode = barrier_mode::device;
+    bool crossing = false;          // device mode: the crossings went out after the marks
+    std::size_t tickets_left = 0;   // of the marks (then the crossings) on their way
+    std::size_t points_left = 0;    // ticketed and not yet reached
+    std::vector<barrier_arrival> arrivals;  // by member: its mark, and when it was reached
+  };
   // A pass for one slot being gathered (what pump() will send it).
   struct staged_pass {
     std::vector<dispatched_op> ops;
@@ -160,6 +169,8 @@ class coordinator_state {
   bool pump_pending_ = false;
   bool in_pass_ = false;
   void stage(op_id id, std::uint32_t slot, std::int64_t now);
+  // Puts `op` (of operation `id`) in the pass being gathered for `slot`.
+  void send_to(std::uint32_t slot, op_id id, dispatched_op op);
   void send_staged();
   // Device waits for every dependency of `id` ticketed on another stream and not yet reached.
   [[nodiscard]] std::vector<point_wait> waits_for(op_id id, std::uint32_t slot);
@@ -186,6 +197,20 @@ class coordinator_state {
   // complete() and complete_failed(): the hold ends, the operation takes its point.
   caf::error end_hold(op_id id, const caf::error& why,
                       std::function<void(const caf::expected<ticket>&)> answer);
+  // Barrier operations (coordinator_barriers.cpp). The slots a barrier spans, checked: every
+  // stream it names is one of ours, named once; none named: all of them.
+  [[nodiscard]] caf::error members_of(const op_spec& spec, std::vector<std::uint32_t>& out) const;
+  void add_barrier(op_id id, const op_spec& spec);
+  // Marks every member, or answers false (it waits): a dependency is still on its way to a
+  // stream, or a member is held (a caller-launched operation, another barrier).
+  [[nodiscard]] bool start_barrier(op_id id, op_record& r);
+  // The ticket of one of its marks or crossings came back.
+  void barrier_ticket(op_id id, op_record& r, std::uint32_t slot, timeline_point point);
+  // One of its points was reached (`why`: it failed), seen at `when`.
+  void barrier_reached(op_id id, std::uint32_t slot, timeline_point point, caf::error why,
+                       std::int64_t when);
+  // It ended: the notice says where it sat, its members go back.
+  void end_barrier(op_id id, op_notice& notice);
   // Fails every open operation with `why` and refuses new work until reset.
   void lose(caf::error why);
 
@@ -228,6 +253,7 @@ class coordinator_state {
   std::uint64_t epoch_ = 1;  // bumped by a loss: answers to passes sent before it are stale
 
   std::unordered_map<op_id, op_record> records_;
+  std::unordered_map<op_id, barrier_run> barriers_;
   std::vector<ended_op> ended_;  // ended during the current handler, not yet told
   // Ops the device finished whose dependencies' reports have not come yet, with their outcome.
   std::unordered_map<op_id, caf::error> deferred_;

@@ -90,7 +90,7 @@ class input_walker {
   std::enable_if_t<std::is_enum_v<E>> consume(E& x) {
     using U = std::underlying_type_t<E>;
     if (!in_range(x)) {
-      fail(std::to_string(static_cast<std::uint64_t>(static_cast<U>(x))) + " is not an " +
+      fail(std::to_string(static_cast<std::uint64_t>(static_cast<U>(x))) + " is not a valid " +
            enum_range<E>::name + " (0 to " +
            std::to_string(static_cast<std::uint64_t>(static_cast<U>(enum_range<E>::last))) + ")");
     }

@@ -1,14 +1,18 @@
 // Random DAGs through the coordinator against a reference model. 10k graphs of 1 to 500 ops
 // over 4 streams (CUDACTOR_DAGS to change), with ops that fail alone (>= 5%), graphs that lose
 // the device (>= 5%), hangs (a caller-launched op nobody begins until the test releases or
-// cancels it, seen by detect_deadlocks first) and cancels. Checked for every graph: each op is
-// told exactly once; no op starts before its dependencies end (times recorded by the kernels);
-// every dependent of an op that did not complete is cancelled (or failed with the device);
-// everything else completes. The seed is printed; CUDACTOR_SEED=<seed> replays a run. On
+// cancels it, seen by detect_deadlocks first), cancels, barrier operations (2%: device or host
+// mode, over all streams or some) and work submitted straight to a stream actor. Checked for
+// every graph: each op is told exactly once; no op starts before its dependencies end (times
+// recorded by the kernels; through barriers too); on a crossed barrier's streams, nothing
+// after its marks starts before everything before them ended; every dependent of an op that
+// did not complete is cancelled (or failed with the device); everything else completes. The seed is printed; CUDACTOR_SEED=<seed> replays a run. On
 // either backend; on CUDA no graph loses the device (only the host backend injects faults).
 #define BOOST_TEST_MODULE coordinator_random
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <map>
 #include <optional>
 #include <random>
 #include <thread>
@@ -26,17 +30,20 @@ struct dag {
   std::size_t n = 0;
   std::vector<std::vector<std::uint32_t>> deps;
   std::vector<bool> bad;  // fails alone
+  // Barrier operations (never bad, never the hang): mode, and the streams named (empty: all).
+  std::vector<std::optional<op_barrier>> barrier;
   int hang = -1;          // a manual op
   bool release_hang = true;
   int cancel = -1;  // cancelled after submission
   bool lose_device = false;
 };
 
-dag make_dag(std::mt19937_64& rng) {
+dag make_dag(std::mt19937_64& rng, std::uint32_t streams) {
   dag d;
   d.n = 1 + rng() % 500;
   d.deps.resize(d.n);
   d.bad.resize(d.n);
+  d.barrier.resize(d.n);
   for (std::uint32_t i = 0; i < d.n; ++i) {
     const std::uint32_t k = i == 0 ? 0 : rng() % 4;
     for (std::uint32_t j = 0; j < k; ++j) {
@@ -46,6 +53,18 @@ dag make_dag(std::mt19937_64& rng) {
       }
     }
     d.bad[i] = rng() % 100 < 6;
+    if (rng() % 100 < 2) {
+      op_barrier b;
+      b.mode = rng() % 2 == 0 ? barrier_mode::device : barrier_mode::host;
+      if (rng() % 2 == 0) {  // a subset of the streams, in a random order
+        for (std::uint32_t k = 0; k < streams; ++k) {
+          if (rng() % 2 == 0) b.streams.push_back(stream_id{k});
+        }
+        std::shuffle(b.streams.begin(), b.streams.end(), rng);
+      }
+      d.barrier[i] = std::move(b);
+      d.bad[i] = false;
+    }
   }
   const auto roll = rng() % 100;
   if (roll < 8) {
@@ -53,6 +72,7 @@ dag make_dag(std::mt19937_64& rng) {
   } else if (roll < 16) {
     d.hang = static_cast<int>(rng() % d.n);
     d.release_hang = rng() % 2 == 0;
+    d.barrier[d.hang].reset();
   } else if (roll < 24) {
     d.cancel = static_cast<int>(rng() % d.n);
   }
@@ -63,6 +83,7 @@ dag make_dag(std::mt19937_64& rng) {
     // lose the device in enough graphs.
     d.hang = static_cast<int>(rng() % d.n);
     while (d.hang > 0 && !d.deps[d.hang].empty()) --d.hang;
+    d.barrier[d.hang].reset();
   }
   return d;
 }
@@ -70,7 +91,7 @@ dag make_dag(std::mt19937_64& rng) {
 struct totals {
   std::size_t ops = 0, edges = 0, completed_edges = 0, cross_edges = 0, bad = 0, lost_dags = 0,
               hangs = 0, cancels = 0, completed = 0, failed = 0, cancelled = 0, direct = 0,
-              direct_ordered = 0;
+              direct_ordered = 0, barriers = 0, barriers_crossed = 0, barrier_ordered = 0;
 };
 
 }  // namespace
@@ -90,16 +111,37 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
   totals sum;
 
   for (std::size_t g = 0; g < dags; ++g) {
-    dag d = make_dag(rng);
+    dag d = make_dag(rng, static_cast<std::uint32_t>(rt().streams().size()));
     if (host == nullptr) d.lose_device = false;  // drawn all the same: a seed replays alike
     // Entry d.n: work submitted straight to a stream actor while the graph runs.
     auto log = std::make_shared<work_log>(d.n + 1);
     graph_spec spec;
     for (std::uint32_t i = 0; i < d.n; ++i) {
-      work w = static_cast<int>(i) == d.hang ? work{} : log->record(i, 0us, d.bad[i]);
-      spec.add(spec_of(std::move(w), {}, static_cast<op_priority>(rng() % 5),
-                       static_cast<op_workload>(rng() % 4)),
-               d.deps[i]);
+      const bool no_work = static_cast<int>(i) == d.hang || d.barrier[i];
+      work w = no_work ? work{} : log->record(i, 0us, d.bad[i]);
+      op_spec op = spec_of(std::move(w), {}, static_cast<op_priority>(rng() % 5),
+                           static_cast<op_workload>(rng() % 4));
+      if (d.barrier[i]) {
+        op.type = op_type::barrier;
+        op.barrier = *d.barrier[i];
+      }
+      spec.add(std::move(op), d.deps[i]);
+    }
+    // What each op must start after: its dependencies' work, through barriers (which run
+    // none of their own).
+    std::vector<std::vector<std::uint32_t>> after_work(d.n);
+    for (std::uint32_t i = 0; i < d.n; ++i) {
+      for (auto dep : d.deps[i]) {
+        if (d.barrier[dep]) {
+          after_work[i].insert(after_work[i].end(), after_work[dep].begin(),
+                               after_work[dep].end());
+        } else {
+          after_work[i].push_back(dep);
+        }
+      }
+      std::sort(after_work[i].begin(), after_work[i].end());
+      after_work[i].erase(std::unique(after_work[i].begin(), after_work[i].end()),
+                          after_work[i].end());
     }
     auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(spec), me());
     BOOST_REQUIRE_MESSAGE(ids, "graph " << g << " (seed " << seed << "): " << why(ids));
@@ -188,12 +230,13 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
           ++sum.completed_edges;
           if (n.stream != told.at((*ids)[dep].value).stream) ++sum.cross_edges;
         }
-        // No op starts before its dependencies end.
-        if (log->started(i) != 0 && log->ended(dep) != 0) {
-          BOOST_CHECK_MESSAGE(log->started(i) >= log->ended(dep), "graph " << g << ": op " << i
-                                                                           << " started before dep "
-                                                                           << dep << " ended");
-        }
+      }
+      // No op starts before its dependencies end (those behind a barrier included).
+      for (auto dep : after_work[i]) {
+        if (d.barrier[i] || log->started(i) == 0 || log->ended(dep) == 0) continue;
+        BOOST_CHECK_MESSAGE(log->started(i) >= log->ended(dep), "graph " << g << ": op " << i
+                                                                         << " started before dep "
+                                                                         << dep << " ended");
       }
       if (dep_ended_badly) {
         // Cancelled, or failed with the device when the device was lost.
@@ -245,6 +288,42 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
         }
       }
     }
+    // A barrier that crossed: whatever ran on its streams after its marks started after
+    // whatever ran there before them had ended, whether it depended on the barrier or not.
+    for (std::uint32_t b = 0; b < d.n; ++b) {
+      if (!d.barrier[b]) continue;
+      ++sum.barriers;
+      const auto& crossed = told.at((*ids)[b].value);
+      if (crossed.state != op_state::completed || d.lose_device) continue;
+      ++sum.barriers_crossed;
+      BOOST_CHECK_MESSAGE(crossed.arrivals.size() == (d.barrier[b]->streams.empty()
+                                                          ? rt().streams().size()
+                                                          : d.barrier[b]->streams.size()),
+                          "graph " << g << ": barrier " << b << " reports "
+                                   << crossed.arrivals.size() << " arrivals");
+      std::map<std::uint32_t, timeline_point> mark;
+      for (const auto& a : crossed.arrivals) mark[a.stream.value] = a.point;
+      std::int64_t last_before = 0, first_after = std::numeric_limits<std::int64_t>::max();
+      std::size_t after = 0;
+      for (std::uint32_t i = 0; i < d.n; ++i) {
+        const auto& n = told.at((*ids)[i].value);
+        const auto at = mark.find(n.stream.value);
+        if (d.barrier[i] || n.point == 0 || at == mark.end() || log->started(i) == 0) continue;
+        if (n.point < at->second) {
+          last_before = std::max(last_before, log->ended(i));
+        } else {
+          first_after = std::min(first_after, log->started(i));
+          ++after;
+        }
+      }
+      if (after == 0 || last_before == 0) continue;
+      ++sum.barrier_ordered;
+      BOOST_CHECK_MESSAGE(last_before <= first_after,
+                          "graph " << g << ": barrier " << b << " ("
+                                   << to_string(d.barrier[b]->mode)
+                                   << "): work after it on its streams started "
+                                   << (last_before - first_after) << " ns before work before it ended");
+    }
     for (const auto& [id, n] : told) {
       ++sum.ops;
       sum.completed += n.state == op_state::completed;
@@ -266,11 +345,11 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
       "coordinator_random: %zu ops (%zu bad, %.1f%%), %zu edges, %.1f%% of completed edges "
       "across streams; %zu graphs lost the device, %zu hung, %zu cancelled an op; ended "
       "%zu completed / %zu failed / %zu cancelled; %zu direct submissions ordered against %zu "
-      "operations on their stream\n",
+      "operations on their stream; %zu barriers, %zu crossed, %zu with work on both sides\n",
       sum.ops, sum.bad, 100.0 * sum.bad / std::max<std::size_t>(sum.ops, 1), sum.edges,
       100.0 * sum.cross_edges / std::max<std::size_t>(sum.completed_edges, 1), sum.lost_dags,
       sum.hangs, sum.cancels, sum.completed, sum.failed, sum.cancelled, sum.direct,
-      sum.direct_ordered);
+      sum.direct_ordered, sum.barriers, sum.barriers_crossed, sum.barrier_ordered);
   // Coverage: the run exercised what it was built to (6% of operations fail, 8% of graphs
   // lose the device, many edges cross streams). Below 2000 graphs chance decides it: at 2000,
   // fewer than 5% losing the device is 4.9 standard deviations from the 8% expected, so the
@@ -291,4 +370,7 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
   // way onto that stream, which needs no device wait).
   BOOST_TEST(sum.cross_edges * 100 >= sum.completed_edges * 15);
   BOOST_TEST(sum.direct_ordered * 10 >= sum.direct);  // most direct work shared a stream
+  // About 2% of operations are barriers; most cross with work on both sides of them.
+  BOOST_TEST(sum.barriers * 100 >= sum.ops);
+  BOOST_TEST(sum.barrier_ordered * 2 >= sum.barriers_crossed);
 }

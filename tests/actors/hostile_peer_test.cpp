@@ -107,6 +107,13 @@ struct hostile {
       case 4: op.body = work::named(text(300)); break;
       default: break;  // no work at all
     }
+    if (op.type == op_type::barrier || pick(8) == 0) {
+      for (auto k = pick(4); k > 0; --k) {
+        op.barrier.streams.push_back(
+            stream_id{static_cast<std::uint32_t>(pick(2) ? pick(4) : rng())});
+      }
+      op.barrier.mode = static_cast<barrier_mode>(pick(2) ? pick(2) : pick(256));
+    }
     return op;
   }
 
@@ -144,12 +151,13 @@ struct hostile {
 BOOST_FIXTURE_TEST_SUITE(hostile_peer, hostile)
 
 BOOST_AUTO_TEST_CASE(out_of_range_enums_are_refused_not_indexed) {
-  for (int field = 0; field < 3; ++field) {
+  for (int field = 0; field < 4; ++field) {
     for (unsigned value : {7u, 8u, 200u, 255u}) {
       op_spec op = named("enum", work::named("noop"));
       if (field == 0) op.type = static_cast<op_type>(value);
       if (field == 1) op.priority = static_cast<op_priority>(value);
       if (field == 2) op.workload = static_cast<op_workload>(value);
+      if (field == 3) op.barrier.mode = static_cast<barrier_mode>(value);
       BOOST_TEST(!answered<op_notice>(register_atom::value, op));
       graph_spec g;
       g.add(op);
@@ -161,8 +169,10 @@ BOOST_AUTO_TEST_CASE(out_of_range_enums_are_refused_not_indexed) {
 
 BOOST_AUTO_TEST_CASE(boundary_values_of_every_field) {
   // Valid at the edge: the last enum values, the longest description.
-  op_spec edge = named(std::string(256, 'd'), work::named("noop"));
+  // (A barrier carries no work: the node places it on its streams.)
+  op_spec edge = named(std::string(256, 'd'), work{});
   edge.type = op_type::barrier;
+  edge.barrier.mode = barrier_mode::device;
   edge.priority = op_priority::cleanup;
   edge.workload = op_workload::coordination;
   BOOST_TEST(answered<op_notice>(register_atom::value, edge));

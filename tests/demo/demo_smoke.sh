@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs cudactor-demo for a few steps and checks what it prints: every step ran, the summary
-# has its figures, every coordinator stream did work, and the weights equal the host's
+# has its figures, the operations spread over the streams, and the weights equal the host's
 # reference. Then: weights that overflow fail the check, and SIGTERM ends an open-ended run
 # with its summary and a complete trace. The backend is CUDACTOR_TEST_BACKEND's (host when
 # unset). Usage: demo_smoke.sh path/to/cudactor-demo
@@ -23,8 +23,13 @@ echo "$out" | grep -Eq '^detection delay  *mean [0-9.]+ us' || fail "no detectio
 # 2 + 4 layers x (3 + 3 replicas) = 26 ops per step (the header says so), one copy before the
 # first step: 40 x 26 + 1 ops on the three streams.
 # stream, ops, kernels, transfers, failed, busy %, running % (timed: the trace turns timing on)
+# The step barrier sits on all three streams (device mode) and is counted on its first; the
+# third stream's role (coordination, the workload strategy's) has no other work since the
+# barrier became a real one, so two streams show operations and all three are listed.
 streams=$(echo "$out" | grep -Ec '^#[0-9]+ +[1-9][0-9]* +[0-9]+ +[0-9]+ +0 +[0-9.]+ +[0-9.]+$') || true
-[ "$streams" -eq 3 ] || fail "expected 3 streams with work, found $streams"
+[ "$streams" -ge 2 ] || fail "expected at least 2 streams with work, found $streams"
+listed=$(echo "$out" | grep -Ec '^#[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +0 +[0-9.]+ +[0-9.]+$') || true
+[ "$listed" -eq 3 ] || fail "expected 3 streams listed, found $listed"
 total=$(echo "$out" | awk '/^#[0-9]+ / { s += $2 } END { print s }')
 [ "$total" -eq 1041 ] || fail "expected 1041 ops on the streams, found $total"
 # Kernels: 4 layers x 40 steps x (forward + 3 backward + optimizer) = 800; 41 copies.

@@ -47,26 +47,47 @@ BOOST_AUTO_TEST_CASE(a_valid_operation_and_graph_pass) {
 
 BOOST_AUTO_TEST_CASE(every_enum_field_is_checked_against_its_range) {
   const input_limits limits;
-  for (int field = 0; field < 3; ++field) {
+  for (int field = 0; field < 4; ++field) {
     for (unsigned value : {7u, 8u, 200u, 255u}) {
       op_spec op = named_op();
       if (field == 0) op.type = raw<op_type>(static_cast<std::uint8_t>(value));
       if (field == 1) op.priority = raw<op_priority>(static_cast<std::uint8_t>(value));
       if (field == 2) op.workload = raw<op_workload>(static_cast<std::uint8_t>(value));
+      if (field == 3) op.barrier.mode = raw<barrier_mode>(static_cast<std::uint8_t>(value));
       const auto err = check_input(op, limits);
       BOOST_TEST((err == errc::invalid_argument));
-      BOOST_TEST(says(err, "is not an op_"));
+      BOOST_TEST(says(err, field == 3 ? "is not a valid barrier_mode" : "is not a valid op_"));
       graph_spec g;
       g.add(op);
       BOOST_TEST(says(check_input(g, limits), "graph op 0"));
     }
   }
-  // The last value of each passes.
-  op_spec edge = named_op();
+  // The last value of each passes (a barrier carries no work).
+  op_spec edge;
   edge.type = op_type::barrier;
   edge.priority = op_priority::cleanup;
   edge.workload = op_workload::coordination;
+  edge.barrier.mode = barrier_mode::device;
   BOOST_TEST(!check_input(edge, limits));
+}
+
+BOOST_AUTO_TEST_CASE(only_a_barrier_names_streams_and_a_barrier_carries_no_work) {
+  const input_limits limits;
+  op_spec barrier;
+  barrier.type = op_type::barrier;
+  barrier.barrier.streams = {stream_id{0}, stream_id{2}};
+  barrier.barrier.mode = barrier_mode::host;
+  BOOST_TEST(!check_input(barrier, limits));
+  barrier.body = work::named("noop");
+  BOOST_TEST(says(check_input(barrier, limits), "is a barrier: it carries no work"));
+  op_spec kernel = named_op();
+  kernel.barrier.streams = {stream_id{1}};
+  BOOST_TEST(says(check_input(kernel, limits), "not a barrier"));
+  kernel.barrier.streams.clear();
+  kernel.barrier.mode = barrier_mode::host;
+  graph_spec g;
+  g.add(kernel);
+  BOOST_TEST(says(check_input(g, limits), "graph op 0 is a kernel, not a barrier"));
 }
 
 BOOST_AUTO_TEST_CASE(a_graph_is_bounded_in_operations_edges_and_bytes) {

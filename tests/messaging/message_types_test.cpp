@@ -58,8 +58,18 @@ BOOST_AUTO_TEST_CASE(the_coordinators_values_survive_serialization) {
   first.body = work::named("saxpy", 2.0f, std::uint64_t{128});
   g.add(first);
   g.add(op_spec{}, {0});  // manual: no work
+  op_spec barrier;
+  barrier.type = op_type::barrier;
+  barrier.barrier.streams = {stream_id{3}, stream_id{1}};
+  barrier.barrier.mode = barrier_mode::host;
+  g.add(barrier, {1});
   auto g2 = round_trip(g);
-  BOOST_REQUIRE_EQUAL(g2.ops.size(), 2u);
+  BOOST_REQUIRE_EQUAL(g2.ops.size(), 3u);
+  const op_spec& barrier_back = g2.ops[2].spec;
+  BOOST_TEST(barrier_back.is_barrier());
+  BOOST_TEST(!barrier_back.is_manual());
+  BOOST_TEST((barrier_back.barrier.streams == std::vector<stream_id>{stream_id{3}, stream_id{1}}));
+  BOOST_TEST((barrier_back.barrier.mode == barrier_mode::host));
   const op_spec& back = g2.ops[0].spec;
   BOOST_TEST((back.type == op_type::all_reduce && back.priority == op_priority::critical));
   BOOST_TEST((back.deps == std::vector<op_id>{op_id{4}, op_id{5}}));
@@ -80,11 +90,15 @@ BOOST_AUTO_TEST_CASE(the_coordinators_values_survive_serialization) {
   n.registered_ns = 1;
   n.dispatched_ns = 2;
   n.ended_ns = 3;
+  n.arrivals.push_back({1, "stream-1", 9, 40, stream_id{1}});
   auto notices = round_trip(std::vector<op_notice>{n});
   BOOST_REQUIRE_EQUAL(notices.size(), 1u);
   BOOST_TEST((notices[0].id == op_id{7} && notices[0].state == op_state::cancelled));
   BOOST_TEST((notices[0].cause == n.cause));
   BOOST_TEST((notices[0].point == 11 && notices[0].ended_ns == 3));
+  BOOST_REQUIRE_EQUAL(notices[0].arrivals.size(), 1u);
+  BOOST_TEST((notices[0].arrivals[0].point == 9 && notices[0].arrivals[0].arrived_ns == 40));
+  BOOST_TEST(notices[0].arrivals[0].stream.value == 1u);
 
   deadlock_report r;
   r.cycles.push_back({op_id{1}, op_id{2}, op_id{1}});
@@ -109,7 +123,7 @@ BOOST_AUTO_TEST_CASE(a_barriers_values_survive_serialization) {
   c.mode = barrier_mode::device;
   c.duration = caf::timespan{1234};
   c.began_ns = 99;
-  c.members.push_back({2, "stream-2", 41, 1000});
+  c.members.push_back({2, "stream-2", 41, 1000, stream_id{5}});
   c.device_waits = 6;
   auto c2 = round_trip(c);
   BOOST_TEST(c2.generation == 7u);
@@ -121,6 +135,7 @@ BOOST_AUTO_TEST_CASE(a_barriers_values_survive_serialization) {
   BOOST_TEST(c2.members[0].name == "stream-2");
   BOOST_TEST(c2.members[0].point == 41u);
   BOOST_TEST(c2.members[0].arrived_ns == 1000);
+  BOOST_TEST(c2.members[0].stream.value == 5u);
   BOOST_TEST(c2.device_waits == 6u);
 
   barrier_status s;
