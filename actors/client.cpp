@@ -106,10 +106,6 @@ struct client::open_calls {
   }
 };
 
-namespace {
-
-}  // namespace
-
 client::client(runtime& rt) : client(rt.coordinator()) {}
 
 client::client(coordinator_actor coordinator)
