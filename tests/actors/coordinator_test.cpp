@@ -24,6 +24,12 @@ struct four_streams : coordinator_fixture {
   four_streams() : coordinator_fixture(streams(4)) {}
 };
 
+// Timing on: the stream actors hold work back while they fetch timing events.
+struct four_timed_streams : coordinator_fixture {
+  four_timed_streams()
+      : coordinator_fixture({"--cudactor.streams=4", "--cudactor.coordinator.timing"}) {}
+};
+
 struct one_stream : coordinator_fixture {
   one_stream() : coordinator_fixture(streams(1)) {}
 };
@@ -518,6 +524,11 @@ BOOST_AUTO_TEST_CASE(a_host_barrier_in_a_graph_orders_everything_and_says_when_e
   a_barrier_orders_its_graph(*this, barrier_mode::host);
 }
 
+BOOST_FIXTURE_TEST_CASE(a_barrier_orders_its_graph_with_timing_on, four_timed_streams) {
+  a_barrier_orders_its_graph(*this, barrier_mode::device);
+  a_barrier_orders_its_graph(*this, barrier_mode::host);
+}
+
 BOOST_AUTO_TEST_CASE(a_barrier_over_some_streams_leaves_the_others_free) {
   // Streams 0 and 1 held by a gate's work; a barrier over 2 and 3 crosses meanwhile.
   gate g;
@@ -643,6 +654,35 @@ BOOST_AUTO_TEST_CASE(an_operation_reached_before_its_ticket_came_back_keeps_its_
     BOOST_TEST((notices.at((*ids)[i].value).state == op_state::completed));
   }
   BOOST_TEST(log->started(1) >= log->ended(0));  // one stream: in order
+}
+
+// The same with a barrier's mark among the operations reached before their tickets came back:
+// the barrier still sees its stream arrive, once.
+BOOST_AUTO_TEST_CASE(a_barrier_whose_mark_was_reached_before_its_ticket_came_back_crosses) {
+  for (auto mode : {barrier_mode::host, barrier_mode::device}) {
+    auto log = std::make_shared<work_log>(3);
+    gate g;
+    auto held = ask<ticket>(rt().stream(0), submit_atom::value, g.hold());
+    BOOST_REQUIRE_MESSAGE(held, why(held));
+    graph_spec spec;
+    spec.add(spec_of(log->record(0)));
+    op_spec b;
+    b.type = op_type::barrier;
+    b.barrier.mode = mode;
+    spec.add(std::move(b));
+    spec.add(spec_of(log->record(2)), {1});
+    auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(spec), me());
+    BOOST_REQUIRE_MESSAGE(ids, why(ids));
+    g.open();
+    auto notices = collect(*ids);
+    for (const auto& [id, n] : notices) {
+      BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+    }
+    const auto& crossed = notices.at((*ids)[1].value);
+    BOOST_REQUIRE_EQUAL(crossed.arrivals.size(), 1u);
+    BOOST_TEST(crossed.arrivals[0].point > held->point);
+    BOOST_TEST(log->started(2) >= log->ended(0));
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
