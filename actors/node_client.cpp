@@ -4,6 +4,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <chrono>
+
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/remote_actor.hpp>
@@ -46,6 +48,17 @@ caf::error probe(const std::string& host, std::uint16_t port, std::chrono::milli
   return {};
 }
 
+// CAF's handshake with the node (TLS when the configuration turned it on:
+// cudactor.tls.enabled loads CAF's OpenSSL module).
+caf::expected<node_actor> handshake(caf::actor_system& system, const std::string& host,
+                                    std::uint16_t port) {
+  auto actor = system.has_openssl_manager()
+                   ? caf::openssl::remote_actor<node_actor>(system, host, port)
+                   : system.middleman().remote_actor<node_actor>(host, port);
+  runtime::release_calling_thread();
+  return actor;
+}
+
 }  // namespace
 
 caf::expected<remote_node> connect_node(caf::actor_system& system, const std::string& host,
@@ -56,12 +69,17 @@ caf::expected<remote_node> connect_node(caf::actor_system& system, const std::st
                       "connecting to a node needs CAF's network layer: call "
                       "runtime_config::enable_network() before parse()");
   }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   if (auto err = probe(host, port, timeout)) return err;
-  // TLS when the configuration turned it on (cudactor.tls.enabled loads CAF's OpenSSL module).
-  auto actor = system.has_openssl_manager()
-                   ? caf::openssl::remote_actor<node_actor>(system, host, port)
-                   : system.middleman().remote_actor<node_actor>(host, port);
-  runtime::release_calling_thread();
+  auto actor = handshake(system, host, port);
+  // CAF closes a connection that stayed silent for middleman.connection-timeout, the
+  // handshake's included: a node that is alive but starved of CPU for that long (a loaded
+  // machine, a sanitized build) is tried again while the caller's time lasts. Any other
+  // failure (refused, TLS rejected, wrong protocol) is final.
+  while (!actor && actor.error() == caf::sec::connection_timeout &&
+         std::chrono::steady_clock::now() < deadline) {
+    actor = handshake(system, host, port);
+  }
   if (!actor) {
     if (actor.error() == caf::sec::unexpected_actor_messaging_interface) {
       return make_error(errc::node_mismatch, "the peer at " + where +

@@ -34,7 +34,9 @@ struct remote_node {
 };
 
 // Blocking: for a control plane's start-up, not for an actor's handler. `timeout` bounds the
-// TCP connection and the node's first answer. The remote_node must go before its actor
+// TCP connection and the node's first answer; a handshake CAF closed because the node stayed
+// silent for middleman.connection-timeout is tried again until `timeout` has passed since
+// the call began (each try can take the connection timeout). The remote_node must go before its actor
 // system does (the stand-in is an actor of it).
 [[nodiscard]] caf::expected<remote_node> connect_node(
     caf::actor_system& system, const std::string& host, std::uint16_t port,

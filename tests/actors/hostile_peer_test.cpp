@@ -315,7 +315,7 @@ BOOST_AUTO_TEST_CASE(raw_bytes_on_the_socket_do_not_harm_the_node) {
   still_serving();
   // And a new control plane can still connect.
   control_plane other;
-  auto again = connect_node(other.system, "127.0.0.1", node.port);
+  auto again = connect_node(other.system, "127.0.0.1", node.port, connect_limit());
   BOOST_TEST(static_cast<bool>(again), other.why(again));
 }
 
@@ -328,7 +328,7 @@ BOOST_AUTO_TEST_CASE(only_the_control_plane_that_claimed_the_node_holds_it) {
   BOOST_REQUIRE_MESSAGE(first, cp.why(first));
   // Another may not hold it.
   control_plane intruder;
-  auto reached = connect_node(intruder.system, "127.0.0.1", node.port);
+  auto reached = connect_node(intruder.system, "127.0.0.1", node.port, connect_limit());
   BOOST_REQUIRE(reached);
   auto refused =
       intruder.ask<node_arrival>(reached->actor, synchronize_atom::value, barrier_call{"x", 1, 5s});

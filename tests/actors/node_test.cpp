@@ -41,7 +41,7 @@ namespace {
 struct connected_node {
   explicit connected_node(const std::string& name) : node(name) {
     BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
-    auto reached = connect_node(cp.system, "127.0.0.1", node.port);
+    auto reached = connect_node(cp.system, "127.0.0.1", node.port, connect_limit());
     BOOST_REQUIRE_MESSAGE(reached, cp.why(reached));
     connected = std::move(*reached);
   }
@@ -192,6 +192,36 @@ BOOST_AUTO_TEST_CASE(connecting_where_no_node_listens_says_so) {
   BOOST_REQUIRE(!mismatch);
   BOOST_TEST(is(mismatch.error(), errc::node_mismatch), cp.render(mismatch.error()));
   caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_silent_through_a_handshake_is_tried_again_while_the_limit_lasts) {
+  // A node that is alive but does not run (SIGSTOP; a starved process under load looks the
+  // same to CAF): the kernel accepts the connection, CAF's handshake hears nothing and closes
+  // it after the connection timeout (2 s, scaled). The node runs again after one such
+  // timeout and a half: connect_node's next try reaches it.
+  node_process node{"silent"};
+  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+  control_plane cp;
+  BOOST_REQUIRE(node.child.pause(scaled(5s)));
+  auto resumer = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(scaled(3s));
+    node.child.resume();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  auto reached = connect_node(cp.system, "127.0.0.1", node.port, scaled(10s));
+  const auto took = std::chrono::steady_clock::now() - started;
+  resumer.get();
+  BOOST_REQUIRE_MESSAGE(reached, cp.why(reached));
+  BOOST_TEST(reached->info.name == "silent");
+  BOOST_TEST((took >= scaled(2s)));  // the first try did wait out the timeout
+
+  // A node that stays silent fails with the timeout once the limit has passed.
+  BOOST_REQUIRE(node.child.pause(scaled(5s)));
+  control_plane late;
+  auto given_up = connect_node(late.system, "127.0.0.1", node.port, scaled(3s));
+  node.child.resume();
+  BOOST_REQUIRE(!given_up);
+  BOOST_TEST(is(given_up.error(), errc::node_unreachable), late.render(given_up.error()));
 }
 
 BOOST_AUTO_TEST_CASE(publishing_a_node_needs_the_network_layer) {

@@ -68,7 +68,7 @@ BOOST_AUTO_TEST_CASE(a_node_with_tls_serves_peers_of_its_ca_and_refuses_the_rest
 
   {
     control_plane good{certs.options("client", "ca1")};
-    auto connected = connect_node(good.system, "127.0.0.1", node.port, 5s);
+    auto connected = connect_node(good.system, "127.0.0.1", node.port, connect_limit());
     BOOST_REQUIRE_MESSAGE(connected, good.why(connected));
     BOOST_TEST(connected->info.name == "secure");
     auto end = good.ask<op_notice>(connected->actor, register_atom::value,
@@ -95,7 +95,7 @@ BOOST_AUTO_TEST_CASE(a_node_with_tls_serves_peers_of_its_ca_and_refuses_the_rest
   }
   // The node still serves its own.
   control_plane again{certs.options("client", "ca1")};
-  auto connected = connect_node(again.system, "127.0.0.1", node.port, 5s);
+  auto connected = connect_node(again.system, "127.0.0.1", node.port, connect_limit());
   BOOST_REQUIRE_MESSAGE(connected, again.why(connected));
   BOOST_TEST(node.child.running());
 }

@@ -34,6 +34,12 @@ inline std::vector<std::string> liveness_args() {
   return {"--middleman.connection-timeout=" + std::to_string(ms) + "ms"};
 }
 
+// How long a test lets connect_node try: its 5 s default, stretched with the build's
+// slowdown like the connection timeout a try may have to wait out (liveness_args).
+inline std::chrono::milliseconds connect_limit() {
+  return scaled(std::chrono::milliseconds{5000});
+}
+
 // A cudactor-node process on the host backend, stopped and reaped when the object goes.
 struct node_process {
   explicit node_process(const std::string& name, std::vector<std::string> extra = {})
