@@ -310,7 +310,8 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
     // control plane that vanished without a release cannot stop its nodes for longer.
     const barrier_call call{
         st.options.name, generation,
-        limit.count() > 0 ? std::min(limit, st.options.max_hold) : st.options.max_hold};
+        limit.count() > 0 ? std::min(limit, st.options.max_hold) : st.options.max_hold,
+        st.options.owner_token};
     for (std::size_t index : g.members) {
       self->request(st.members[index].node.actor, caf::infinite, synchronize_atom::value, call)
           .then([self, generation,
@@ -376,6 +377,12 @@ caf::expected<cluster> spawn_cluster(caf::actor_system& system, std::vector<remo
   }
   if (options.barrier_timeout.count() < 0) {
     return make_error(errc::invalid_argument, "a negative barrier timeout");
+  }
+  if (!options.owner_token.empty() && (options.owner_token.size() < min_owner_token ||
+                                       options.owner_token.size() > max_owner_token)) {
+    return make_error(errc::invalid_argument, "an owner token has " +
+                                                  std::to_string(min_owner_token) + " to " +
+                                                  std::to_string(max_owner_token) + " bytes");
   }
   std::set<std::string> names;
   for (const auto& n : nodes) {

@@ -36,6 +36,9 @@ struct cluster_options {
   // How long a node that arrived holds new work back without a release; at most what the
   // nodes accept (cudactor.node.max-hold, 30 s by default).
   caf::timespan max_hold{std::chrono::seconds{30}};
+  // The nodes' cudactor.node.owner-token where they are configured with one: sent with every
+  // barrier call, proving this cluster is their owner. Empty: the first caller owns a node.
+  std::string owner_token;
 };
 
 // The owner of a cluster actor: it stops the actor when it goes. An actor that has talked to

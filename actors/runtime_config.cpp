@@ -90,7 +90,9 @@ runtime_config::runtime_config() {
       .add(node_max_description_, "max-description", "most bytes of one description")
       .add(node_max_pending_, "max-pending", "requests a node holds open at once")
       .add(node_max_pending_ops_, "max-pending-ops", "operations of the open requests")
-      .add(node_max_hold_, "max-hold", "longest a barrier may hold a node's new work");
+      .add(node_max_hold_, "max-hold", "longest a barrier may hold a node's new work")
+      .add(node_owner_token_, "owner-token",
+           "only the control plane presenting this token (16 to 256 bytes) holds the node");
   opt_group{custom_options_, "cudactor.tls"}
       .add(tls_enabled_, "enabled",
            "every node connection is TLS (CAF's OpenSSL module), peers checked against the CA")
@@ -253,6 +255,12 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.node.max_pending_ops = node_max_pending_ops_;
   if (node_max_hold_.count() < 0) return bad("cudactor.node.max-hold must not be negative");
   out.node.max_hold = node_max_hold_;
+  if (!node_owner_token_.empty() &&
+      (node_owner_token_.size() < min_owner_token || node_owner_token_.size() > max_owner_token)) {
+    return bad("cudactor.node.owner-token must be " + std::to_string(min_owner_token) + " to " +
+               std::to_string(max_owner_token) + " bytes (a short one can be guessed)");
+  }
+  out.node.owner_token = node_owner_token_;
   if (node_port_ > 65535) return bad("cudactor.node.port must be 0 to 65535");
   out.node_port = static_cast<std::uint16_t>(node_port_);
   out.network = network_;

@@ -119,6 +119,10 @@ caf::error check_input(const barrier_call& call, const input_limits& limits) {
   if (call.generation == 0) {
     return bad("barrier " + quote_peer_text(call.barrier) + ": generations count from 1");
   }
+  if (call.owner_token.size() > max_owner_token) {
+    return bad("barrier " + quote_peer_text(call.barrier) + ": an owner token is at most " +
+               std::to_string(max_owner_token) + " bytes");
+  }
   return {};
 }
 

@@ -35,15 +35,24 @@ typename Inspector::result_type inspect(Inspector& f, node_info& x) {
 // arrives once every request it took before this one has ended; from then until it is
 // released (release_atom with the barrier's name and generation) it holds back the work it
 // is given, for at most `hold`: a control plane that vanished cannot stop a node for good.
+// A node's owner token (cudactor.node.owner-token, barrier_call::owner_token): long enough
+// not to be guessed, short enough to bound what a peer sends.
+inline constexpr std::size_t min_owner_token = 16;
+inline constexpr std::size_t max_owner_token = 256;
+
 struct barrier_call {
   std::string barrier;  // the barrier's name: a node may take part in several
   std::uint64_t generation = 0;
   caf::timespan hold{0};  // the longest the node holds work back after arriving
+  // Proves the caller is the control plane configured for the node (its
+  // cudactor.node.owner-token); empty where the node takes its first caller as owner.
+  std::string owner_token;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, barrier_call& x) {
-  return f(caf::meta::type_name("cudactor::barrier_call"), x.barrier, x.generation, x.hold);
+  return f(caf::meta::type_name("cudactor::barrier_call"), x.barrier, x.generation, x.hold,
+           x.owner_token);
 }
 
 struct node_arrival {

@@ -44,6 +44,17 @@ struct hold {
 
 using clock = std::chrono::steady_clock;
 
+// Whether a peer's token is the configured one, in time that depends only on their lengths:
+// how long the comparison takes must not tell a guesser how much of the token is right.
+bool same_token(const std::string& given, const std::string& configured) {
+  if (given.size() != configured.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    diff |= static_cast<unsigned char>(given[i] ^ configured[i]);
+  }
+  return diff == 0;
+}
+
 struct node_core_state {
   static inline const char* name = "cudactor.node";  // the actor's name in CAF's logs
   node_context context;
@@ -97,6 +108,13 @@ struct node_core_state {
               " ms (limit max-hold)");
     }
     if (!holder) return named(errc::invalid_argument, "a barrier call needs a caller to answer");
+    if (!options.owner_token.empty() && !same_token(call.owner_token, options.owner_token)) {
+      // The token is never echoed: the error says only that it did not match.
+      return named(errc::permission_denied,
+                   "barrier " + quote_peer_text(call.barrier) +
+                       ": this node takes part only in the barriers of the control plane "
+                       "configured for it (its owner token did not match)");
+    }
     if (owner && owner != holder.node()) {
       return named(errc::permission_denied,
                    "barrier " + quote_peer_text(call.barrier) +

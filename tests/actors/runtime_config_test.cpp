@@ -91,6 +91,23 @@ BOOST_AUTO_TEST_CASE(a_cuda_in_flight_bound_of_zero_is_refused) {
   BOOST_TEST(out.error().message().find("cudactor.cuda.max-in-flight") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(a_node_owner_token_reaches_the_node_options_and_a_short_one_is_refused) {
+  {
+    runtime_config config;
+    std::istringstream in{"[cudactor.node]\nowner-token=\"0123456789abcdef\"\n"};
+    BOOST_REQUIRE(!config.parse(std::vector<std::string>{}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(out.ok());
+    BOOST_TEST(out.value().node.owner_token == "0123456789abcdef");
+  }
+  runtime_config config;
+  std::istringstream in{""};
+  BOOST_REQUIRE(!config.parse(std::vector<std::string>{"--cudactor.node.owner-token=guess"}, in));
+  auto out = config.runtime_settings();
+  BOOST_REQUIRE(!out.ok());
+  BOOST_TEST(out.error().message().find("cudactor.node.owner-token") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_value_of_the_wrong_type_in_a_section_is_refused_by_name) {
   runtime_config config;
   std::istringstream in{"[cudactor.coordinator]\nended-kept=\"many\"\n"};

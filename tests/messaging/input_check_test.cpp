@@ -41,7 +41,7 @@ BOOST_AUTO_TEST_CASE(a_valid_operation_and_graph_pass) {
   const auto a = g.add(named_op());
   g.add(named_op(), {a});
   BOOST_TEST(!check_input(g, limits));
-  const barrier_call call{"job", 1, 100ms};
+  const barrier_call call{"job", 1, 100ms, {}};
   BOOST_TEST(!check_input(call, limits));
 }
 
@@ -138,12 +138,15 @@ BOOST_AUTO_TEST_CASE(strings_arguments_and_durations_are_bounded) {
   BOOST_TEST(says(check_input(big_arg, limits), "arguments of"));
 
   const input_limits defaults;
-  BOOST_TEST(says(check_input(barrier_call{"job", 1, -1ns}, defaults), "duration"));
-  BOOST_TEST(says(check_input(barrier_call{"job", 1, 25h}, defaults), "duration"));
-  BOOST_TEST(says(check_input(barrier_call{"job", 0, 1s}, defaults), "generations count from 1"));
-  BOOST_TEST(says(check_input(barrier_call{"", 1, 1s}, defaults), "barrier's name"));
+  BOOST_TEST(says(check_input(barrier_call{"job", 1, -1ns, {}}, defaults), "duration"));
+  BOOST_TEST(says(check_input(barrier_call{"job", 1, 25h, {}}, defaults), "duration"));
+  BOOST_TEST(says(check_input(barrier_call{"job", 0, 1s, {}}, defaults), "generations count from 1"));
+  BOOST_TEST(says(check_input(barrier_call{"job", 1, 1s, std::string(257, 't')}, defaults),
+                  "owner token"));
+  BOOST_TEST(!check_input(barrier_call{"job", 1, 1s, std::string(256, 't')}, defaults));
+  BOOST_TEST(says(check_input(barrier_call{"", 1, 1s, {}}, defaults), "barrier's name"));
   BOOST_TEST(
-      says(check_input(barrier_call{std::string(300, 'b'), 1, 1s}, defaults), "barrier's name"));
+      says(check_input(barrier_call{std::string(300, 'b'), 1, 1s, {}}, defaults), "barrier's name"));
 }
 
 BOOST_AUTO_TEST_CASE(what_a_node_says_it_is_is_checked_by_the_control_plane) {
