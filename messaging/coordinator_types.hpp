@@ -178,19 +178,26 @@ typename Inspector::result_type inspect(Inspector& f, coordinator_metrics& x) {
            x.redundant_waits_skipped, x.deadlock_detections, x.tracked);
 }
 
-// An operation that is stuck, and on what.
+// An operation that is stuck, and on what. It waits on an unfinished dependency, which may
+// wait on one of its own, and so on to the root: the operation that waits on nothing (the
+// hung one, or one not begun, or one no stream has room for).
 struct op_stall {
   op_id id;
   op_state state = op_state::pending;
   std::int64_t age_ns = 0;  // since it was registered
-  op_id waiting_on;         // the operation it waits for, when that is the reason
+  op_id waiting_on;         // the root, when it is not the operation itself
+  // The links from the operation's unfinished dependency to the root, in order (the root
+  // last); at most max_stall_chain of them, the nearest first.
+  std::vector<op_id> chain;
   std::string reason;
 };
+
+inline constexpr std::size_t max_stall_chain = 64;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_stall& x) {
   return f(caf::meta::type_name("cudactor::op_stall"), x.id, x.state, x.age_ns, x.waiting_on,
-           x.reason);
+           x.chain, x.reason);
 }
 
 struct deadlock_report {

@@ -156,9 +156,67 @@ void coordinator_state::find_cycles(deadlock_report& report) const {
   });
 }
 
+std::string coordinator_state::why_held(const op_graph::node& root) const {
+  const auto r = records_.find(root.id);
+  const bool manual = r != records_.end() && r->second.manual;
+  switch (root.state) {
+    case op_state::ready:
+      return manual ? "is ready and its caller has not begun it"
+                    : "is ready and no stream has room (every stream is at its in-flight cap "
+                      "or held by a begun operation)";
+    case op_state::running:
+      return manual ? "was begun and complete() has not come" : "is being dispatched";
+    case op_state::submitted: {
+      if (r == records_.end()) return "is on a stream";
+      const auto& rr = r->second;
+      if (rr.point == 0) {
+        return "is on its way to stream " + std::to_string(pool_.at(rr.stream).id.value) +
+               " (its stream actor has not given its ticket yet)";
+      }
+      return "is on stream " + std::to_string(pool_.at(rr.stream).id.value) + " at point " +
+             std::to_string(rr.point) + " and the stream has reached only " +
+             std::to_string(pool_.at(rr.stream).completed);
+    }
+    default: return "is " + std::string{to_string(root.state)};
+  }
+}
+
 void coordinator_state::find_stalls(deadlock_report& report, caf::timespan stall_after,
                                     std::int64_t now) const {
   const std::int64_t threshold = stall_after.count();
+  // Each open operation's first unfinished dependency (the oldest): what it waits on. An
+  // operation on a stream waits on the device for it just as a pending one waits to be
+  // dispatched, so every state is followed.
+  auto blocker = [&](const op_graph::node& n) -> const op_graph::node* {
+    const op_graph::node* out = nullptr;
+    for (op_id d : n.deps) {
+      const op_graph::node* dep = graph_.find(d);
+      if (dep != nullptr && !is_terminal(dep->state) && (out == nullptr || dep->id < out->id)) {
+        out = dep;
+      }
+    }
+    return out;
+  };
+  // The root of each operation, found once per operation however many wait through it.
+  std::unordered_map<std::uint64_t, const op_graph::node*> root_of;
+  auto root = [&](const op_graph::node& start) {
+    std::vector<const op_graph::node*> path;
+    const op_graph::node* at = &start;
+    while (true) {
+      auto known = root_of.find(at->id.value);
+      if (known != root_of.end()) {
+        at = known->second;
+        break;
+      }
+      const op_graph::node* next = blocker(*at);
+      // Cycles are refused when they would form; a path back onto itself stops here anyway.
+      if (next == nullptr || path.size() > graph_.size()) break;
+      path.push_back(at);
+      at = next;
+    }
+    for (const op_graph::node* p : path) root_of[p->id.value] = at;
+    return at;
+  };
   graph_.for_each_node([&](const op_graph::node& n) {
     if (is_terminal(n.state)) return;
     auto r = records_.find(n.id);
@@ -170,51 +228,22 @@ void coordinator_state::find_stalls(deadlock_report& report, caf::timespan stall
     stall.state = n.state;
     stall.age_ns = age;
     const std::string held = std::to_string(age / 1000000) + " ms";
-    // Follow unsubmitted dependencies to the operation that holds everything up.
-    const op_graph::node* root = &n;
-    while (root->state == op_state::pending) {
-      const op_graph::node* next = nullptr;
-      for (op_id d : root->deps) {
-        const op_graph::node* dep = graph_.find(d);
-        if (dep != nullptr && !is_terminal(dep->state) && dep->state != op_state::submitted) {
-          next = dep;
-          break;
-        }
-      }
-      if (next == nullptr) break;
-      root = next;
+    const op_graph::node* top = root(n);
+    if (top == &n) {
+      stall.reason = "open for " + held + ": it " + why_held(n);
+      report.stalls.push_back(std::move(stall));
+      return;
     }
-    const bool root_manual = records_.count(root->id) != 0 && records_.at(root->id).manual;
-    std::string what;
-    switch (root->state) {
-      case op_state::ready:
-        what = root_manual ? "is ready and its caller has not begun it"
-                           : "is ready and no stream has room (every stream is at its in-flight "
-                             "cap or held by a begun operation)";
-        break;
-      case op_state::running:
-        what = root_manual ? "was begun and complete() has not come" : "is being dispatched";
-        break;
-      case op_state::submitted: {
-        const auto& rr = records_.at(root->id);
-        if (rr.point == 0) {
-          what = "is on its way to stream " + std::to_string(pool_.at(rr.stream).id.value) +
-                 " (its stream actor has not given its ticket yet)";
-          break;
-        }
-        what = "is on stream " + std::to_string(pool_.at(rr.stream).id.value) + " at point " +
-               std::to_string(rr.point) + " and the stream has reached only " +
-               std::to_string(pool_.at(rr.stream).completed);
-        break;
-      }
-      default: what = "is " + std::string{to_string(root->state)}; break;
+    for (const op_graph::node* at = blocker(n); at != nullptr && at != top &&
+                                                stall.chain.size() + 1 < max_stall_chain;
+         at = blocker(*at)) {
+      stall.chain.push_back(at->id);
     }
-    if (root != &n) {
-      stall.waiting_on = root->id;
-      stall.reason = "waiting " + held + " on " + to_string(root->id) + ", which " + what;
-    } else {
-      stall.reason = "open for " + held + ": it " + what;
-    }
+    stall.chain.push_back(top->id);
+    stall.waiting_on = top->id;
+    stall.reason = "waiting " + held + " on " + to_string(stall.chain.front());
+    if (stall.chain.size() > 1) stall.reason += ", which waits through to " + to_string(top->id);
+    stall.reason += ", which " + why_held(*top);
     report.stalls.push_back(std::move(stall));
   });
 }

@@ -70,6 +70,8 @@ class coordinator_state {
   // the operation that holds it up.
   void find_cycles(deadlock_report& report) const;
   void find_stalls(deadlock_report& report, caf::timespan stall_after, std::int64_t now) const;
+  // Why `root`, which waits on no unfinished operation, has not ended: in words.
+  [[nodiscard]] std::string why_held(const op_graph::node& root) const;
   [[nodiscard]] coordinator_metrics metrics() const;
   [[nodiscard]] coordinator_report report() const;
 

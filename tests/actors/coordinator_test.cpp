@@ -408,11 +408,43 @@ BOOST_AUTO_TEST_CASE(deadlock_detection_names_what_holds_operations_up) {
     if (stall.id != root) {
       BOOST_TEST(stall.waiting_on == root);
       BOOST_TEST(stall.reason.find("has not begun") != std::string::npos);
+    } else {
+      BOOST_TEST(stall.waiting_on.empty());
+      BOOST_TEST(stall.chain.empty());
     }
   }
+  // The links, in order: b waits on a, which waits on the root.
+  BOOST_TEST((report->stalls.at(2).chain == std::vector<op_id>{a, root}));
+  BOOST_TEST((report->stalls.at(1).chain == std::vector<op_id>{root}));
   BOOST_TEST(metrics().deadlock_detections == 1u);
   for (op_id id : {root, a, b}) (void)ask<op_state>(co(), cancel_atom::value, id);
   collect({root, a, b});
+}
+
+BOOST_AUTO_TEST_CASE(an_operation_waiting_on_a_hung_one_on_a_stream_names_it) {
+  // The hung operation is on a stream (its work never ends); what waits on it, directly or
+  // through another, is pending or already on a stream waiting on the device: each names it.
+  gate g;
+  auto hung = add(spec_of(g.hold()));
+  auto direct = add(spec_of(noop(), {hung}));
+  auto through = add(spec_of(noop(), {direct}));
+  std::this_thread::sleep_for(20ms);
+  auto report = ask<deadlock_report>(co(), deadlocks_atom::value, caf::timespan{1ms});
+  BOOST_REQUIRE_MESSAGE(report, why(report));
+  BOOST_REQUIRE_EQUAL(report->stalls.size(), 3u);
+  const auto& h = report->stalls.at(0);
+  BOOST_TEST(h.id == hung);
+  BOOST_TEST(h.reason.find("is on stream") != std::string::npos, h.reason);
+  const auto& d = report->stalls.at(1);
+  BOOST_TEST(d.waiting_on == hung);
+  BOOST_TEST((d.chain == std::vector<op_id>{hung}));
+  BOOST_TEST(d.reason.find(to_string(hung) + ", which is on stream") != std::string::npos,
+             d.reason);
+  const auto& t = report->stalls.at(2);
+  BOOST_TEST(t.waiting_on == hung);
+  BOOST_TEST((t.chain == std::vector<op_id>{direct, hung}));
+  g.open();
+  collect({hung, direct, through});
 }
 
 BOOST_AUTO_TEST_CASE(wait_for_any_ready_answers_when_a_stream_goes_idle_or_times_out) {

@@ -102,10 +102,11 @@ BOOST_AUTO_TEST_CASE(the_coordinators_values_survive_serialization) {
 
   deadlock_report r;
   r.cycles.push_back({op_id{1}, op_id{2}, op_id{1}});
-  r.stalls.push_back({op_id{3}, op_state::pending, 5, op_id{1}, "waiting"});
+  r.stalls.push_back({op_id{3}, op_state::pending, 5, op_id{1}, {op_id{2}, op_id{1}}, "waiting"});
   auto r2 = round_trip(r);
   BOOST_TEST(r2.cycles.size() == 1u);
   BOOST_TEST((r2.stalls.at(0).waiting_on == op_id{1}));
+  BOOST_TEST((r2.stalls.at(0).chain == std::vector<op_id>{op_id{2}, op_id{1}}));
   BOOST_TEST(r2.stalls.at(0).reason == "waiting");
 
   coordinator_metrics m;
