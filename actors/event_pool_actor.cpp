@@ -4,6 +4,7 @@
 
 #include <array>
 #include <optional>
+#include <unordered_set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@ struct pool_state {
   std::optional<detail::event_pool_metrics> metrics;
   std::array<std::vector<std::uint32_t>, 2> free;  // slots, by event kind
   std::array<std::uint64_t, 2> leased{0, 0};
+  std::unordered_set<std::uint32_t> lent;  // timing events leased for regular requests
   std::uint64_t created = 0;
   bool acquired_since_check = false;
   bool shrink_armed = false;
@@ -60,13 +62,18 @@ struct pool_state {
     out.timing_available = free[index(gpu::event_kind::timing)].size();
     out.in_use = leased[0] + leased[1];
     out.capacity = options.max_events;
+    out.timing_lent = lent.size();
     return out;
   }
 
-  // Destroys free events beyond keep_free of each kind.
+  // Destroys free events beyond what is kept of each kind.
   void shrink() {
-    for (auto& slots : free) {
-      while (slots.size() > options.keep_free) {
+    for (std::size_t k = 0; k < free.size(); ++k) {
+      auto& slots = free[k];
+      const std::uint32_t up_front = k == index(gpu::event_kind::regular) ? options.regular
+                                                                          : options.timing;
+      const std::size_t keep = std::max(options.keep_free, up_front);
+      while (slots.size() > keep) {
         events->destroy(slots.back());
         slots.pop_back();
         --created;
@@ -81,15 +88,21 @@ caf::error shutting_down() {
   return make_error(errc::shutting_down, "the event pool is shutting down");
 }
 
+// Slots of the events made up front, by kind.
+using made_events = std::array<std::vector<std::uint32_t>, 2>;
+
 event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<pool_state> self,
                                            std::shared_ptr<event_table> events,
                                            event_pool_options options,
-                                           std::shared_ptr<metrics::registry> registry) {
+                                           std::shared_ptr<metrics::registry> registry,
+                                           made_events made) {
   self->state.registry = detail::registry_or_own(std::move(registry));
   self->state.metrics.emplace(*self->state.registry, detail::gpu_label(events->device()),
                               options.max_events);
   self->state.events = std::move(events);
   self->state.options = options;
+  self->state.free = std::move(made);
+  self->state.created = self->state.free[0].size() + self->state.free[1].size();
   self->state.report(gpu::event_kind::regular);
   self->state.report(gpu::event_kind::timing);
   if (options.grow_batch == 0) self->state.options.grow_batch = 1;
@@ -118,7 +131,14 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
           auto made = st.grow(kind, std::max(missing, st.options.grow_batch));
           if (!made) return to_error(made.error());
         }
-        if (slots.size() < count) {
+        // A regular request short of events takes free timing events on loan; what it takes
+        // goes back to the timing events when released (its ref says timing).
+        auto& timing = st.free[pool_state::index(gpu::event_kind::timing)];
+        const std::size_t lend =
+            kind == gpu::event_kind::regular && slots.size() < count
+                ? std::min<std::size_t>(count - slots.size(), timing.size())
+                : 0;
+        if (slots.size() + lend < count) {
           st.metrics->exhausted(pool_state::index(kind));
           st.report(kind);
           return make_error(errc::pool_exhausted,
@@ -130,12 +150,22 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
         }
         std::vector<event_ref> out;
         out.reserve(count);
-        for (std::uint32_t i = 0; i < count; ++i) {
+        for (std::size_t i = 0; i < lend; ++i) {
+          st.lent.insert(timing.back());
+          out.push_back(st.events->lease(timing.back()));
+          timing.pop_back();
+        }
+        while (out.size() < count) {
           out.push_back(st.events->lease(slots.back()));
           slots.pop_back();
         }
-        st.leased[pool_state::index(kind)] += count;
+        st.leased[pool_state::index(kind)] += count - lend;
+        st.leased[pool_state::index(gpu::event_kind::timing)] += lend;
         st.report(kind);
+        if (lend > 0) {
+          st.metrics->lent(lend);
+          st.report(gpu::event_kind::timing);
+        }
         st.acquired_since_check = true;
         arm_shrink();
         return out;
@@ -160,6 +190,7 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
           st.events->end_lease(ref);
           st.free[pool_state::index(ref.kind)].push_back(ref.slot);
           --st.leased[pool_state::index(ref.kind)];
+          st.lent.erase(ref.slot);
         }
         st.report(gpu::event_kind::regular);
         st.report(gpu::event_kind::timing);
@@ -186,10 +217,39 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
 
 }  // namespace
 
-event_pool_actor spawn_event_pool(caf::actor_system& system, std::shared_ptr<event_table> events,
-                                  event_pool_options options,
-                                  std::shared_ptr<metrics::registry> metrics) {
-  return system.spawn(event_pool, std::move(events), options, std::move(metrics));
+gpu::result<event_pool_actor> spawn_event_pool(caf::actor_system& system,
+                                               std::shared_ptr<event_table> events,
+                                               event_pool_options options,
+                                               std::shared_ptr<metrics::registry> metrics) {
+  if (std::uint64_t{options.regular} + options.timing > options.max_events) {
+    return gpu::status{gpu::errc::invalid_argument,
+                       "event pool: " + std::to_string(options.regular) + " regular and " +
+                           std::to_string(options.timing) + " timing events up front exceed " +
+                           "its maximum of " + std::to_string(options.max_events)};
+  }
+  // Made here, before any stream actor can read the table: a device that cannot make them
+  // fails the start, naming the kind, instead of a later acquire.
+  made_events made;
+  auto undo = [&] {
+    for (auto& slots : made) {
+      for (auto slot : slots) events->destroy(slot);
+    }
+  };
+  for (auto [kind, count] : {std::pair{gpu::event_kind::regular, options.regular},
+                             std::pair{gpu::event_kind::timing, options.timing}}) {
+    for (std::uint32_t i = 0; i < count; ++i) {
+      auto slot = events->create(kind);
+      if (!slot) {
+        undo();
+        return gpu::status{slot.error().code(),
+                           "event pool: making " + std::to_string(count) + " " +
+                               std::string{gpu::to_string(kind)} + " events up front: " +
+                               slot.error().message()};
+      }
+      made[static_cast<std::size_t>(kind)].push_back(*slot);
+    }
+  }
+  return system.spawn(event_pool, std::move(events), options, std::move(metrics), std::move(made));
 }
 
 }  // namespace cudactor

@@ -58,7 +58,9 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   rt->poller_metrics_->attach(*rt->poller_);
   rt->events_ = std::make_shared<event_table>(*rt->device_);
   rt->system_ = std::make_unique<caf::actor_system>(config);
-  rt->pool_ = spawn_event_pool(*rt->system_, rt->events_, options.pool, rt->metrics_);
+  auto pool = spawn_event_pool(*rt->system_, rt->events_, options.pool, rt->metrics_);
+  if (!pool) return pool.error();
+  rt->pool_ = std::move(*pool);
 
   stream_context context;
   context.device = rt->device_.get();

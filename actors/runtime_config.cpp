@@ -45,6 +45,9 @@ runtime_config::runtime_config() {
       .add(reuse_limit_, "reuse-limit", "freed bytes a stream keeps for reuse");
   opt_group{custom_options_, "cudactor.pool"}
       .add(pool_max_, "max-events", "most events the event pool holds (both kinds)")
+      .add(pool_regular_, "regular", "regular events the pool makes up front")
+      .add(pool_timing_, "timing",
+           "timing events the pool makes up front (lent for regular requests when those run out)")
       .add(pool_grow_, "grow-batch", "events the pool creates at once")
       .add(pool_keep_, "keep-free", "free events per kind kept through idle periods")
       .add(pool_idle_, "idle-period", "shrink after this long without an acquire (0: never)");
@@ -209,6 +212,13 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   if (pool_grow_ == 0 || pool_grow_ > pool_max_) {
     return bad("cudactor.pool.grow-batch must be 1 to cudactor.pool.max-events");
   }
+  if (pool_regular_ + pool_timing_ > pool_max_) {
+    return bad("cudactor.pool.regular (" + std::to_string(pool_regular_) +
+               ") and cudactor.pool.timing (" + std::to_string(pool_timing_) +
+               ") together exceed cudactor.pool.max-events (" + std::to_string(pool_max_) + ")");
+  }
+  out.pool.regular = static_cast<std::uint32_t>(pool_regular_);
+  out.pool.timing = static_cast<std::uint32_t>(pool_timing_);
   out.pool.max_events = static_cast<std::uint32_t>(pool_max_);
   out.pool.grow_batch = static_cast<std::uint32_t>(pool_grow_);
   out.pool.keep_free = static_cast<std::uint32_t>(std::min(pool_keep_, pool_max_));

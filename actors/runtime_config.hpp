@@ -99,6 +99,8 @@ class runtime_config : public caf::actor_system_config {
   std::size_t max_batch_ = 65536;
   std::size_t reuse_limit_ = std::size_t{256} << 20;
   std::size_t pool_max_ = 8192;
+  std::size_t pool_regular_ = 0;
+  std::size_t pool_timing_ = 0;
   std::size_t pool_grow_ = 64;
   std::size_t pool_keep_ = 64;
   caf::timespan pool_idle_{std::chrono::seconds{5}};

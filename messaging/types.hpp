@@ -179,12 +179,13 @@ struct pool_utilization {
   std::uint64_t timing_available = 0;  // timing events ready to lease
   std::uint64_t in_use = 0;            // leased, both kinds
   std::uint64_t capacity = 0;          // most events the pool may hold, both kinds
+  std::uint64_t timing_lent = 0;       // timing events leased for regular requests, now
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pool_utilization& x) {
   return f(caf::meta::type_name("cudactor::pool_utilization"), x.available, x.timing_available,
-           x.in_use, x.capacity);
+           x.in_use, x.capacity, x.timing_lent);
 }
 
 }  // namespace cudactor

@@ -114,6 +114,10 @@ event_pool_metrics::event_pool_metrics(metrics::registry& r, const std::string& 
                                 "Leases refused because the pool was at its maximum.", labels)
                          .add({gpu, kinds[k]});
   }
+  lent_ = &r.counters("cudactor_event_pool_lent_total",
+                      "Timing events leased for regular requests (regular ones had run out).",
+                      {"gpu"})
+               .add({gpu});
   r.gauges("cudactor_event_pool_capacity", "The most events the pool holds, both kinds.", {"gpu"})
       .add({gpu})
       .set(capacity);

@@ -140,8 +140,10 @@ class event_pool_metrics {
     in_use_[kind % 2]->set(static_cast<std::int64_t>(in_use));
   }
   void exhausted(std::size_t kind) noexcept { exhausted_[kind % 2]->add(); }
+  void lent(std::uint64_t n) noexcept { lent_->add(n); }
 
  private:
+  metrics::counter* lent_ = nullptr;
   std::array<metrics::gauge*, 2> available_{};
   std::array<metrics::gauge*, 2> in_use_{};
   std::array<metrics::counter*, 2> exhausted_{};

@@ -1,6 +1,7 @@
 #define BOOST_TEST_MODULE event_pool_actor
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -170,4 +171,71 @@ BOOST_FIXTURE_TEST_CASE(the_pool_shrinks_to_keep_free_after_an_idle_period, shri
   auto again = acquire(gpu::event_kind::regular, 30);
   BOOST_REQUIRE_MESSAGE(again, why(again));
   BOOST_TEST(!release(*again));
+}
+
+namespace {
+
+// A pool made up front: 4 regular and 8 timing events of at most 12, so it cannot grow.
+struct sized_pool : pool_fixture {
+  sized_pool() {
+    stop();
+    start({"--cudactor.streams=1", "--cudactor.pool.max-events=12", "--cudactor.pool.grow-batch=4",
+           "--cudactor.pool.regular=4",
+           "--cudactor.pool.timing=8", "--cudactor.event-batch=2", "--cudactor.pool.keep-free=0",
+           "--cudactor.pool.idle-period=50ms"});
+  }
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(events_made_up_front_and_timing_ones_lent_for_regular_requests,
+                        sized_pool) {
+  // Made up front (the stream actor may have leased a batch of each kind meanwhile).
+  auto start = usage();
+  BOOST_TEST(start.available + start.timing_available + start.in_use == 12u);
+  BOOST_TEST(start.timing_lent == 0u);
+  // Every regular event first, then timing events on loan: the refs say timing, and
+  // they go back to the timing events.
+  const auto regular_free = static_cast<std::uint32_t>(start.available);
+  auto asked = acquire(gpu::event_kind::regular, regular_free + 3);
+  BOOST_REQUIRE_MESSAGE(asked, why(asked));
+  std::size_t timing_refs = 0;
+  for (const auto& e : *asked) timing_refs += e.kind == gpu::event_kind::timing ? 1 : 0;
+  BOOST_TEST(timing_refs == 3u);
+  auto during = usage();
+  BOOST_TEST(during.timing_lent == 3u);
+  BOOST_TEST(during.available == 0u);
+  BOOST_TEST(during.timing_available == start.timing_available - 3);
+  // Never the other way round: a timing request beyond the timing events fails though
+  // regular ones are free.
+  auto regular_one = std::find_if(asked->begin(), asked->end(), [](const event_ref& e) {
+    return e.kind == gpu::event_kind::regular;
+  });
+  BOOST_REQUIRE(regular_one != asked->end());
+  BOOST_TEST(!release({*regular_one}));  // a regular one back
+  asked->erase(regular_one);
+  auto too_many = acquire(gpu::event_kind::timing,
+                          static_cast<std::uint32_t>(during.timing_available + 1));
+  BOOST_REQUIRE(!too_many);
+  BOOST_TEST((too_many.error() == errc::pool_exhausted));
+  BOOST_TEST(!release(*asked));
+  auto after = usage();
+  BOOST_TEST(after.timing_lent == 0u);
+  BOOST_TEST(after.timing_available == start.timing_available);
+  BOOST_TEST(after.available == start.available);
+  // Idle: the pool keeps what it made up front, whatever keep-free says.
+  std::this_thread::sleep_for(std::chrono::milliseconds{300});
+  auto idle = usage();
+  BOOST_TEST(idle.available + idle.timing_available + idle.in_use == 12u);
+}
+
+BOOST_AUTO_TEST_CASE(up_front_events_over_the_maximum_are_refused_by_name) {
+  cudactor::runtime_config config;
+  BOOST_REQUIRE(!config.parse(std::vector<std::string>{
+      cudactor::test::backend_option(), "--cudactor.metrics.no-exposer",
+      "--cudactor.pool.max-events=8", "--cudactor.pool.grow-batch=4", "--cudactor.pool.regular=4",
+      "--cudactor.pool.timing=5"}));
+  auto settings = config.runtime_settings();
+  BOOST_REQUIRE(!settings.ok());
+  BOOST_TEST(settings.error().message().find("cudactor.pool.timing") != std::string::npos);
 }
