@@ -50,6 +50,9 @@ coordinator_actor::behavior_type coordinator_behavior(
       [&st](metrics_atom) { return st.metrics(); },
       [&st](report_atom) { return st.report(); },
       [&st](ready_streams_atom) { return st.has_ready_streams(); },
+      [&st](choose_atom, op_priority priority, op_workload workload) {
+        return st.choose_now(priority, workload);
+      },
       [&st](wait_ready_atom, caf::timespan timeout) { return st.wait_for_any_ready(timeout); },
       [&st](reset_atom) { return st.reset(); },
       [&st](shutdown_atom) { st.shut_down(); },

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "cudactor/actors/operation_registry.hpp"
-#include "cudactor/actors/pool_strategy.hpp"
+#include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/actors/stream_actor.hpp"
 #include "cudactor/actors/trace_writer.hpp"
 #include "cudactor/gpu/backend.hpp"

@@ -65,6 +65,8 @@ using shrink_atom = caf::atom_constant<caf::atom("shrink")>;
 // Internal: the coordinator's scheduling pass onto a stream actor, and the hold a
 // caller-launched operation takes on a stream from begin until its caller says it is done.
 using dispatch_atom = caf::atom_constant<caf::atom("dispatch")>;
+// The stream the coordinator would choose now for a priority and workload.
+using choose_atom = caf::atom_constant<caf::atom("choose")>;
 using hold_atom = caf::atom_constant<caf::atom("hold")>;
 using hold_end_atom = caf::atom_constant<caf::atom("holdend")>;
 // Internal: the coordinator's scheduling pass, sent to itself so that everything already in

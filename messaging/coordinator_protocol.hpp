@@ -72,6 +72,7 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<report_atom>::with<coordinator_report>,
     // the stream pool
     caf::replies_to<ready_streams_atom>::with<bool>,
+    caf::replies_to<choose_atom, op_priority, op_workload>::with<stream_id>,
     caf::replies_to<wait_ready_atom, caf::timespan>::with<stream_id>,
     caf::replies_to<reset_atom>::with<bool>,
     // the runtime, and the stream actors it schedules onto (their completion batches)

@@ -39,6 +39,29 @@ typename Inspector::result_type inspect(Inspector& f, op_barrier& x) {
   return f(caf::meta::type_name("cudactor::op_barrier"), x.streams, x.mode);
 }
 
+// Where an operation may run. By default any stream the coordinator's strategy picks; an
+// operation may instead name its stream, keep to the streams of its priority class and role,
+// or be placed by a strategy of its own.
+struct op_placement {
+  // Only on `stream` (a runtime stream id): it waits for room there rather than go elsewhere.
+  bool pinned = false;
+  stream_id stream;
+  // Only on a stream of its priority class (critical and high: high-priority streams; low and
+  // cleanup: low-priority ones; normal: normal ones) and, unless its workload is mixed, of its
+  // role (detail/stream_pool.hpp assigns roles): never another while those are busy. Refused
+  // at registration when no stream is both.
+  bool strict = false;
+  // `strategy` instead of the coordinator's own (cudactor.coordinator.strategy).
+  bool own_strategy = false;
+  pool_strategy strategy = pool_strategy::load_balanced;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_placement& x) {
+  return f(caf::meta::type_name("cudactor::op_placement"), x.pinned, x.stream, x.strict,
+           x.own_strategy, x.strategy);
+}
+
 // One operation to register. An empty `body` makes it manual: the caller launches its work
 // itself between begin() and complete(). A barrier (type barrier) carries no body: the
 // coordinator places it on its streams (`barrier`).
@@ -50,6 +73,7 @@ struct op_spec {
   op_workload workload = op_workload::compute;
   work body;
   op_barrier barrier;
+  op_placement placement;  // not for a barrier, which names its streams
 
   [[nodiscard]] bool is_barrier() const noexcept { return type == op_type::barrier; }
   // The caller launches it (begin/complete).
@@ -59,7 +83,7 @@ struct op_spec {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_spec& x) {
   return f(caf::meta::type_name("cudactor::op_spec"), x.type, x.priority, x.deps, x.description,
-           x.workload, x.body, x.barrier);
+           x.workload, x.body, x.barrier, x.placement);
 }
 
 // An operation of a graph: its spec, plus dependencies on other operations of the same graph

@@ -45,6 +45,11 @@ struct enum_range<barrier_mode> {
   static constexpr const char* name = "barrier_mode";
 };
 template <>
+struct enum_range<pool_strategy> {
+  static constexpr pool_strategy last = pool_strategy::adaptive;
+  static constexpr const char* name = "pool_strategy";
+};
+template <>
 struct enum_range<gpu::event_kind> {
   static constexpr gpu::event_kind last = gpu::event_kind::timing;
   static constexpr const char* name = "event_kind";

@@ -2,7 +2,10 @@
 
 #include <caf/detail/serialized_size.hpp>
 
+#include <type_traits>
+
 #include "cudactor/messaging/detail/input_walker.hpp"
+#include "cudactor/messaging/enum_range.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor {
@@ -57,6 +60,10 @@ caf::error check_op(const op_spec& op, const input_limits& limits, const std::st
     if (!op.body.empty()) {
       return bad(which + " is a barrier: it carries no work (its body must be empty)");
     }
+    if (op.placement.pinned || op.placement.strict || op.placement.own_strategy) {
+      return bad(which + " is a barrier: it names its streams in barrier.streams, and takes no "
+                         "placement");
+    }
   } else if (!op.barrier.streams.empty() || op.barrier.mode != barrier_mode::device) {
     return bad(which + " is a " + std::string{to_string(op.type)} +
                ", not a barrier: it names no barrier streams or mode");
@@ -66,6 +73,23 @@ caf::error check_op(const op_spec& op, const input_limits& limits, const std::st
 }
 
 }  // namespace
+
+namespace {
+
+template <class E>
+caf::error check_bare(E x) {
+  using U = std::underlying_type_t<E>;
+  if (static_cast<U>(x) <= static_cast<U>(enum_range<E>::last)) return {};
+  return bad(std::to_string(static_cast<std::uint64_t>(static_cast<U>(x))) + " is not a valid " +
+             enum_range<E>::name + " (0 to " +
+             std::to_string(static_cast<std::uint64_t>(static_cast<U>(enum_range<E>::last))) +
+             ")");
+}
+
+}  // namespace
+
+caf::error check_input(op_priority x) { return check_bare(x); }
+caf::error check_input(op_workload x) { return check_bare(x); }
 
 caf::error check_input(const op_spec& op, const input_limits& limits) {
   std::size_t bytes = 0;

@@ -21,6 +21,10 @@
 
 namespace cudactor {
 
+// A priority or workload that arrives bare, as a request's argument: in range.
+[[nodiscard]] caf::error check_input(op_priority x);
+[[nodiscard]] caf::error check_input(op_workload x);
+
 // An operation on its own (register), or as operation `index` of a graph.
 [[nodiscard]] caf::error check_input(const op_spec& op, const input_limits& limits);
 // A graph as a whole: its size, every operation, indices in range, edges and bytes bounded.

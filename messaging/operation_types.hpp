@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,11 @@ enum class op_priority : std::uint8_t { critical, high, normal, low, cleanup };
 // What an operation mostly uses; the workload strategy picks streams by it.
 enum class op_workload : std::uint8_t { compute, memory, mixed, coordination };
 
+// How the coordinator picks a stream for an operation: the runtime's default
+// (cudactor.coordinator.strategy) or one operation's own (op_placement). The strategies are
+// described in actors/detail/stream_pool.hpp, which applies them.
+enum class pool_strategy : std::uint8_t { round_robin, load_balanced, priority, workload, adaptive };
+
 // How a barrier crosses. host: once the completion poller has seen every stream reach the
 // barrier (the crossing says when each arrived). device: every stream waits on the device for
 // every other; nothing on the host waits for the crossing.
@@ -73,6 +79,9 @@ enum class op_state : std::uint8_t {
 [[nodiscard]] std::string_view to_string(op_workload x) noexcept;
 [[nodiscard]] std::string_view to_string(op_state x) noexcept;
 [[nodiscard]] std::string_view to_string(barrier_mode x) noexcept;
+[[nodiscard]] std::string_view to_string(pool_strategy x) noexcept;
+// round_robin, load_balanced, priority, workload or adaptive.
+[[nodiscard]] std::optional<pool_strategy> parse_pool_strategy(std::string_view text) noexcept;
 
 }  // namespace cudactor
 

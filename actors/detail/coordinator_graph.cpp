@@ -32,6 +32,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
     std::vector<std::uint32_t> members;
     if (auto bad = members_of(spec, members)) return bad;
   }
+  if (auto bad = check_placement(spec)) return bad;
   const op_id id{graph_.newest().value + 1};
   if (auto bad = graph_.add(id, spec.priority, manual, spec.deps)) return bad;
   op_record& r = add_record(id, spec, std::move(fn), manual, now_ns());
@@ -118,6 +119,32 @@ caf::error order_of(const graph_spec& graph, std::vector<std::uint32_t>& order) 
 
 }  // namespace
 
+caf::error coordinator_state::check_placement(const op_spec& spec) const {
+  const op_placement& p = spec.placement;
+  if (p.pinned && !pool_.slot_of(p.stream)) {
+    return make_error(errc::invalid_argument,
+                      "the operation names stream " + std::to_string(p.stream.value) +
+                          ", which the coordinator does not schedule onto (it has " +
+                          std::to_string(pool_.size()) + " streams)");
+  }
+  if (p.strict) {
+    bool any = false;
+    for (std::uint32_t i = 0; i < pool_.size() && !any; ++i) {
+      any = pool_.matches(i, spec.priority, spec.workload);
+    }
+    if (!any) {
+      return make_error(errc::invalid_argument,
+                        "the operation keeps to streams of class " +
+                            std::string{gpu::to_string(stream_pool::class_of(spec.priority))} +
+                            (spec.workload == op_workload::mixed
+                                 ? std::string{}
+                                 : " and role " + std::string{to_string(spec.workload)}) +
+                            " (strict placement), and no stream is");
+    }
+  }
+  return {};
+}
+
 caf::error coordinator_state::check_graph(const graph_spec& graph,
                                           std::vector<gpu::work_fn>& fns) const {
   const std::size_t n = graph.ops.size();
@@ -131,6 +158,10 @@ caf::error coordinator_state::check_graph(const graph_spec& graph,
         return make_error(static_cast<errc>(bad.code()),
                           "graph op " + std::to_string(i) + ": " + to_string(bad));
       }
+    }
+    if (auto bad = check_placement(graph.ops[i].spec)) {
+      return make_error(static_cast<errc>(bad.code()),
+                        "graph op " + std::to_string(i) + ": " + to_string(bad));
     }
     for (op_id dep : graph.ops[i].spec.deps) {
       if (auto bad = graph_.check_dep(dep)) {

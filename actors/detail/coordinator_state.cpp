@@ -11,6 +11,7 @@
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/progress.hpp"
 #include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
 
 namespace cudactor::detail {
 
@@ -95,6 +96,9 @@ coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& s
   r.priority = spec.priority;
   r.workload = spec.workload;
   r.manual = manual;
+  r.pinned = spec.placement.pinned ? *pool_.slot_of(spec.placement.stream) : no_stream;
+  r.strict = spec.placement.strict;
+  r.strategy = spec.placement.own_strategy ? spec.placement.strategy : options_.strategy;
   r.description = std::move(spec.description);
   r.deps = std::move(spec.deps);
   r.fn = std::move(fn);
@@ -186,14 +190,22 @@ std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record&
     }
   });
   if (split) return std::nullopt;
-  const auto chosen = pool_.choose(r.priority, r.workload);
+  if (r.pinned != no_stream) {
+    // Its own stream or nothing: it waits for room there, and for the ticket of a dependency
+    // on its way to another.
+    if ((on_way && *on_way != r.pinned) || !pool_.available(r.pinned)) return std::nullopt;
+    return r.pinned;
+  }
+  const auto chosen = pool_.choose(r.priority, r.workload, r.strategy, r.strict);
   if (!on_way || !chosen || *chosen == *on_way) return on_way && !chosen ? std::nullopt : chosen;
   // The strategy wants another stream. The balancing ones may follow the dependency while its
   // stream is not much busier (a chain goes out in one pass, not one round trip per link);
-  // the others keep their choice and wait for the ticket.
-  const bool balancing = options_.strategy == pool_strategy::load_balanced ||
-                         options_.strategy == pool_strategy::round_robin;
-  if (balancing && pool_.available(*on_way) &&
+  // the others keep their choice and wait for the ticket. A strict one follows only onto a
+  // stream it may use.
+  const bool balancing =
+      r.strategy == pool_strategy::load_balanced || r.strategy == pool_strategy::round_robin;
+  if (balancing && (!r.strict || pool_.matches(*on_way, r.priority, r.workload)) &&
+      pool_.available(*on_way) &&
       pool_.load_of(*on_way) <= pool_.load_of(*chosen) + follow_slack) {
     return on_way;
   }
@@ -460,6 +472,23 @@ void coordinator_state::flush() {
 }
 
 // --- the pool ------------------------------------------------------------------------------
+
+caf::result<stream_id> coordinator_state::choose_now(op_priority priority, op_workload workload) {
+  if (auto why = refusal()) return why;
+  if (auto bad = check_input(priority)) return bad;
+  if (auto bad = check_input(workload)) return bad;
+  if (auto chosen = pool_.choose(priority, workload)) return pool_.at(*chosen).id;
+  // Every stream is at its cap or held: the least loaded one of the operation's class if
+  // there is one, else of all (work given to it now waits there the least).
+  std::optional<std::uint32_t> best;
+  for (int pass = 0; pass < 2 && !best; ++pass) {
+    for (std::uint32_t i = 0; i < pool_.size(); ++i) {
+      if (pass == 0 && pool_.at(i).priority != stream_pool::class_of(priority)) continue;
+      if (!best || pool_.load_of(i) < pool_.load_of(*best)) best = i;
+    }
+  }
+  return pool_.at(*best).id;
+}
 
 caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeout) {
   if (auto why = refusal()) return why;

@@ -69,6 +69,11 @@ class coordinator_state {
   // guards at registration broke), and operations open longer than `stall_after`, each with
   // the operation that holds it up.
   void find_cycles(deadlock_report& report) const;
+  // An operation's placement against the streams (a pinned stream the coordinator has, a
+  // strict one some stream can satisfy).
+  [[nodiscard]] caf::error check_placement(const op_spec& spec) const;
+  // The stream the strategy would choose now (choose_atom); never waits.
+  [[nodiscard]] caf::result<stream_id> choose_now(op_priority priority, op_workload workload);
   void find_stalls(deadlock_report& report, caf::timespan stall_after, std::int64_t now) const;
   // Why `root`, which waits on no unfinished operation, has not ended: in words.
   [[nodiscard]] std::string why_held(const op_graph::node& root) const;
@@ -96,6 +101,9 @@ class coordinator_state {
     op_priority priority = op_priority::normal;
     op_workload workload = op_workload::compute;
     bool manual = false;
+    std::uint32_t pinned = no_stream;  // the slot it must run on (op_placement::pinned)
+    bool strict = false;
+    pool_strategy strategy = pool_strategy::load_balanced;  // its own, or the coordinator's
     std::string description;
     std::vector<op_id> deps;
     gpu::work_fn fn;

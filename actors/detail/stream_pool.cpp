@@ -101,14 +101,38 @@ std::optional<std::uint32_t> stream_pool::least_loaded(Accept&& accept) const {
   return best;
 }
 
+gpu::stream_priority stream_pool::class_of(op_priority priority) noexcept {
+  if (priority == op_priority::critical || priority == op_priority::high) {
+    return gpu::stream_priority::high;
+  }
+  if (priority == op_priority::low || priority == op_priority::cleanup) {
+    return gpu::stream_priority::low;
+  }
+  return gpu::stream_priority::normal;
+}
+
+bool stream_pool::matches(std::uint32_t index, op_priority priority,
+                          op_workload workload) const {
+  const slot& s = slots_.at(index);
+  return s.priority == class_of(priority) &&
+         (workload == op_workload::mixed || s.role == op_workload::mixed || s.role == workload);
+}
+
 std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_workload workload) {
-  auto any = [](std::uint32_t) { return true; };
-  switch (strategy_) {
+  return choose(priority, workload, strategy_, false);
+}
+
+std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_workload workload,
+                                                 pool_strategy strategy, bool strict) {
+  // Strict: only the slots of the operation's class and role; the fallbacks below stay among
+  // them too.
+  auto any = [&](std::uint32_t i) { return !strict || matches(i, priority, workload); };
+  switch (strategy) {
     case pool_strategy::round_robin: {
       const auto n = static_cast<std::uint32_t>(slots_.size());
       for (std::uint32_t k = 0; k < n; ++k) {
         const std::uint32_t i = (next_ + k) % n;
-        if (available(i)) {
+        if (available(i) && any(i)) {
           next_ = (i + 1) % n;
           return i;
         }
@@ -117,19 +141,15 @@ std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_worklo
     }
     case pool_strategy::load_balanced: return least_loaded(any);
     case pool_strategy::priority: {
-      gpu::stream_priority wanted = gpu::stream_priority::normal;
-      if (priority == op_priority::critical || priority == op_priority::high) {
-        wanted = gpu::stream_priority::high;
-      } else if (priority == op_priority::low || priority == op_priority::cleanup) {
-        wanted = gpu::stream_priority::low;
-      }
-      if (auto own = least_loaded([&](std::uint32_t i) { return slots_[i].priority == wanted; })) {
+      const gpu::stream_priority wanted = class_of(priority);
+      if (auto own = least_loaded(
+              [&](std::uint32_t i) { return slots_[i].priority == wanted && any(i); })) {
         return own;
       }
       // Another class: normal first, so urgent work does not land behind low-priority work
       // and background work does not take the high-priority streams while others are free.
       if (auto normal = least_loaded([&](std::uint32_t i) {
-            return slots_[i].priority == gpu::stream_priority::normal;
+            return slots_[i].priority == gpu::stream_priority::normal && any(i);
           })) {
         return normal;
       }
@@ -137,7 +157,8 @@ std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_worklo
     }
     case pool_strategy::workload: {
       if (workload != op_workload::mixed) {
-        if (auto own = least_loaded([&](std::uint32_t i) { return slots_[i].role == workload; })) {
+        if (auto own = least_loaded(
+                [&](std::uint32_t i) { return slots_[i].role == workload && any(i); })) {
           return own;
         }
       }
@@ -148,7 +169,7 @@ std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_worklo
       std::optional<std::uint32_t> best;
       double best_cost = std::numeric_limits<double>::infinity();
       for (std::uint32_t i = 0; i < slots_.size(); ++i) {
-        if (!available(i)) continue;
+        if (!available(i) || !any(i)) continue;
         const slot& s = slots_[i];
         // Unmeasured: cost 0, so each slot gets tried for each workload.
         const double cost =
@@ -160,6 +181,13 @@ std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_worklo
       }
       return best;
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint32_t> stream_pool::slot_of(stream_id id) const noexcept {
+  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].id == id) return i;
   }
   return std::nullopt;
 }

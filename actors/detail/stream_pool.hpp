@@ -18,6 +18,8 @@
 //    the fewest in flight among the role's slots, any slot when none is available;
 //  - adaptive: the smallest expected wait, (in flight + 1) x the mean completion interval
 //    measured on that slot for that workload; a slot with no measurement yet is tried first.
+// An operation may bring its own strategy, and a strict one keeps every strategy (fallbacks
+// included) to the slots of its priority class and role (matches()).
 // No CAF and no poller here: the coordinator drives it, tests drive it directly.
 // Slot i is the coordinator's i-th stream; `id` is the stream's runtime-wide id.
 #pragma once
@@ -31,12 +33,11 @@
 #include <utility>
 #include <vector>
 
-#include "cudactor/actors/pool_strategy.hpp"
+#include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/gpu/types.hpp"
 #include "cudactor/messaging/types.hpp"
 #include "cudactor/messaging/enum_range.hpp"
-#include "cudactor/messaging/operation_types.hpp"
 
 namespace cudactor::detail {
 
@@ -89,8 +90,19 @@ class stream_pool {
   [[nodiscard]] std::optional<std::uint32_t> any_idle() const;
 
   // The slot for an operation of this priority and workload, among the available ones;
-  // nothing when none is available.
+  // nothing when none is available. With the pool's strategy, or `strategy`; `strict` keeps to
+  // the slots that match() the operation.
   [[nodiscard]] std::optional<std::uint32_t> choose(op_priority priority, op_workload workload);
+  [[nodiscard]] std::optional<std::uint32_t> choose(op_priority priority, op_workload workload,
+                                                    pool_strategy strategy, bool strict);
+  // The stream class an operation's priority asks for: critical and high -> high, low and
+  // cleanup -> low, normal -> normal.
+  [[nodiscard]] static gpu::stream_priority class_of(op_priority priority) noexcept;
+  // Whether the slot is of that class and (unless the workload is mixed) of that role.
+  [[nodiscard]] bool matches(std::uint32_t index, op_priority priority,
+                             op_workload workload) const;
+  // The slot of a runtime stream id, if the coordinator schedules onto it.
+  [[nodiscard]] std::optional<std::uint32_t> slot_of(stream_id id) const noexcept;
 
   // Whether an operation on `waiter` that depends on point `point` of `other` needs a device
   // wait, and if so remembers it as placed. Same slot, points already reached and points

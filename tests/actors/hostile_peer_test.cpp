@@ -115,6 +115,13 @@ struct hostile {
       }
       op.barrier.mode = static_cast<barrier_mode>(pick(2) ? pick(2) : pick(256));
     }
+    if (pick(8) == 0) {
+      op.placement.pinned = pick(2) == 0;
+      op.placement.stream = stream_id{static_cast<std::uint32_t>(pick(2) ? pick(4) : rng())};
+      op.placement.strict = pick(2) == 0;
+      op.placement.own_strategy = pick(2) == 0;
+      op.placement.strategy = static_cast<pool_strategy>(pick(2) ? pick(5) : pick(256));
+    }
     return op;
   }
 

@@ -88,6 +88,21 @@ BOOST_AUTO_TEST_CASE(only_a_barrier_names_streams_and_a_barrier_carries_no_work)
   graph_spec g;
   g.add(kernel);
   BOOST_TEST(says(check_input(g, limits), "graph op 0 is a kernel, not a barrier"));
+  barrier.body = work{};
+  barrier.placement.pinned = true;
+  BOOST_TEST(says(check_input(barrier, limits), "takes no placement"));
+}
+
+BOOST_AUTO_TEST_CASE(a_placement_strategy_and_bare_enums_are_checked_for_range) {
+  op_spec op = named_op();
+  op.placement.own_strategy = true;
+  op.placement.strategy = pool_strategy::adaptive;
+  BOOST_TEST(!check_input(op, input_limits{}));
+  op.placement.strategy = static_cast<pool_strategy>(5);
+  BOOST_TEST(says(check_input(op, input_limits{}), "5 is not a valid pool_strategy (0 to 4)"));
+  BOOST_TEST(!check_input(op_priority::cleanup));
+  BOOST_TEST(says(check_input(static_cast<op_priority>(5)), "op_priority"));
+  BOOST_TEST(says(check_input(static_cast<op_workload>(4)), "op_workload"));
 }
 
 BOOST_AUTO_TEST_CASE(a_graph_is_bounded_in_operations_edges_and_bytes) {

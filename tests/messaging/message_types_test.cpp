@@ -56,6 +56,11 @@ BOOST_AUTO_TEST_CASE(the_coordinators_values_survive_serialization) {
   first.description = "reduce";
   first.workload = op_workload::coordination;
   first.body = work::named("saxpy", 2.0f, std::uint64_t{128});
+  first.placement.pinned = true;
+  first.placement.stream = stream_id{2};
+  first.placement.strict = true;
+  first.placement.own_strategy = true;
+  first.placement.strategy = pool_strategy::workload;
   g.add(first);
   g.add(op_spec{}, {0});  // manual: no work
   op_spec barrier;
@@ -74,6 +79,9 @@ BOOST_AUTO_TEST_CASE(the_coordinators_values_survive_serialization) {
   BOOST_TEST((back.type == op_type::all_reduce && back.priority == op_priority::critical));
   BOOST_TEST((back.deps == std::vector<op_id>{op_id{4}, op_id{5}}));
   BOOST_TEST(back.description == "reduce");
+  BOOST_TEST((back.placement.pinned && back.placement.stream.value == 2u &&
+              back.placement.strict && back.placement.own_strategy &&
+              back.placement.strategy == pool_strategy::workload));
   BOOST_TEST((back.workload == op_workload::coordination));
   BOOST_TEST(back.body.name() == "saxpy");
   const bool typed_args = back.body.args().match_elements<float, std::uint64_t>();

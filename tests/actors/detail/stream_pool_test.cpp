@@ -157,6 +157,32 @@ BOOST_AUTO_TEST_CASE(a_wait_covered_by_a_newer_one_on_the_same_pair_is_skipped) 
   BOOST_TEST(pool.waits_skipped() == 2u);
 }
 
+BOOST_AUTO_TEST_CASE(strict_choices_stay_on_matching_streams_for_every_strategy) {
+  // Four slots: high, normal, normal, low; roles compute, compute, memory, coordination.
+  for (auto strategy : {pool_strategy::round_robin, pool_strategy::load_balanced,
+                        pool_strategy::priority, pool_strategy::workload,
+                        pool_strategy::adaptive}) {
+    auto pool = make(pool_strategy::load_balanced, {prio::high, prio::normal, prio::normal, prio::low}, 2);
+    BOOST_TEST(pool.matches(0, op_priority::critical, op_workload::compute));
+    BOOST_TEST(!pool.matches(0, op_priority::critical, op_workload::memory));
+    BOOST_TEST(pool.matches(3, op_priority::cleanup, op_workload::mixed));
+    for (int i = 0; i < 2; ++i) {
+      auto chosen = pool.choose(op_priority::high, op_workload::compute, strategy, true);
+      BOOST_REQUIRE_MESSAGE(chosen.has_value(), to_string(strategy));
+      BOOST_TEST(*chosen == 0u, to_string(strategy));
+      occupy(pool, 0, 1);
+    }
+    // Slot 0 at its cap: a strict choice has none, a loose one goes elsewhere.
+    BOOST_TEST(!pool.choose(op_priority::high, op_workload::compute, strategy, true).has_value());
+    BOOST_TEST(pool.choose(op_priority::high, op_workload::compute, strategy, false).has_value());
+  }
+  BOOST_TEST((stream_pool::class_of(op_priority::cleanup) == prio::low));
+  BOOST_TEST((stream_pool::class_of(op_priority::normal) == prio::normal));
+  auto pool = make(pool_strategy::round_robin, {prio::normal, prio::normal});
+  BOOST_TEST(pool.slot_of(stream_id{1}).value_or(9) == 1u);
+  BOOST_TEST(!pool.slot_of(stream_id{2}).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(strategies_have_names) {
   for (auto s : {pool_strategy::round_robin, pool_strategy::load_balanced, pool_strategy::priority,
                  pool_strategy::workload, pool_strategy::adaptive}) {
