@@ -4,14 +4,20 @@
 // operation, timed with cudactor's cells (metrics/cells.hpp) against the same updates through
 // prometheus-cpp's Counter, Gauge and Histogram (whose Observe takes a mutex), measured in the
 // same run; then the same histogram hammered from two threads at once; then the cost of one
-// scrape of a runtime-sized registry. Prints a table, then one JSON object on the last line.
+// scrape of a runtime-sized registry; then how long stopping the metrics endpoint takes (every
+// runtime's shutdown waits for it) against prometheus-cpp's Exposer stopped the same way, once
+// its listener is idle. Prints a table, then one JSON object on the last line.
 #include <prometheus/counter.h>
+#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -35,6 +41,21 @@ double per_op_ns(std::size_t n, int rounds, F&& body) {
     best = std::min(best, static_cast<double>(now_ns() - start) / static_cast<double>(n));
   }
   return best;
+}
+
+// Median ms to destroy what `make` builds, 100 ms after it was built (the listener polling).
+template <class Make>
+double stop_ms(int rounds, Make&& make) {
+  std::vector<double> ms;
+  for (int r = 0; r < rounds; ++r) {
+    auto server = make();
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    const std::int64_t start = now_ns();
+    server.reset();
+    ms.push_back(static_cast<double>(now_ns() - start) / 1e6);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
 }
 
 std::vector<double> seconds_bounds() {
@@ -150,6 +171,15 @@ int main(int argc, char** argv) {
   for (int i = 0; i < scrapes; ++i) bytes = big.serialize().size();
   const double scrape_ms = static_cast<double>(now_ns() - scrape_start) / scrapes / 1e6;
 
+  const int stops = mode.quick ? 3 : 7;
+  const double stop_ours = stop_ms(stops, [] {
+    metrics::exposer_options on;
+    on.port = 0;
+    return std::make_unique<metrics::registry>(on);
+  });
+  const double stop_theirs =
+      stop_ms(stops, [] { return std::make_unique<prometheus::Exposer>("127.0.0.1:0"); });
+
   table t{{"per operation", "cudactor cells ns", "prometheus-cpp ns", "ratio"}};
   t.add({"stream actor's updates, 1 op/msg", fixed(stream_ours - empty),
          fixed(stream_theirs - empty), fixed((stream_theirs - empty) / (stream_ours - empty), 2)});
@@ -161,6 +191,8 @@ int main(int argc, char** argv) {
   t.print("metric updates (loop overhead " + fixed(empty, 2) + " ns subtracted)");
   std::printf("\none scrape of a runtime-sized registry: %.2f ms, %zu bytes, %zu families\n",
               scrape_ms, bytes, big.collect().size());
+  std::printf("stopping the metrics endpoint: %.1f ms (prometheus-cpp's Exposer: %.1f ms)\n",
+              stop_ours, stop_theirs);
 
   json_line j;
   j.add("bench", std::string{"metrics"});
@@ -173,6 +205,8 @@ int main(int argc, char** argv) {
   j.add("contended_histogram_prometheus_cpp_ns", contended_theirs);
   j.add("scrape_ms", scrape_ms);
   j.add("scrape_bytes", static_cast<double>(bytes));
+  j.add("exposer_stop_ms", stop_ours);
+  j.add("exposer_stop_prometheus_cpp_ms", stop_theirs);
   j.print();
   return 0;
 }

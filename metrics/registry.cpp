@@ -5,9 +5,38 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <system_error>
+#include <thread>
+
 #include "cudactor/metrics/process_metrics.hpp"
 
 namespace cudactor::metrics {
+
+namespace {
+
+// One TCP connection to the exposer, closed at once: it wakes civetweb's listener out of
+// its poll, which otherwise waits up to 2 s between looks at the stop flag.
+void knock(const std::string& address, std::uint16_t port) noexcept {
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  if (address == "0.0.0.0" || ::inet_pton(AF_INET, address.c_str(), &to.sin_addr) != 1) {
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return;
+  (void)::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+  ::close(fd);
+}
+
+}  // namespace
 
 // What the exposer holds (weakly): everything the registry serves.
 class registry::collector final : public prometheus::Collectable {
@@ -39,7 +68,27 @@ registry::registry(exposer_options options)
   }
 }
 
-registry::~registry() = default;
+registry::~registry() {
+  if (!exposer_ || !port_) return;
+  // Stopping civetweb sets a flag its listener reads between polls of up to 2 s: every
+  // runtime's shutdown took about 1.9 s. Knocking on the port while it stops ends the poll
+  // (10 ms). The knocks are plain connections, closed before any request; without a thread
+  // to send them the stop is only slower.
+  std::atomic<bool> stopped{false};
+  std::thread knocker;
+  try {
+    knocker = std::thread{[&] {
+      while (!stopped.load(std::memory_order_acquire)) {
+        knock(options_.address, *port_);
+        std::this_thread::sleep_for(std::chrono::milliseconds{5});
+      }
+    }};
+  } catch (const std::system_error&) {
+  }
+  exposer_.reset();
+  stopped.store(true, std::memory_order_release);
+  if (knocker.joinable()) knocker.join();
+}
 
 std::string registry::endpoint() const {
   if (!port_) return {};

@@ -55,7 +55,7 @@ class registry {
   explicit registry(exposer_options options = {});
   registry(const registry&) = delete;
   registry& operator=(const registry&) = delete;
-  ~registry();  // stops the exposer (which can take up to a couple of seconds)
+  ~registry();  // stops the exposer (about 10 ms)
 
   [[nodiscard]] prometheus::Registry& prometheus() noexcept { return *registry_; }
   [[nodiscard]] std::shared_ptr<prometheus::Registry> shared() const noexcept { return registry_; }
