@@ -16,12 +16,6 @@ using namespace cudactor::test;
 
 namespace {
 
-struct four_streams : coordinator_fixture {
-  four_streams()
-      : coordinator_fixture({"--cudactor.streams=4",
-                             "--cudactor.coordinator.strategy=load_balanced"}) {}
-};
-
 // Timing on: the stream actors hold work back while they fetch timing events.
 struct four_timed_streams : coordinator_fixture {
   four_timed_streams()

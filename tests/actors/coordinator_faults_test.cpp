@@ -13,16 +13,6 @@ using namespace std::chrono_literals;
 using namespace cudactor;
 using namespace cudactor::test;
 
-namespace {
-
-struct four_streams : coordinator_fixture {
-  four_streams()
-      : coordinator_fixture({"--cudactor.streams=4",
-                             "--cudactor.coordinator.strategy=load_balanced"}) {}
-};
-
-}  // namespace
-
 BOOST_FIXTURE_TEST_SUITE(coordinator_faults, four_streams)
 
 // What a begun operation left on its stream (waits for its dependencies, the caller's work)

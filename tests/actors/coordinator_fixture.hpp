@@ -152,4 +152,11 @@ class coordinator_fixture : public runtime_fixture {
   std::map<std::uint64_t, op_notice> told_;
 };
 
+// The runtime most coordinator tests use: four streams, the load-balanced strategy.
+struct four_streams : coordinator_fixture {
+  four_streams()
+      : coordinator_fixture({"--cudactor.streams=4",
+                             "--cudactor.coordinator.strategy=load_balanced"}) {}
+};
+
 }  // namespace cudactor::test

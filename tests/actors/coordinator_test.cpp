@@ -20,10 +20,6 @@ std::vector<std::string> streams(int n, std::string strategy = "load_balanced") 
           "--cudactor.coordinator.strategy=" + strategy};
 }
 
-struct four_streams : coordinator_fixture {
-  four_streams() : coordinator_fixture(streams(4)) {}
-};
-
 struct one_stream : coordinator_fixture {
   one_stream() : coordinator_fixture(streams(1)) {}
 };
