@@ -429,7 +429,12 @@ barrier_actor::behavior_type barrier_behavior(barrier_actor::stateful_pointer<ba
       [&st](synchronize_atom, barrier_mode mode) {
         return st.synchronize(mode, st.options().timeout);
       },
-      [&st](synchronize_atom, barrier_mode mode, caf::timespan limit) {
+      [&st](synchronize_atom, barrier_mode mode,
+            caf::timespan limit) -> caf::result<barrier_crossing> {
+        if (limit.count() < 0) {
+          return make_error(errc::invalid_argument, "synchronize: a negative time limit (" +
+                                                        std::to_string(limit.count()) + " ns)");
+        }
         return st.synchronize(mode, limit);
       },
       [&st](status_atom) { return st.status(); },

@@ -3,31 +3,19 @@
 
 #include <caf/all.hpp>
 
-#include <cstdio>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <utility>
 
+#include "cudactor/actors/detail/call_once.hpp"
 #include "cudactor/actors/runtime.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor {
 
 namespace {
-
-template <class F, class... Ts>
-void call(const F& f, Ts&&... xs) noexcept {
-  try {
-    f(std::forward<Ts>(xs)...);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "cudactor::client: a completion function threw: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "cudactor::client: a completion function threw\n");
-  }
-}
 
 op_notice refused(caf::error why) {
   op_notice n;
@@ -36,44 +24,12 @@ op_notice refused(caf::error why) {
   return n;
 }
 
-// Calls its function exactly once: with what it is given, or, if it is destroyed first (a
-// request dropped by a coordinator that has quit, state torn down with the actor system), with
-// what `otherwise` makes. That is what keeps "every caller is told once" true however the
-// request ends.
-template <class T>
-class once {
- public:
-  once(std::function<void(T)> f, std::function<T()> otherwise)
-      : f_(std::move(f)), otherwise_(std::move(otherwise)) {}
-  once(const once&) = delete;
-  once& operator=(const once&) = delete;
-  ~once() {
-    if (f_) call(f_, otherwise_());
-  }
-  // From the coordinator's thread (the end) or the one that calls stop(): the first wins.
-  void operator()(T x) {
-    std::function<void(T)> f;
-    {
-      std::lock_guard<std::mutex> lock{mutex_};
-      f = std::move(f_);
-      f_ = nullptr;
-    }
-    if (f) call(f, std::move(x));
-  }
-  void otherwise() { (*this)(otherwise_()); }
-
- private:
-  std::mutex mutex_;
-  std::function<void(T)> f_;
-  std::function<T()> otherwise_;
-};
-
 op_notice never_ran() { return refused(make_error(errc::shutting_down, "client: stopped")); }
 
 }  // namespace
 
-// The callers not yet told, each as a weak hold on its once<>: stop() tells them, and a
-// request dropped on the way (no coordinator any more) tells its caller as it goes.
+// The callers not yet told, each as a weak hold on its detail::call_once<>: stop() tells them, and
+// a request dropped on the way (no coordinator any more) tells its caller as it goes.
 struct client::open_calls {
   std::mutex mutex;
   bool stopped = false;
@@ -82,11 +38,11 @@ struct client::open_calls {
 
   // The key the caller is kept under; nothing when the client has stopped.
   template <class T>
-  std::optional<std::uint64_t> keep(const std::shared_ptr<once<T>>& cell) {
+  std::optional<std::uint64_t> keep(const std::shared_ptr<detail::call_once<T>>& cell) {
     std::lock_guard<std::mutex> lock{mutex};
     if (stopped) return std::nullopt;
     const std::uint64_t key = next++;
-    calls.emplace(key, [weak = std::weak_ptr<once<T>>{cell}] {
+    calls.emplace(key, [weak = std::weak_ptr<detail::call_once<T>>{cell}] {
       if (auto c = weak.lock()) c->otherwise();
     });
     return key;
@@ -127,7 +83,7 @@ void client::stop() noexcept {
 }
 
 void client::submit(op_spec op, std::function<void(op_notice)> done) {
-  auto cell = std::make_shared<once<op_notice>>(std::move(done), never_ran);
+  auto cell = std::make_shared<detail::call_once<op_notice>>(std::move(done), never_ran);
   const auto key = open_ && coordinator_ ? open_->keep(cell) : std::nullopt;
   if (!key) {
     cell->otherwise();
@@ -143,7 +99,7 @@ void client::submit(op_spec op, std::function<void(op_notice)> done) {
 
 void client::submit(graph_spec graph, std::function<void(std::vector<op_notice>)> done) {
   const std::size_t n = graph.ops.size();
-  auto cell = std::make_shared<once<std::vector<op_notice>>>(
+  auto cell = std::make_shared<detail::call_once<std::vector<op_notice>>>(
       std::move(done), [n] { return std::vector<op_notice>(n, never_ran()); });
   const auto key = open_ && coordinator_ ? open_->keep(cell) : std::nullopt;
   if (!key) {

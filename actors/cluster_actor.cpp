@@ -204,7 +204,7 @@ struct cluster_state {
     if (err.category() == error_category && said.match_elements<std::string>()) {
       return said.get_as<std::string>(0);
     }
-    return caf::to_string(err);
+    return describe(err);
   }
 
   caf::error find(const std::string& name, std::size_t& index) const {

@@ -19,6 +19,10 @@ namespace cudactor {
 
 namespace {
 
+// The front door's lanes: enough that one slow completion function (run on a lane) does not
+// hold up every other caller, few enough to cost nothing idle.
+constexpr std::size_t front_lanes = 4;
+
 gpu::stream_priority priority_of(const runtime_options& options, std::size_t index) {
   if (index < options.high_priority_streams) return gpu::stream_priority::high;
   if (index >= options.streams - options.low_priority_streams) return gpu::stream_priority::low;
@@ -132,6 +136,8 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   auto node_actors = spawn_node(*rt->system_, std::move(node), options.node);
   rt->node_ = std::move(node_actors.face);
   rt->node_core_ = std::move(node_actors.core);
+  rt->door_ = std::make_shared<front_door>(*rt->system_, rt->streams_, rt->pool_,
+                                           rt->coordinator_, front_lanes);
   release_calling_thread();
   return rt;
 }
@@ -261,6 +267,9 @@ void runtime::shutdown() {
         std::fprintf(stderr, "cudactor: runtime shutdown: actors did not exit within 30 s\n");
       }
     }
+    // Every answer the lanes wait for has been sent by now: the rest (none, or requests that
+    // came too late) are told shutting_down as the lanes go.
+    if (door_) door_->close();
     streams_.clear();
     pool_ = nullptr;
     coordinator_ = nullptr;

@@ -26,6 +26,7 @@
 #include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/event_pool_actor.hpp"
 #include "cudactor/actors/event_table.hpp"
+#include "cudactor/actors/front_door.hpp"
 #include "cudactor/actors/runtime_config.hpp"
 #include "cudactor/actors/stream_actor.hpp"
 #include "cudactor/gpu/backend.hpp"
@@ -63,6 +64,9 @@ class runtime {
   [[nodiscard]] const coordinator_actor& coordinator() const noexcept { return coordinator_; }
   // The node: what control planes in other processes talk to (actors/node_actor.hpp).
   [[nodiscard]] const node_actor& node() const noexcept { return node_; }
+  // Where the facade's requests enter (facade/): shared, so that a facade object may outlive
+  // the runtime; closed by shutdown().
+  [[nodiscard]] const std::shared_ptr<front_door>& door() const noexcept { return door_; }
   // Publishes node() on cudactor.node.address:port (127.0.0.1, any free port by default) and
   // answers the port. Needs runtime_config::enable_network(); the listener closes with the
   // runtime.
@@ -104,6 +108,7 @@ class runtime {
   node_actor node_;
   caf::actor node_core_;  // what shutdown() stops; node_ goes with it
   std::vector<stream_actor> streams_;
+  std::shared_ptr<front_door> door_;
   std::vector<barrier_member> stream_members_;  // the streams' names and backend views
   std::mutex barriers_mutex_;
   std::vector<caf::actor_addr> barriers_;  // weak: a barrier nobody holds may go

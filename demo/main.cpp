@@ -178,7 +178,7 @@ void print_report(runtime& rt, double wall_s) {
 int main(int argc, char** argv) {
   demo_config config;
   if (auto err = config.parse(arguments(argc, argv))) {
-    std::fprintf(stderr, "cudactor-demo: %s\n", caf::to_string(err).c_str());
+    std::fprintf(stderr, "cudactor-demo: %s\n", cudactor::describe(err).c_str());
     return 2;
   }
   if (config.cli_helptext_printed) return 0;

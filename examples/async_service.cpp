@@ -300,7 +300,7 @@ void accept(tcp::acceptor& acceptor, service& svc, std::vector<std::weak_ptr<ses
 int main(int argc, char** argv) {
   service_config config;
   if (auto err = config.parse(argc, argv)) {
-    std::fprintf(stderr, "async_service: %s\n", caf::to_string(err).c_str());
+    std::fprintf(stderr, "async_service: %s\n", cudactor::describe(err).c_str());
     return 2;
   }
   if (config.cli_helptext_printed) return 0;

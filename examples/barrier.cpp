@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args{"--cudactor.streams=4"};
   args.insert(args.end(), argv + 1, argv + argc);
   if (auto err = config.parse(args)) {
-    std::fprintf(stderr, "barrier: %s\n", caf::to_string(err).c_str());
+    std::fprintf(stderr, "barrier: %s\n", cudactor::describe(err).c_str());
     return 2;
   }
   if (config.cli_helptext_printed) return 0;

@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
   runtime_config config;  // the control plane needs cudactor's types and the network
   config.enable_network();
   if (auto err = config.parse(args)) {
-    std::fprintf(stderr, "distributed_training: %s\n", caf::to_string(err).c_str());
+    std::fprintf(stderr, "distributed_training: %s\n", cudactor::describe(err).c_str());
     return 2;
   }
   std::vector<node_process> nodes(nodes_n);

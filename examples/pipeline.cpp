@@ -79,7 +79,7 @@ double run(const std::vector<std::string>& command_line, std::size_t streams,
   }
   pipeline_config config;
   if (auto err = config.parse(args)) {
-    std::fprintf(stderr, "pipeline: %s\n", caf::to_string(err).c_str());
+    std::fprintf(stderr, "pipeline: %s\n", cudactor::describe(err).c_str());
     return -1;
   }
   auto started = runtime::start(config);
@@ -170,7 +170,7 @@ double run(const std::vector<std::string>& command_line, std::size_t streams,
 int main(int argc, char** argv) {
   pipeline_config config;
   if (auto err = config.parse(argc, argv)) {
-    std::fprintf(stderr, "pipeline: %s\n", caf::to_string(err).c_str());
+    std::fprintf(stderr, "pipeline: %s\n", cudactor::describe(err).c_str());
     return 2;
   }
   if (config.cli_helptext_printed) return 0;

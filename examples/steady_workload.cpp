@@ -60,7 +60,7 @@ op_spec spec(op_type type, op_priority priority, work body) {
 int main(int argc, char** argv) {
   workload_config config;
   if (auto err = config.parse(argc, argv)) {
-    std::fprintf(stderr, "steady_workload: %s\n", caf::to_string(err).c_str());
+    std::fprintf(stderr, "steady_workload: %s\n", cudactor::describe(err).c_str());
     return 2;
   }
   if (config.cli_helptext_printed) return 0;

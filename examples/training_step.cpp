@@ -31,7 +31,7 @@ class step_config : public runtime_config {
 int main(int argc, char** argv) {
   step_config config;
   if (auto err = config.parse(argc, argv)) {
-    std::fprintf(stderr, "training_step: %s\n", caf::to_string(err).c_str());
+    std::fprintf(stderr, "training_step: %s\n", cudactor::describe(err).c_str());
     return 2;
   }
   if (config.cli_helptext_printed) return 0;

@@ -1,6 +1,9 @@
 #include "cudactor/messaging/errc.hpp"
 
+#include <caf/exit_reason.hpp>
 #include <caf/message.hpp>
+#include <caf/pec.hpp>
+#include <caf/sec.hpp>
 
 namespace cudactor {
 
@@ -91,20 +94,55 @@ std::string error_context(const caf::error& err) {
   return {};
 }
 
+namespace {
+
+// A context in words: strings as they are, errors described (that is how a cause nests),
+// anything else as CAF prints it.
+std::string describe_context(const caf::message& context) {
+  std::string out;
+  for (std::size_t i = 0; i < context.size(); ++i) {
+    if (i > 0) out += context.match_element<caf::error>(i) ? ": because " : ", ";
+    if (context.match_element<std::string>(i)) {
+      out += context.get_as<std::string>(i);
+    } else if (context.match_element<caf::error>(i)) {
+      out += describe(context.get_as<caf::error>(i));
+    } else {
+      out += caf::to_string(context.take(i + 1).drop(i));
+    }
+  }
+  return out;
+}
+
+std::string describe(std::uint8_t code, caf::atom_value category, const caf::message& context) {
+  std::string out;
+  if (category == error_category) {
+    out = "cudactor::";
+    out += to_string(static_cast<errc>(code));
+  } else if (category == caf::atom("system")) {
+    out = "caf::" + caf::to_string(static_cast<caf::sec>(code));
+  } else if (category == caf::atom("exit")) {
+    out = "caf::exit_reason::" + caf::to_string(static_cast<caf::exit_reason>(code));
+  } else if (category == caf::atom("parser")) {
+    out = "caf::pec::" + caf::to_string(static_cast<caf::pec>(code));
+  } else {
+    out = caf::to_string(category) + "::" + std::to_string(code);
+  }
+  if (!context.empty()) out += ": " + describe_context(context);
+  return out;
+}
+
+}  // namespace
+
+std::string describe(const caf::error& err) {
+  if (!err) return "no error";
+  return describe(err.code(), err.category(), err.context());
+}
+
 void add_error_category(caf::actor_system_config& config) {
-  config.add_error_category(error_category,
-                            [](std::uint8_t code, caf::atom_value, const caf::message& context) {
-                              std::string out = "cudactor::";
-                              out += to_string(static_cast<errc>(code));
-                              if (context.size() == 1 && context.match_element<std::string>(0)) {
-                                out += ": ";
-                                out += context.get_as<std::string>(0);
-                              } else if (!context.empty()) {
-                                out += ": ";
-                                out += caf::to_string(context);
-                              }
-                              return out;
-                            });
+  config.add_error_category(
+      error_category, [](std::uint8_t code, caf::atom_value category, const caf::message& context) {
+        return describe(code, category, context);
+      });
 }
 
 }  // namespace cudactor

@@ -66,6 +66,12 @@ inline constexpr caf::atom_value error_category = caf::atom("cudactor");
 // The context message of a cudactor error (what failed), or "" for other errors.
 [[nodiscard]] std::string error_context(const caf::error& err);
 
+// Any error in words, without an actor system: "cudactor::timeout: <what failed>", CAF's own
+// by name ("caf::request_receiver_down"), and an error carried inside another's context
+// rendered the same way ("...: because cudactor::op_failed: ..."), never as CAF's
+// error(17, 'cudactor', ...) tuple. "no error" for an empty one.
+[[nodiscard]] std::string describe(const caf::error& err);
+
 // Registers the "cudactor" category's renderer. Call once per actor_system_config.
 void add_error_category(caf::actor_system_config& config);
 

@@ -5,6 +5,7 @@
 #include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/event_pool_protocol.hpp"
+#include "cudactor/messaging/front_door_protocol.hpp"
 #include "cudactor/messaging/node_protocol.hpp"
 #include "cudactor/messaging/stream_protocol.hpp"
 #include "cudactor/messaging/types.hpp"
@@ -76,7 +77,9 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<barrier_arrival>("cudactor::barrier_arrival")
       .add_message_type<barrier_crossing>("cudactor::barrier_crossing")
       .add_message_type<barrier_status>("cudactor::barrier_status")
-      .add_message_type<barrier_actor>("cudactor::barrier_actor");
+      .add_message_type<barrier_actor>("cudactor::barrier_actor")
+      // the front door's lanes
+      .add_message_type<front_job>("cudactor::front_job");
 }
 
 }  // namespace cudactor

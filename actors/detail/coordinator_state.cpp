@@ -492,6 +492,10 @@ caf::result<stream_id> coordinator_state::choose_now(op_priority priority, op_wo
 
 caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeout) {
   if (auto why = refusal()) return why;
+  if (timeout.count() < 0) {
+    return make_error(errc::invalid_argument, "wait_ready: a negative time limit (" +
+                                                  std::to_string(timeout.count()) + " ns)");
+  }
   if (auto idle = pool_.any_idle()) return pool_.at(*idle).id;
   const std::uint64_t token = next_token_++;
   auto promise = self_->make_response_promise<stream_id>();

@@ -286,7 +286,7 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
                 auto& st = self->state;
                 st.fail(key, err.category() == error_category
                                  ? st.named(static_cast<errc>(err.code()), error_context(err))
-                                 : st.named(errc::shutting_down, caf::to_string(err)));
+                                 : st.named(errc::shutting_down, describe(err)));
               });
   };
   st.start_timer = [self](std::uint64_t id, caf::timespan after) {

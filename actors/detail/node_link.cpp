@@ -26,7 +26,7 @@ struct node_link_state {
   // The node's own errors name it already; anything CAF says is about it.
   caf::error from_node(const caf::error& err) const {
     if (err.category() == error_category) return err;
-    return make_error(errc::node_lost, who + ": " + caf::to_string(err));
+    return make_error(errc::node_lost, who + ": " + describe(err));
   }
 };
 
@@ -81,7 +81,7 @@ node_actor::behavior_type node_link_behavior(link_pointer self, node_actor remot
     auto& st = self->state;
     if (down.source != st.remote.address()) return;
     const std::string cause =
-        down.reason ? caf::to_string(down.reason) : std::string{"its connection closed"};
+        down.reason ? describe(down.reason) : std::string{"its connection closed"};
     // One error for what it had open and for its end, so that whoever monitors the handle
     // (a cluster) says the same as the requests that failed.
     const caf::error lost = make_error(errc::node_lost, st.who + " was lost (" + cause + ")");

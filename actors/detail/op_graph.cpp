@@ -34,7 +34,7 @@ caf::error op_graph::resolve(op_id id, op_id dep, bool& live) const {
         return make_error(errc::dependency_failed,
                           to_string(id) + " depends on " + to_string(dep) + ", which " +
                               (d->state == op_state::failed ? "failed" : "was cancelled") + ": " +
-                              to_string(d->cause));
+                              describe(d->cause));
       default: live = true; return {};
     }
   }
@@ -45,7 +45,7 @@ caf::error op_graph::resolve(op_id id, op_id dep, bool& live) const {
   if (auto failed = failures_.find(dep); failed != failures_.end()) {
     return make_error(errc::dependency_failed,
                       to_string(id) + " depends on " + to_string(dep) +
-                          ", which ended without completing: " + to_string(failed->second));
+                          ", which ended without completing: " + describe(failed->second));
   }
   if (dep.value < certain_from_) {
     return make_error(errc::unknown_op, to_string(id) + " depends on " + to_string(dep) +
@@ -274,7 +274,7 @@ void op_graph::end_with_dependents(node& first, op_state state, caf::error cause
   const std::size_t from = ended.size();
   const std::string why = to_string(first.id) +
                           (state == op_state::failed ? " failed" : " was cancelled") +
-                          (cause ? ": " + to_string(cause) : std::string{});
+                          (cause ? ": " + describe(cause) : std::string{});
   end(first, state, std::move(cause), ended);
   // Breadth first over dependents: each ends once, cancelled with the first cause.
   for (std::size_t i = from; i < ended.size(); ++i) {

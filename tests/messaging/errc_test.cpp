@@ -71,3 +71,21 @@ BOOST_FIXTURE_TEST_CASE(an_actor_reply_carries_the_error_and_renders_readably, s
     self->send_exit(actor, caf::exit_reason::user_shutdown);
   }
 }
+
+BOOST_AUTO_TEST_CASE(an_error_reads_in_words_with_its_causes_without_an_actor_system) {
+  const caf::error root = cudactor::make_error(cudactor::errc::op_failed, "kernel x: NaN");
+  BOOST_TEST(cudactor::describe(root) == "cudactor::op_failed: kernel x: NaN");
+  // A cause carried inside another error's context is rendered in words too, not as CAF's
+  // error(...) tuple.
+  const caf::error nested{static_cast<std::uint8_t>(cudactor::errc::dependency_failed),
+                          cudactor::error_category,
+                          caf::make_message(std::string{"op 2 cancelled"}, root)};
+  BOOST_TEST(cudactor::describe(nested) ==
+             "cudactor::dependency_failed: op 2 cancelled: because cudactor::op_failed: kernel x: "
+             "NaN");
+  BOOST_TEST(cudactor::describe(caf::make_error(caf::sec::request_timeout)) ==
+             "caf::request_timeout");
+  BOOST_TEST(cudactor::describe(caf::error{}) == "no error");
+  BOOST_TEST(cudactor::describe(cudactor::make_error(cudactor::errc::timeout)) ==
+             "cudactor::timeout");
+}

@@ -1,0 +1,100 @@
+// facade/completion.hpp
+//
+// How every facade call tells its caller the answer: one mechanism, three forms, chosen by
+// the last argument (the completion token, as in Boost.Asio):
+//
+//   s.synchronize()                          -> std::future<completion> (cudactor::use_future,
+//                                               the default); get() throws cudactor::failure
+//   s.synchronize([](outcome<completion> r) {...})
+//                                            -> a plain callable, called once on a CAF worker
+//                                               (keep it short, never block in it)
+//   s.synchronize(asio::bind_executor(ex, h)), s.synchronize(asio::use_future), ...
+//                                            -> any Asio token: the handler, void(outcome<T>),
+//                                               runs on its associated executor
+//
+// Whatever the form, the caller is told exactly once, and the calling thread never waits: the
+// blocking get() is the caller's choice.
+#pragma once
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/system_executor.hpp>
+
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "cudactor/actors/client_asio.hpp"
+#include "cudactor/facade/outcome.hpp"
+
+namespace cudactor {
+
+// The default token: the call returns a std::future.
+struct use_future_t {};
+inline constexpr use_future_t use_future{};
+
+// What the facade's requests hand their answer to, whatever the token.
+template <class T>
+using on_done = std::function<void(outcome<T>)>;
+
+namespace detail {
+
+// A plain callable: invocable with the outcome, returning nothing (Asio's use_future is
+// invocable too, and returns a token), and not bound to an Asio executor (one that is goes
+// the Asio way, so that it runs where it was bound).
+template <class Token, class T, class = void>
+inline constexpr bool is_plain_callable = false;
+template <class Token, class T>
+inline constexpr bool is_plain_callable<
+    Token, T, std::enable_if_t<std::is_invocable_v<std::decay_t<Token>&, outcome<T>>>> =
+    std::is_void_v<std::invoke_result_t<std::decay_t<Token>&, outcome<T>>>&& std::is_same_v<
+        boost::asio::associated_executor_t<std::decay_t<Token>>, boost::asio::system_executor>;
+
+// std::function wants a copyable callable; a move-only one is held by a shared_ptr.
+template <class T, class F>
+on_done<T> to_on_done(F&& f) {
+  using fn = std::decay_t<F>;
+  if constexpr (std::is_copy_constructible_v<fn>) {
+    return on_done<T>{std::forward<F>(f)};
+  } else {
+    auto held = std::make_shared<fn>(std::forward<F>(f));
+    return on_done<T>{[held](outcome<T> r) { (*held)(std::move(r)); }};
+  }
+}
+
+}  // namespace detail
+
+// Starts a request with `start(on_done<T>)` and hands its answer over in the form `token`
+// asks for. `start` must own what it needs (an Asio token may start it later).
+template <class T, class Token, class Start>
+auto complete(Token&& token, Start start) {
+  using token_type = std::decay_t<Token>;
+  if constexpr (std::is_same_v<token_type, use_future_t>) {
+    auto promise = std::make_shared<std::promise<T>>();
+    auto future = promise->get_future();
+    start(on_done<T>{[promise](outcome<T> r) {
+      if (!r) {
+        promise->set_exception(std::make_exception_ptr(r.error()));
+      } else if constexpr (std::is_void_v<T>) {
+        promise->set_value();
+      } else {
+        promise->set_value(std::move(r).value());
+      }
+    }});
+    return future;
+  } else if constexpr (detail::is_plain_callable<Token, T>) {
+    start(detail::to_on_done<T>(std::forward<Token>(token)));
+  } else {
+    return boost::asio::async_initiate<Token, void(outcome<T>)>(
+        [start = std::move(start)](auto handler) mutable {
+          start(detail::to_on_done<T>(
+              detail::post_to_handler<decltype(handler), outcome<T>>(std::move(handler))));
+        },
+        token);
+  }
+}
+
+}  // namespace cudactor

@@ -1,0 +1,137 @@
+#include "cudactor/facade/coordinator.hpp"
+
+#include <caf/all.hpp>
+
+#include <utility>
+
+#include "cudactor/actors/runtime.hpp"
+#include "cudactor/facade/detail/ask.hpp"
+
+namespace cudactor {
+
+namespace {
+
+// Everything asked of the coordinator goes through one lane, so that it arrives in the order
+// it was asked (an add, then a depend on its id).
+constexpr std::size_t coordinator_lane = 1;
+
+coordinator_actor the_coordinator(const front_door& d) { return d.coordinator(); }
+
+}  // namespace
+
+coordinator::coordinator(runtime& rt) : door_(rt.door()) {}
+
+template <class T, class... Ts>
+void coordinator::ask(on_done<T> done, Ts... args) const {
+  detail::ask<T>(door_, coordinator_lane, std::move(done), the_coordinator, std::move(args)...);
+}
+
+void coordinator::add_with(op_spec op, on_done<op_id> done) const {
+  ask<op_id>(std::move(done), register_atom::value, std::move(op));
+}
+
+void coordinator::submit_with(graph_spec graph, on_done<std::vector<op_id>> done) const {
+  ask<std::vector<op_id>>(std::move(done), submit_atom::value, std::move(graph));
+}
+
+void coordinator::run_with(op_spec op, on_done<op_notice> done) const {
+  ask<op_notice>(std::move(done), run_atom::value, std::move(op));
+}
+
+void coordinator::run_with(graph_spec graph, on_done<std::vector<op_notice>> done) const {
+  ask<std::vector<op_notice>>(std::move(done), run_atom::value, std::move(graph));
+}
+
+void coordinator::depend_with(op_id op, op_id on, on_done<op_state> done) const {
+  ask<op_state>(std::move(done), depend_atom::value, op, on);
+}
+
+void coordinator::begin_with(op_id op, on_done<op_lease> done) const {
+  ask<op_lease>(std::move(done), begin_atom::value, op);
+}
+
+void coordinator::complete_with(op_id op, on_done<ticket> done) const {
+  ask<ticket>(std::move(done), enqueued_atom::value, op);
+}
+
+void coordinator::fail_with(op_id op, std::string why, on_done<op_state> done) const {
+  ask<op_state>(std::move(done), enqueued_atom::value, op,
+                make_error(errc::op_failed, std::move(why)));
+}
+
+void coordinator::on_end_with(op_id op, on_done<op_notice> done) const {
+  auto cell = detail::answer_cell<op_notice>(std::move(done));
+  if (!door_) {
+    (*cell)(detail::stopped());
+    return;
+  }
+  // A listener of its own hears the one end and goes; it goes too (telling the caller
+  // shutting_down) if the coordinator does first, so nothing waits for an end that cannot
+  // come.
+  auto job = [cell, door = door_, op](caf::event_based_actor* self) {
+    auto to = door->coordinator();
+    if (!to) {
+      (*cell)(detail::stopped());
+      return;
+    }
+    auto listener = self->spawn([cell, op, to](op_listener::pointer me) {
+      me->monitor(to);
+      me->set_down_handler([me](caf::down_msg&) { me->quit(); });
+      return op_listener::behavior_type{[cell, op, me](std::vector<op_notice>& ends) {
+        for (auto& n : ends) {
+          if (n.id != op) continue;
+          (*cell)(std::move(n));
+          me->quit();
+          return;
+        }
+      }};
+    });
+    self->request(to, caf::infinite, subscribe_atom::value, op, listener)
+        .then([](op_state) {},  // the listener hears the end
+              [cell, listener](caf::error& err) {
+                (*cell)(failure{std::move(err)});
+                caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
+              });
+  };
+  if (!door_->post(coordinator_lane, std::move(job))) (*cell)(detail::stopped());
+}
+
+void coordinator::describe_with(op_id op, on_done<op_info> done) const {
+  ask<op_info>(std::move(done), describe_atom::value, op);
+}
+
+void coordinator::cancel_with(op_id op, on_done<op_state> done) const {
+  ask<op_state>(std::move(done), cancel_atom::value, op);
+}
+
+void coordinator::deadlocks_with(std::chrono::nanoseconds older_than,
+                                 on_done<deadlock_report> done) const {
+  if (older_than.count() == 0) {
+    ask<deadlock_report>(std::move(done), deadlocks_atom::value);
+  } else {
+    ask<deadlock_report>(std::move(done), deadlocks_atom::value, caf::timespan{older_than});
+  }
+}
+
+void coordinator::metrics_with(on_done<coordinator_metrics> done) const {
+  ask<coordinator_metrics>(std::move(done), metrics_atom::value);
+}
+
+void coordinator::report_with(on_done<coordinator_report> done) const {
+  ask<coordinator_report>(std::move(done), report_atom::value);
+}
+
+void coordinator::ready_streams_with(on_done<bool> done) const {
+  ask<bool>(std::move(done), ready_streams_atom::value);
+}
+
+void coordinator::choose_with(op_priority priority, op_workload workload,
+                              on_done<stream_id> done) const {
+  ask<stream_id>(std::move(done), choose_atom::value, priority, workload);
+}
+
+void coordinator::wait_ready_with(std::chrono::nanoseconds limit, on_done<stream_id> done) const {
+  ask<stream_id>(std::move(done), wait_ready_atom::value, caf::timespan{limit});
+}
+
+}  // namespace cudactor

@@ -1,0 +1,59 @@
+// facade/detail/ask.hpp
+//
+// One request of a facade call: posted to a lane of the runtime's front door, sent from the
+// lane to the actor `pick` names, its answer (or why none came) handed to `done` exactly
+// once. Nothing here waits: the calling thread posts a message and returns.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "cudactor/actors/detail/call_once.hpp"
+#include "cudactor/actors/front_door.hpp"
+#include "cudactor/facade/completion.hpp"
+
+namespace cudactor::detail {
+
+[[nodiscard]] inline failure stopped() {
+  return failure{errc::shutting_down, "the runtime has shut down"};
+}
+
+// A cell that tells `done` once: the answer, or shutting_down if the request is dropped.
+template <class T>
+[[nodiscard]] std::shared_ptr<call_once<outcome<T>>> answer_cell(on_done<T> done) {
+  return std::make_shared<call_once<outcome<T>>>(std::move(done),
+                                                 [] { return outcome<T>{stopped()}; });
+}
+
+// Sends `args...` to the actor `pick(door)` returns (empty: the door closed) and tells `done`
+// its answer. `lane` orders requests: the same lane for everything to one actor.
+template <class T, class Pick, class... Ts>
+void ask(const std::shared_ptr<front_door>& door, std::size_t lane, on_done<T> done, Pick pick,
+         Ts... args) {
+  auto cell = answer_cell<T>(std::move(done));
+  if (!door) {
+    (*cell)(stopped());
+    return;
+  }
+  auto job = [cell, door, pick = std::move(pick), args...](caf::event_based_actor* self) {
+    auto to = pick(*door);
+    if (!to) {
+      (*cell)(stopped());
+      return;
+    }
+    auto on_error = [cell](caf::error& err) { (*cell)(failure{std::move(err)}); };
+    if constexpr (std::is_void_v<T>) {
+      self->request(to, caf::infinite, args...)
+          .then([cell] { (*cell)(outcome<void>{}); }, on_error);
+    } else {
+      self->request(to, caf::infinite, args...)
+          .then([cell](T& value) { (*cell)(outcome<T>{std::move(value)}); }, on_error);
+    }
+  };
+  if (!door->post(lane, std::move(job))) (*cell)(stopped());
+}
+
+}  // namespace cudactor::detail

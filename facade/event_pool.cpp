@@ -1,0 +1,37 @@
+#include "cudactor/facade/event_pool.hpp"
+
+#include <utility>
+
+#include "cudactor/actors/runtime.hpp"
+#include "cudactor/facade/detail/ask.hpp"
+
+namespace cudactor {
+
+namespace {
+
+// The pool's requests share one lane: a release is seen before an acquire asked after it.
+constexpr std::size_t pool_lane = 0;
+
+event_pool_actor the_pool(const front_door& d) { return d.pool(); }
+
+}  // namespace
+
+event_pool::event_pool(runtime& rt) : door_(rt.door()) {}
+
+void event_pool::acquire_with(gpu::event_kind kind, std::uint32_t n,
+                              on_done<std::vector<event_ref>> done) const {
+  detail::ask<std::vector<event_ref>>(door_, pool_lane, std::move(done), the_pool,
+                                      acquire_atom::value, kind, n);
+}
+
+void event_pool::release_with(std::vector<event_ref> events, on_done<void> done) const {
+  detail::ask<void>(door_, pool_lane, std::move(done), the_pool, release_atom::value,
+                    std::move(events));
+}
+
+void event_pool::utilization_with(on_done<pool_utilization> done) const {
+  detail::ask<pool_utilization>(door_, pool_lane, std::move(done), the_pool,
+                                utilization_atom::value);
+}
+
+}  // namespace cudactor

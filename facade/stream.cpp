@@ -1,0 +1,86 @@
+#include "cudactor/facade/stream.hpp"
+
+#include <string>
+#include <utility>
+
+#include "cudactor/actors/runtime.hpp"
+#include "cudactor/facade/detail/ask.hpp"
+
+namespace cudactor {
+
+stream::stream(runtime& rt, std::size_t index) : door_(rt.door()), index_(index) {}
+
+stream_id stream::id() const noexcept { return stream_id{static_cast<std::uint32_t>(index_)}; }
+
+template <class T, class... Ts>
+void stream::ask(on_done<T> done, Ts... args) const {
+  if (door_ && index_ >= door_->stream_count()) {
+    const std::size_t n = door_->stream_count();
+    done(failure{errc::unknown_stream,
+                 "stream " + std::to_string(index_) + ": the runtime has " + std::to_string(n) +
+                     (n == 1 ? " stream (0)" : " streams (0 to " + std::to_string(n - 1) + ")")});
+    return;
+  }
+  // One lane per stream: everything asked of it keeps its order.
+  detail::ask<T>(
+      door_, index_, std::move(done), [i = index_](const front_door& d) { return d.stream(i); },
+      std::move(args)...);
+}
+
+void stream::submit_with(work w, on_done<ticket> done) const {
+  ask<ticket>(std::move(done), submit_atom::value, std::move(w));
+}
+
+void stream::copy_with(std::uint64_t dst, std::uint64_t src, std::uint64_t bytes,
+                       gpu::copy_kind kind, on_done<ticket> done) const {
+  ask<ticket>(std::move(done), copy_atom::value, dst, src, bytes, kind);
+}
+
+void stream::fill_with(std::uint64_t dst, std::uint8_t value, std::uint64_t bytes,
+                       on_done<ticket> done) const {
+  ask<ticket>(std::move(done), fill_atom::value, dst, value, bytes);
+}
+
+void stream::prefetch_with(std::uint64_t at, std::uint64_t bytes, gpu::prefetch_target to,
+                           on_done<ticket> done) const {
+  ask<ticket>(std::move(done), prefetch_atom::value, at, bytes, to);
+}
+
+void stream::alloc_with(std::uint64_t bytes, on_done<buffer_ref> done) const {
+  ask<buffer_ref>(std::move(done), alloc_atom::value, bytes);
+}
+
+void stream::free_with(buffer_ref buffer, on_done<ticket> done) const {
+  ask<ticket>(std::move(done), free_atom::value, buffer);
+}
+
+void stream::record_with(gpu::event_kind kind, on_done<event_ref> done) const {
+  ask<event_ref>(std::move(done), record_atom::value, kind);
+}
+
+void stream::wait_with(event_ref event, on_done<ticket> done) const {
+  ask<ticket>(std::move(done), wait_atom::value, event);
+}
+
+void stream::callback_with(std::function<void(outcome<void>)> fn, on_done<ticket> done) const {
+  // The stream calls it with its own error; the caller hears an outcome like every answer.
+  stream_callback cb{[fn = std::move(fn)](const caf::error& err) {
+    if (!fn) return;
+    detail::call_reporting(fn, err ? outcome<void>{failure{err}} : outcome<void>{});
+  }};
+  ask<ticket>(std::move(done), callback_atom::value, std::move(cb));
+}
+
+void stream::await_with(timeline_point point, on_done<completion> done) const {
+  ask<completion>(std::move(done), await_atom::value, point);
+}
+
+void stream::synchronize_with(on_done<completion> done) const {
+  ask<completion>(std::move(done), synchronize_atom::value);
+}
+
+void stream::status_with(on_done<stream_status> done) const {
+  ask<stream_status>(std::move(done), status_atom::value);
+}
+
+}  // namespace cudactor

@@ -1,0 +1,152 @@
+// The coordinator facade: operations and graphs registered, ordered and run from plain C++;
+// the end of an existing operation heard once by a callable; caller-launched work; a nested
+// failure rendered in words; bad ids named; shutting_down once the runtime has gone.
+#define BOOST_TEST_MODULE facade_coordinator
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+
+#include "cudactor/facade/coordinator.hpp"
+#include "facade/facade_fixture.hpp"
+
+using namespace cudactor;
+using namespace cudactor::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+op_spec op_of(gpu::work_fn fn, std::vector<op_id> deps = {}, std::string what = {}) {
+  op_spec s;
+  s.body = work::local(std::move(fn));
+  s.deps = std::move(deps);
+  s.description = std::move(what);
+  return s;
+}
+
+gpu::status ok(const gpu::launch_context&) { return {}; }
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(facade_coordinator, facade_fixture)
+
+BOOST_AUTO_TEST_CASE(operations_registered_in_a_row_keep_their_order_and_dependencies) {
+  cudactor::coordinator c{rt()};
+  auto order = std::make_shared<std::vector<int>>();
+  auto mutex = std::make_shared<std::mutex>();
+  auto step = [order, mutex](int i) {
+    return [order, mutex, i](const gpu::launch_context&) {
+      std::lock_guard<std::mutex> lock{*mutex};
+      order->push_back(i);
+      return gpu::status{};
+    };
+  };
+  // A manual operation holds the first back until it is launched: the rest must wait for it.
+  op_spec gate;
+  gate.description = "gate";
+  auto fg = c.add(gate);
+  const op_id g = get_within(fg);
+  auto fa = c.add(op_of(step(1), {g}, "first"));
+  const op_id a = get_within(fa);
+  auto fb = c.add(op_of(step(2), {g}, "second"));
+  const op_id b = get_within(fb);
+  // Asked without waiting: the dependency is in place before the coordinator hears the run.
+  auto dep = c.depend(b, a);
+  auto end_b = c.on_end(b);
+  BOOST_TEST((get_within(dep) == op_state::pending));
+  auto lease = c.begin(g);
+  const op_lease l = get_within(lease);
+  BOOST_TEST((l.op == g));
+  auto launched = c.complete_launch(g);
+  get_within(launched);
+  const op_notice nb = get_within(end_b);
+  BOOST_TEST((nb.state == op_state::completed));
+  BOOST_REQUIRE(order->size() == 2u);
+  BOOST_TEST((*order)[0] == 1);
+  BOOST_TEST((*order)[1] == 2);
+  // Heard again after its end: told at once, still exactly once.
+  std::atomic<int> calls{0};
+  std::promise<op_state> heard;
+  c.on_end(a, [&](outcome<op_notice> n) {
+    ++calls;
+    heard.set_value(n->state);
+  });
+  auto fh = heard.get_future();
+  BOOST_TEST((get_within(fh) == op_state::completed));
+  auto info = c.describe(a);
+  BOOST_TEST(get_within(info).description == "first");
+  auto m = c.metrics();
+  BOOST_TEST(get_within(m).completed >= 3u);
+  std::this_thread::sleep_for(scaled(50ms));
+  BOOST_TEST(calls.load() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_graph_runs_and_a_failure_reads_in_words_down_to_its_root) {
+  cudactor::coordinator c{rt()};
+  graph_spec graph;
+  const auto first = graph.add(op_of([](const gpu::launch_context&) {
+    return gpu::status{gpu::errc::op_failed, "the kernel found a NaN"};
+  }));
+  graph.add(op_of(ok), {first});
+  auto f = c.run(graph);
+  const std::vector<op_notice> ends = get_within(f);
+  BOOST_REQUIRE(ends.size() == 2u);
+  BOOST_TEST((ends[0].state == op_state::failed));
+  BOOST_TEST((ends[1].state == op_state::cancelled));
+  const failure why{ends[1].cause};
+  BOOST_TEST_MESSAGE(why.what());
+  BOOST_TEST((why == errc::dependency_failed));
+  BOOST_TEST(mentions(why, "the kernel found a NaN"));
+  BOOST_TEST(mentions(why, "cudactor::op_failed"));
+  BOOST_TEST(!mentions(why, "error("));  // never CAF's tuple form
+  auto report = c.report();
+  BOOST_TEST(get_within(report).streams.size() == 2u);
+  auto chosen = c.choose(op_priority::high, op_workload::memory);
+  BOOST_TEST(get_within(chosen).value < 2u);
+  auto ready = c.ready_streams();
+  BOOST_TEST(get_within(ready));
+}
+
+BOOST_AUTO_TEST_CASE(unknown_ids_and_impossible_requests_are_named) {
+  cudactor::coordinator c{rt()};
+  auto nobody = c.on_end(op_id{987654});
+  const failure unknown = failure_of(nobody);
+  BOOST_TEST_MESSAGE(unknown.what());
+  BOOST_TEST((unknown == errc::unknown_op));
+  auto d = c.describe(op_id{987654});
+  BOOST_TEST((failure_of(d) == errc::unknown_op));
+  op_spec manual;
+  auto fm = c.add(manual);
+  const op_id m = get_within(fm);
+  auto self_dep = c.depend(m, m);
+  BOOST_TEST((failure_of(self_dep) == errc::dependency_cycle));
+  auto waiting = c.on_end(m);
+  auto cancelled = c.cancel(m);
+  BOOST_TEST((get_within(cancelled) == op_state::cancelled));
+  BOOST_TEST((get_within(waiting).state == op_state::cancelled));
+  auto negative = c.wait_ready(-1ms);
+  const failure n = failure_of(negative);
+  BOOST_TEST_MESSAGE(n.what());
+  BOOST_TEST((n == errc::invalid_argument));
+}
+
+BOOST_AUTO_TEST_CASE(an_end_waited_for_when_the_runtime_stops_is_told_shutting_down) {
+  cudactor::coordinator c{rt()};
+  op_spec manual;  // never launched: it cannot end before the runtime stops
+  auto fm = c.add(manual);
+  const op_id m = get_within(fm);
+  std::promise<outcome<op_notice>> heard;
+  c.on_end(m, [&](outcome<op_notice> n) { heard.set_value(std::move(n)); });
+  stop();
+  // Either the coordinator ended it as it stopped (the listener heard that end), or the end
+  // could no longer come: shutting_down both ways, never a completion and never silence.
+  auto fh = heard.get_future();
+  const outcome<op_notice> end = get_within(fh);
+  const failure f = end ? failure{end->cause} : end.error();
+  BOOST_TEST_MESSAGE(f.what());
+  if (end) BOOST_TEST((end->state != op_state::completed));
+  BOOST_TEST((f == errc::shutting_down));
+  auto late = c.add(op_of(ok));
+  BOOST_TEST((failure_of(late) == errc::shutting_down));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
