@@ -11,6 +11,7 @@
 
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/clock.hpp"
+#include "cudactor/actors/detail/wait_keys.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor {
@@ -18,14 +19,7 @@ namespace cudactor {
 namespace {
 
 using detail::now_ns;
-
-std::string readable(caf::timespan t) {
-  const auto ns = t.count();
-  if (ns % 1000000000 == 0) return std::to_string(ns / 1000000000) + " s";
-  if (ns % 1000000 == 0) return std::to_string(ns / 1000000) + " ms";
-  if (ns % 1000 == 0) return std::to_string(ns / 1000) + " us";
-  return std::to_string(ns) + " ns";
-}
+using detail::readable;
 
 // One host-mode generation until it is answered.
 struct open_generation {
@@ -36,6 +30,7 @@ struct open_generation {
   std::vector<gpu::watch_id> watches;
   std::size_t outstanding = 0;
   std::vector<timeline_point> work;  // per member: the newest work before its mark
+  std::uint64_t wait_id = 0;         // its withdraw key's (wait_keys), or 0
 };
 
 // A generation whose marks are on their way: each member stream actor puts a point on its
@@ -48,6 +43,8 @@ struct marking {
   caf::timespan limit{0};
   std::size_t left = 0;
   caf::error failed;
+  std::uint64_t wait_id = 0;  // its withdraw key's (wait_keys), or 0
+  bool withdrawn = false;     // answered cancelled: the marks still count, nothing else
 };
 
 class barrier_state {
@@ -69,10 +66,19 @@ class barrier_state {
   barrier_state& operator=(const barrier_state&) = delete;
   ~barrier_state() { shut_down(); }
 
-  caf::result<barrier_crossing> synchronize(barrier_mode mode, caf::timespan limit) {
+  // `key`: the sender's withdraw key (0: none).
+  caf::result<barrier_crossing> synchronize(barrier_mode mode, caf::timespan limit,
+                                            std::uint64_t key = 0) {
     if (closing_) return refuse(make_error(errc::shutting_down, label() + " is shutting down"));
+    if (auto bad = detail::check_limit(wait_limit{limit, key}, label() + " synchronize")) {
+      return bad;
+    }
     const std::uint64_t g = ++generations_;
     marking& m = marking_[g];
+    if (key != 0) {  // before the promise takes the sender over
+      const auto& sender = self_->current_sender();
+      m.wait_id = waits_.add(sender ? sender->address() : caf::actor_addr{}, key, g);
+    }
     m.promise = self_->make_response_promise<barrier_crossing>();
     m.limit = limit;
     m.crossing.generation = g;
@@ -88,8 +94,9 @@ class barrier_state {
     for (std::uint32_t i = 0; i < members_.size(); ++i) {
       std::vector<dispatched_op> mark(1);
       mark.front().fn = no_work;
-      self_->request(members_[i].actor, caf::infinite, dispatch_atom::value,
-                     stream_dispatch{std::move(mark)})
+      self_
+          ->request(members_[i].actor, caf::infinite, dispatch_atom::value,
+                    stream_dispatch{std::move(mark)})
           .then(
               [this, g, i](const std::vector<ticket>& t) {
                 marked(g, i, t.empty() ? 0 : t.front().point, {});
@@ -110,6 +117,32 @@ class barrier_state {
     if (--gen.outstanding == 0) answer(found);
   }
 
+  // The sender's generation under `key`, answered cancelled: its watches cancelled and its
+  // state gone (a generation still being marked keeps only what later ones need: its marks).
+  bool withdraw(std::uint64_t key) {
+    if (key == 0) return false;
+    const auto sender = self_->current_sender();
+    const auto w = waits_.take(sender ? sender->address() : caf::actor_addr{}, key);
+    if (w.id == 0) return false;
+    const std::uint64_t g = w.where;
+    auto why = [&] {
+      return make_error(errc::cancelled,
+                        label() + " generation " + std::to_string(g) + ": withdrawn by its caller");
+    };
+    if (auto m = marking_.find(g); m != marking_.end()) {
+      m->second.withdrawn = true;
+      m->second.promise.deliver(why());
+      return true;
+    }
+    if (auto open = open_.find(g); open != open_.end()) {
+      for (const auto& id : open->second.watches) context_.poller->cancel(id);
+      open->second.promise.deliver(why());
+      open_.erase(open);
+      return true;
+    }
+    return false;  // device mode, its waits being placed: it is answered as it is placed
+  }
+
   barrier_status status() const {
     barrier_status out;
     out.name = options_.name;
@@ -120,7 +153,8 @@ class barrier_state {
     out.crossed = crossed_;
     out.timed_out = timed_out_;
     out.failed = failed_;
-    out.pending = open_.size() + marking_.size();
+    out.pending = open_.size();
+    for (const auto& [g, m] : marking_) out.pending += m.withdrawn ? 0 : 1;
     out.device_waits = device_waits_;
     return out;
   }
@@ -136,11 +170,13 @@ class barrier_state {
     }
     open_.clear();
     for (auto& [g, m] : marking_) {
+      if (m.withdrawn) continue;  // answered cancelled already
       m.promise.deliver(
           refuse(make_error(errc::shutting_down, label() + " generation " + std::to_string(g) +
                                                      ": the barrier shut down first")));
     }
     marking_.clear();
+    waits_.clear();
   }
 
   [[nodiscard]] const barrier_options& options() const noexcept { return options_; }
@@ -167,7 +203,9 @@ class barrier_state {
       last_mark_[k] = mark;
     }
     done.work = work_before_;
+    if (done.withdrawn) return;  // answered cancelled already
     if (done.failed) {
+      waits_.forget(done.wait_id);
       done.promise.deliver(refuse(std::move(done.failed)));
       return;
     }
@@ -187,6 +225,7 @@ class barrier_state {
       const timeline_point p = m.crossing.members[i].point;
       auto line = context_.device->timeline_of(members_[i].stream);
       if (!line) {
+        waits_.forget(m.wait_id);
         m.promise.deliver(refuse(member_gone(i, line.error())));
         return;
       }
@@ -219,8 +258,9 @@ class barrier_state {
       std::vector<dispatched_op> crossing(1);
       crossing.front().fn = no_work;
       crossing.front().waits = std::move(waits[j]);
-      self_->request(members_[j].actor, caf::infinite, dispatch_atom::value,
-                     stream_dispatch{std::move(crossing)})
+      self_
+          ->request(members_[j].actor, caf::infinite, dispatch_atom::value,
+                    stream_dispatch{std::move(crossing)})
           .then(
               [this, state, j](const std::vector<ticket>& t) {
                 // The crossing is the barrier's too: no work of anyone's.
@@ -229,7 +269,7 @@ class barrier_state {
                 }
                 placed(state, {});
               },
-                [this, state, j](caf::error& why) { placed(state, member_failed(j, why)); });
+              [this, state, j](caf::error& why) { placed(state, member_failed(j, why)); });
     }
     if (state->left == 0) {
       ++state->left;
@@ -240,6 +280,7 @@ class barrier_state {
   void placed(const std::shared_ptr<marking>& m, caf::error why) {
     if (why && !m->failed) m->failed = std::move(why);
     if (--m->left != 0) return;
+    waits_.forget(m->wait_id);  // placed: too late to withdraw
     device_waits_ += m->crossing.device_waits;
     m->crossing.duration = caf::timespan{now_ns() - m->crossing.began_ns};
     // The waits are placed either way: what follows is ordered after the barrier, and each
@@ -261,6 +302,7 @@ class barrier_state {
     gen.crossing = std::move(m.crossing);
     gen.promise = m.promise;
     gen.work = std::move(m.work);
+    gen.wait_id = m.wait_id;  // still withdrawable, under the same key
     gpu::watch_deadline deadline;
     if (gen.limit.count() > 0) deadline = gpu::watch_clock::now() + gen.limit;
     auto weak = caf::actor_cast<caf::actor_addr>(self_);
@@ -314,7 +356,7 @@ class barrier_state {
   caf::error member_failed(std::uint32_t i, const caf::error& why) const {
     if (why.code() == static_cast<std::uint8_t>(errc::device_lost)) return why;
     return make_error(errc::invalid_state, label() + ": stream '" + members_[i].name +
-                                               "' cannot take part: " + to_string(why));
+                                               "' cannot take part: " + describe(why));
   }
 
   void answer(std::map<std::uint64_t, open_generation>::iterator at) {
@@ -346,7 +388,7 @@ class barrier_state {
     if (lost) {
       deliver_error(
           gen, make_error(errc::device_lost,
-                          label() + " generation " + std::to_string(g) + ": " + to_string(lost)));
+                          label() + " generation " + std::to_string(g) + ": " + describe(lost)));
     } else if (late_count > 0) {
       deliver_error(gen, make_error(errc::timeout, label() + " generation " + std::to_string(g) +
                                                        ": " + std::to_string(late_count) + " of " +
@@ -361,6 +403,7 @@ class barrier_state {
       metrics_->crossed(now_ns() - gen.crossing.began_ns);
       gen.promise.deliver(std::move(gen.crossing));
     }
+    waits_.forget(gen.wait_id);
     open_.erase(at);
   }
 
@@ -399,7 +442,7 @@ class barrier_state {
     return make_error(errc::dependency_failed,
                       label() + " generation " + std::to_string(g) + ": stream '" +
                           members_[i].name +
-                          "' reached the barrier with failed work: " + to_string(why));
+                          "' reached the barrier with failed work: " + describe(why));
   }
 
   std::string label() const { return "barrier '" + options_.name + "'"; }
@@ -410,6 +453,7 @@ class barrier_state {
   barrier_options options_;
   std::map<std::uint64_t, open_generation> open_;
   std::map<std::uint64_t, marking> marking_;
+  detail::wait_keys waits_;  // generations made with a withdraw key, until answered
   // Per member: this barrier's newest mark, and the newest work before it.
   std::vector<timeline_point> last_mark_, work_before_;
   std::shared_ptr<metrics::registry> registry_;  // keeps metrics_' cells alive
@@ -429,14 +473,13 @@ barrier_actor::behavior_type barrier_behavior(barrier_actor::stateful_pointer<ba
       [&st](synchronize_atom, barrier_mode mode) {
         return st.synchronize(mode, st.options().timeout);
       },
-      [&st](synchronize_atom, barrier_mode mode,
-            caf::timespan limit) -> caf::result<barrier_crossing> {
-        if (limit.count() < 0) {
-          return make_error(errc::invalid_argument, "synchronize: a negative time limit (" +
-                                                        std::to_string(limit.count()) + " ns)");
-        }
+      [&st](synchronize_atom, barrier_mode mode, caf::timespan limit) {
         return st.synchronize(mode, limit);
       },
+      [&st](synchronize_atom, barrier_mode mode, const wait_limit& limit) {
+        return st.synchronize(mode, limit.limit, limit.key);
+      },
+      [&st](withdraw_atom, std::uint64_t key) { return st.withdraw(key); },
       [&st](status_atom) { return st.status(); },
       [&st](shutdown_atom) { st.shut_down(); },
       [&st](progress_atom, std::uint64_t g, std::uint32_t i, caf::error& why, std::int64_t seen) {
@@ -459,9 +502,9 @@ gpu::result<barrier_actor> spawn_barrier(caf::actor_system& system, const barrie
   }
   for (std::size_t i = 0; i < members.size(); ++i) {
     if (members[i].stream.empty() || !members[i].actor) {
-      return gpu::status{gpu::errc::invalid_argument,
-                         "barrier '" + options.name + "': member " + std::to_string(i) +
-                             " names no stream or no stream actor"};
+      return gpu::status{gpu::errc::invalid_argument, "barrier '" + options.name + "': member " +
+                                                          std::to_string(i) +
+                                                          " names no stream or no stream actor"};
     }
     for (std::size_t j = 0; j < i; ++j) {
       if (members[j].stream.id() == members[i].stream.id()) {

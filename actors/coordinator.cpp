@@ -43,6 +43,8 @@ coordinator_actor::behavior_type coordinator_behavior(
         return st.subscribe(id, listener);
       },
       [&st](unsubscribe_atom, const op_listener& listener) { st.unsubscribe(listener.address()); },
+      [&st](await_atom, op_id id, const wait_limit& limit) { return st.await_end(id, limit); },
+      [&st](withdraw_atom, std::uint64_t key) { return st.withdraw(key); },
       [&st](describe_atom, op_id id) { return st.describe(id); },
       [&st](cancel_atom, op_id id) { return st.cancel(id); },
       [&st](deadlocks_atom) { return st.detect_deadlocks(st.options().stall_after); },

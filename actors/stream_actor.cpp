@@ -35,6 +35,12 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
       [&st](alloc_atom, std::uint64_t bytes) { return st.allocate(bytes); },
       [&st](free_atom, const buffer_ref& buffer) { return st.free(buffer); },
       [&st](await_atom, timeline_point point) { return st.await(point); },
+      [&st](await_atom, timeline_point point, const wait_limit& limit) {
+        return st.await(point, limit);
+      },
+      [&st](synchronize_atom, const wait_limit& limit) { return st.synchronize(limit); },
+      [&st](withdraw_atom, std::uint64_t key) { return st.withdraw(key); },
+      [&st](expire_atom, std::uint64_t id) { st.expire(id); },
       [&st](synchronize_atom) { return st.synchronize(); },
       [&st](record_atom, gpu::event_kind kind) { return st.accept_record(kind); },
       [&st](wait_atom, const event_ref& ref) { return st.accept_wait(ref); },

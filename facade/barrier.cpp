@@ -27,16 +27,20 @@ barrier::barrier(runtime& rt, const std::vector<std::size_t>& members, barrier_o
 }
 
 void barrier::synchronize_with(std::optional<barrier_mode> mode, std::chrono::nanoseconds limit,
+                               const std::optional<cancellation>& cancel,
                                on_done<barrier_crossing> done) const {
   auto pick = [key = held_->key](const front_door& d) { return d.barrier(key); };
   const std::size_t lane = held_->key;
   if (!mode) {
     detail::ask<barrier_crossing>(held_->door, lane, std::move(done), pick,
                                   synchronize_atom::value);
-    return;
+  } else if (!cancel) {
+    detail::ask<barrier_crossing>(held_->door, lane, std::move(done), pick, synchronize_atom::value,
+                                  *mode, caf::timespan{limit});
+  } else {
+    detail::ask_waiting<barrier_crossing>(held_->door, lane, std::move(done), pick, limit, cancel,
+                                          synchronize_atom::value, *mode);
   }
-  detail::ask<barrier_crossing>(held_->door, lane, std::move(done), pick, synchronize_atom::value,
-                                *mode, caf::timespan{limit});
 }
 
 void barrier::status_with(on_done<barrier_status> done) const {

@@ -18,9 +18,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "cudactor/actors/barrier_actor.hpp"
+#include "cudactor/facade/cancellation.hpp"
 #include "cudactor/facade/completion.hpp"
 
 namespace cudactor {
@@ -33,20 +35,30 @@ class barrier {
   barrier(runtime& rt, const std::vector<std::size_t>& members, barrier_options options = {});
 
   // With the barrier's own mode and limit.
-  template <class Token = use_future_t>
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
   auto synchronize(Token&& token = {}) const {
-    return complete<barrier_crossing>(std::forward<Token>(token),
-                                      [b = *this](on_done<barrier_crossing> d) {
-                                        b.synchronize_with(std::nullopt, {}, std::move(d));
-                                      });
+    return complete<barrier_crossing>(
+        std::forward<Token>(token), [b = *this](on_done<barrier_crossing> d) {
+          b.synchronize_with(std::nullopt, {}, std::nullopt, std::move(d));
+        });
   }
-  // Host mode with this limit (zero: none); device mode waits for nothing.
-  template <class Token = use_future_t>
+  // Host mode with this limit (zero: none; negative: refused); device mode waits for
+  // nothing. With a cancellation: answered cancelled when it is cancelled first, and the
+  // barrier keeps nothing of the generation (its watches are cancelled).
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
   auto synchronize(barrier_mode mode, std::chrono::nanoseconds limit, Token&& token = {}) const {
     return complete<barrier_crossing>(std::forward<Token>(token),
                                       [b = *this, mode, limit](on_done<barrier_crossing> d) {
-                                        b.synchronize_with(mode, limit, std::move(d));
+                                        b.synchronize_with(mode, limit, std::nullopt, std::move(d));
                                       });
+  }
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
+  auto synchronize(barrier_mode mode, std::chrono::nanoseconds limit, const cancellation& cancel,
+                   Token&& token = {}) const {
+    return complete<barrier_crossing>(
+        std::forward<Token>(token), [b = *this, mode, limit, cancel](on_done<barrier_crossing> d) {
+          b.synchronize_with(mode, limit, cancel, std::move(d));
+        });
   }
   template <class Token = use_future_t>
   auto status(Token&& token = {}) const {
@@ -58,6 +70,7 @@ class barrier {
  private:
   struct held;  // the door's key for the barrier actor, forgotten with the last copy
   void synchronize_with(std::optional<barrier_mode> mode, std::chrono::nanoseconds limit,
+                        const std::optional<cancellation>& cancel,
                         on_done<barrier_crossing> done) const;
   void status_with(on_done<barrier_status> done) const;
 

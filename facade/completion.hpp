@@ -20,6 +20,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/system_executor.hpp>
 
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <future>
@@ -32,6 +33,8 @@
 
 namespace cudactor {
 
+class cancellation;
+
 // The default token: the call returns a std::future.
 struct use_future_t {};
 inline constexpr use_future_t use_future{};
@@ -39,6 +42,21 @@ inline constexpr use_future_t use_future{};
 // What the facade's requests hand their answer to, whatever the token.
 template <class T>
 using on_done = std::function<void(outcome<T>)>;
+
+namespace detail {
+
+template <class T>
+struct is_duration : std::false_type {};
+template <class R, class P>
+struct is_duration<std::chrono::duration<R, P>> : std::true_type {};
+
+}  // namespace detail
+
+// A completion token: anything but the limit and the cancellation a wait takes before it
+// (so that s.await(p, 2s) is a limit, not a token).
+template <class T>
+inline constexpr bool is_token_v =
+    !detail::is_duration<std::decay_t<T>>::value && !std::is_same_v<std::decay_t<T>, cancellation>;
 
 namespace detail {
 

@@ -59,41 +59,11 @@ void coordinator::fail_with(op_id op, std::string why, on_done<op_state> done) c
                 make_error(errc::op_failed, std::move(why)));
 }
 
-void coordinator::on_end_with(op_id op, on_done<op_notice> done) const {
-  auto cell = detail::answer_cell<op_notice>(std::move(done));
-  if (!door_) {
-    (*cell)(detail::stopped());
-    return;
-  }
-  // A listener of its own hears the one end and goes; it goes too (telling the caller
-  // shutting_down) if the coordinator does first, so nothing waits for an end that cannot
-  // come.
-  auto job = [cell, door = door_, op](caf::event_based_actor* self) {
-    auto to = door->coordinator();
-    if (!to) {
-      (*cell)(detail::stopped());
-      return;
-    }
-    auto listener = self->spawn([cell, op, to](op_listener::pointer me) {
-      me->monitor(to);
-      me->set_down_handler([me](caf::down_msg&) { me->quit(); });
-      return op_listener::behavior_type{[cell, op, me](std::vector<op_notice>& ends) {
-        for (auto& n : ends) {
-          if (n.id != op) continue;
-          (*cell)(std::move(n));
-          me->quit();
-          return;
-        }
-      }};
-    });
-    self->request(to, caf::infinite, subscribe_atom::value, op, listener)
-        .then([](op_state) {},  // the listener hears the end
-              [cell, listener](caf::error& err) {
-                (*cell)(failure{std::move(err)});
-                caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
-              });
-  };
-  if (!door_->post(coordinator_lane, std::move(job))) (*cell)(detail::stopped());
+void coordinator::on_end_with(op_id op, std::chrono::nanoseconds limit,
+                              const std::optional<cancellation>& cancel,
+                              on_done<op_notice> done) const {
+  detail::ask_waiting<op_notice>(door_, coordinator_lane, std::move(done), the_coordinator, limit,
+                                 cancel, await_atom::value, op);
 }
 
 void coordinator::describe_with(op_id op, on_done<op_info> done) const {

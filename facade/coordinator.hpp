@@ -18,9 +18,11 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cudactor/facade/cancellation.hpp"
 #include "cudactor/facade/completion.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/report_types.hpp"
@@ -102,11 +104,27 @@ class coordinator {
 
   // --- following and inspecting ------------------------------------------------------------
   // The end of an operation registered before (now, if it has ended already): exactly once.
-  template <class Token = use_future_t>
+  // With a limit: timeout once it has passed (zero: none; negative: refused); with a
+  // cancellation: cancelled when it is cancelled first. The coordinator keeps nothing of the
+  // wait afterwards.
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
   auto on_end(op_id op, Token&& token = {}) const {
-    return complete<op_notice>(std::forward<Token>(token), [c = *this, op](on_done<op_notice> d) {
-      c.on_end_with(op, std::move(d));
-    });
+    return on_end(op, std::chrono::nanoseconds{0}, std::forward<Token>(token));
+  }
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
+  auto on_end(op_id op, std::chrono::nanoseconds limit, Token&& token = {}) const {
+    return complete<op_notice>(std::forward<Token>(token),
+                               [c = *this, op, limit](on_done<op_notice> d) {
+                                 c.on_end_with(op, limit, std::nullopt, std::move(d));
+                               });
+  }
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
+  auto on_end(op_id op, std::chrono::nanoseconds limit, const cancellation& cancel,
+              Token&& token = {}) const {
+    return complete<op_notice>(std::forward<Token>(token),
+                               [c = *this, op, limit, cancel](on_done<op_notice> d) {
+                                 c.on_end_with(op, limit, cancel, std::move(d));
+                               });
   }
   template <class Token = use_future_t>
   auto describe(op_id op, Token&& token = {}) const {
@@ -176,7 +194,8 @@ class coordinator {
   void begin_with(op_id op, on_done<op_lease> done) const;
   void complete_with(op_id op, on_done<ticket> done) const;
   void fail_with(op_id op, std::string why, on_done<op_state> done) const;
-  void on_end_with(op_id op, on_done<op_notice> done) const;
+  void on_end_with(op_id op, std::chrono::nanoseconds limit,
+                   const std::optional<cancellation>& cancel, on_done<op_notice> done) const;
   void describe_with(op_id op, on_done<op_info> done) const;
   void cancel_with(op_id op, on_done<op_state> done) const;
   void deadlocks_with(std::chrono::nanoseconds older_than, on_done<deadlock_report> done) const;

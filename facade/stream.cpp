@@ -12,13 +12,34 @@ stream::stream(runtime& rt, std::size_t index) : door_(rt.door()), index_(index)
 
 stream_id stream::id() const noexcept { return stream_id{static_cast<std::uint32_t>(index_)}; }
 
+std::optional<failure> stream::no_such_stream() const {
+  if (!door_ || index_ < door_->stream_count()) return std::nullopt;
+  const std::size_t n = door_->stream_count();
+  return failure{errc::unknown_stream,
+                 "stream " + std::to_string(index_) + ": the runtime has " + std::to_string(n) +
+                     (n == 1 ? " stream (0)" : " streams (0 to " + std::to_string(n - 1) + ")")};
+}
+
+template <class T, class... Ts>
+void stream::ask_waiting(on_done<T> done, std::chrono::nanoseconds limit,
+                         const std::optional<cancellation>& cancel, Ts... args) const {
+  if (limit.count() == 0 && !cancel) {
+    ask<T>(std::move(done), std::move(args)...);
+    return;
+  }
+  if (auto bad = no_such_stream()) {
+    done(std::move(*bad));
+    return;
+  }
+  detail::ask_waiting<T>(
+      door_, index_, std::move(done), [i = index_](const front_door& d) { return d.stream(i); },
+      limit, cancel, std::move(args)...);
+}
+
 template <class T, class... Ts>
 void stream::ask(on_done<T> done, Ts... args) const {
-  if (door_ && index_ >= door_->stream_count()) {
-    const std::size_t n = door_->stream_count();
-    done(failure{errc::unknown_stream,
-                 "stream " + std::to_string(index_) + ": the runtime has " + std::to_string(n) +
-                     (n == 1 ? " stream (0)" : " streams (0 to " + std::to_string(n - 1) + ")")});
+  if (auto bad = no_such_stream()) {
+    done(std::move(*bad));
     return;
   }
   // One lane per stream: everything asked of it keeps its order.
@@ -71,12 +92,15 @@ void stream::callback_with(std::function<void(outcome<void>)> fn, on_done<ticket
   ask<ticket>(std::move(done), callback_atom::value, std::move(cb));
 }
 
-void stream::await_with(timeline_point point, on_done<completion> done) const {
-  ask<completion>(std::move(done), await_atom::value, point);
+void stream::await_with(timeline_point point, std::chrono::nanoseconds limit,
+                        const std::optional<cancellation>& cancel, on_done<completion> done) const {
+  ask_waiting<completion>(std::move(done), limit, cancel, await_atom::value, point);
 }
 
-void stream::synchronize_with(on_done<completion> done) const {
-  ask<completion>(std::move(done), synchronize_atom::value);
+void stream::synchronize_with(std::chrono::nanoseconds limit,
+                              const std::optional<cancellation>& cancel,
+                              on_done<completion> done) const {
+  ask_waiting<completion>(std::move(done), limit, cancel, synchronize_atom::value);
 }
 
 void stream::status_with(on_done<stream_status> done) const {

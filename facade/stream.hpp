@@ -22,8 +22,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "cudactor/facade/address.hpp"
+#include "cudactor/facade/cancellation.hpp"
 #include "cudactor/facade/completion.hpp"
 #include "cudactor/gpu/launch_context.hpp"
 #include "cudactor/messaging/types.hpp"
@@ -119,18 +121,46 @@ class stream {
   }
 
   // Answered when the device has reached `point` (a ticket's), or everything submitted so
-  // far; with the point's times.
-  template <class Token = use_future_t>
+  // far; with the point's times. With a limit: timeout once it has passed (zero: none;
+  // negative: refused); with a cancellation: cancelled when it is cancelled first. Either
+  // way the stream actor keeps nothing of the wait afterwards.
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
   auto await(timeline_point point, Token&& token = {}) const {
-    return complete<completion>(
-        std::forward<Token>(token),
-        [s = *this, point](on_done<completion> d) { s.await_with(point, std::move(d)); });
+    return await(point, std::chrono::nanoseconds{0}, std::forward<Token>(token));
   }
-  template <class Token = use_future_t>
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
+  auto await(timeline_point point, std::chrono::nanoseconds limit, Token&& token = {}) const {
+    return complete<completion>(std::forward<Token>(token),
+                                [s = *this, point, limit](on_done<completion> d) {
+                                  s.await_with(point, limit, std::nullopt, std::move(d));
+                                });
+  }
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
+  auto await(timeline_point point, std::chrono::nanoseconds limit, const cancellation& cancel,
+             Token&& token = {}) const {
+    return complete<completion>(std::forward<Token>(token),
+                                [s = *this, point, limit, cancel](on_done<completion> d) {
+                                  s.await_with(point, limit, cancel, std::move(d));
+                                });
+  }
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
   auto synchronize(Token&& token = {}) const {
-    return complete<completion>(std::forward<Token>(token), [s = *this](on_done<completion> d) {
-      s.synchronize_with(std::move(d));
-    });
+    return synchronize(std::chrono::nanoseconds{0}, std::forward<Token>(token));
+  }
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
+  auto synchronize(std::chrono::nanoseconds limit, Token&& token = {}) const {
+    return complete<completion>(std::forward<Token>(token),
+                                [s = *this, limit](on_done<completion> d) {
+                                  s.synchronize_with(limit, std::nullopt, std::move(d));
+                                });
+  }
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
+  auto synchronize(std::chrono::nanoseconds limit, const cancellation& cancel,
+                   Token&& token = {}) const {
+    return complete<completion>(std::forward<Token>(token),
+                                [s = *this, limit, cancel](on_done<completion> d) {
+                                  s.synchronize_with(limit, cancel, std::move(d));
+                                });
   }
   template <class Token = use_future_t>
   auto status(Token&& token = {}) const {
@@ -152,12 +182,20 @@ class stream {
   void record_with(gpu::event_kind kind, on_done<event_ref> done) const;
   void wait_with(event_ref event, on_done<ticket> done) const;
   void callback_with(std::function<void(outcome<void>)> fn, on_done<ticket> done) const;
-  void await_with(timeline_point point, on_done<completion> done) const;
-  void synchronize_with(on_done<completion> done) const;
+  void await_with(timeline_point point, std::chrono::nanoseconds limit,
+                  const std::optional<cancellation>& cancel, on_done<completion> done) const;
+  void synchronize_with(std::chrono::nanoseconds limit, const std::optional<cancellation>& cancel,
+                        on_done<completion> done) const;
   void status_with(on_done<stream_status> done) const;
   // Sends to the stream actor, or answers unknown_stream when there is none of this index.
   template <class T, class... Ts>
   void ask(on_done<T> done, Ts... args) const;
+  // The same for a wait: plain when it has neither limit nor cancellation.
+  template <class T, class... Ts>
+  void ask_waiting(on_done<T> done, std::chrono::nanoseconds limit,
+                   const std::optional<cancellation>& cancel, Ts... args) const;
+  // unknown_stream when the runtime has no stream of this index; nothing otherwise.
+  [[nodiscard]] std::optional<failure> no_such_stream() const;
 
   std::shared_ptr<front_door> door_;
   std::size_t index_;

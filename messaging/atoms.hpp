@@ -43,6 +43,8 @@ using begin_atom = caf::atom_constant<caf::atom("begin")>;
 using enqueued_atom = caf::atom_constant<caf::atom("enqueued")>;
 using describe_atom = caf::atom_constant<caf::atom("describe")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+// withdraws a wait made with a wait_limit key (stream, barrier, coordinator)
+using withdraw_atom = caf::atom_constant<caf::atom("withdraw")>;
 using deadlocks_atom = caf::atom_constant<caf::atom("deadlocks")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 using report_atom = caf::atom_constant<caf::atom("report")>;

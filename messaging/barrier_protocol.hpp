@@ -28,6 +28,10 @@ using barrier_actor = caf::typed_actor<
     caf::replies_to<synchronize_atom, barrier_mode>::with<barrier_crossing>,
     // host mode with this limit (0: none); device mode ignores it: nothing is waited for
     caf::replies_to<synchronize_atom, barrier_mode, caf::timespan>::with<barrier_crossing>,
+    // the same with a withdraw key: withdraw answers the generation cancelled (true), unless
+    // it has been answered, or its device-mode waits are being placed (false)
+    caf::replies_to<synchronize_atom, barrier_mode, wait_limit>::with<barrier_crossing>,
+    caf::replies_to<withdraw_atom, std::uint64_t>::with<bool>,
     caf::replies_to<status_atom>::with<barrier_status>,
     // runtime and poller
     caf::reacts_to<shutdown_atom>,

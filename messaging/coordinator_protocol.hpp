@@ -63,6 +63,10 @@ using coordinator_actor = caf::typed_actor<
     caf::reacts_to<subscribe_atom, op_listener>,
     caf::replies_to<subscribe_atom, op_id, op_listener>::with<op_state>,
     caf::reacts_to<unsubscribe_atom, op_listener>,
+    // the end of an operation registered before (at once if it has ended), or timeout /
+    // cancelled first (withdraw: true when a wait of the sender's under the key was open)
+    caf::replies_to<await_atom, op_id, wait_limit>::with<op_notice>,
+    caf::replies_to<withdraw_atom, std::uint64_t>::with<bool>,
     caf::replies_to<describe_atom, op_id>::with<op_info>,
     caf::replies_to<cancel_atom, op_id>::with<op_state>,
     caf::replies_to<deadlocks_atom>::with<deadlock_report>,

@@ -193,13 +193,14 @@ struct coordinator_metrics {
   std::uint64_t redundant_waits_skipped = 0;  // covered by a newer wait on the same pair
   std::uint64_t deadlock_detections = 0;      // detect_deadlocks calls that found something
   std::uint64_t tracked = 0;                  // operations the coordinator holds state for
+  std::uint64_t awaiting = 0;                 // waits not yet answered (ends, ready streams)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, coordinator_metrics& x) {
   return f(caf::meta::type_name("cudactor::coordinator_metrics"), x.total, x.completed, x.failed,
            x.cancelled, x.live, x.dispatched, x.mean_coordination_ns, x.device_waits,
-           x.redundant_waits_skipped, x.deadlock_detections, x.tracked);
+           x.redundant_waits_skipped, x.deadlock_detections, x.tracked, x.awaiting);
 }
 
 // An operation that is stuck, and on what. It waits on an unfinished dependency, which may

@@ -27,6 +27,7 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<event_ref>("cudactor::event_ref")
       .add_message_type<buffer_ref>("cudactor::buffer_ref")
       .add_message_type<stream_status>("cudactor::stream_status")
+      .add_message_type<wait_limit>("cudactor::wait_limit")
       .add_message_type<pool_utilization>("cudactor::pool_utilization")
       .add_message_type<work>("cudactor::work")
       .add_message_type<stream_callback>("cudactor::stream_callback")

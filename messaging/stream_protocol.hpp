@@ -50,6 +50,11 @@ using stream_actor = caf::typed_actor<
     // completion and ordering
     caf::replies_to<await_atom, timeline_point>::with<completion>,
     caf::replies_to<synchronize_atom>::with<completion>,
+    // the same, ending at the limit (timeout) or at the sender's withdraw (cancelled)
+    caf::replies_to<await_atom, timeline_point, wait_limit>::with<completion>,
+    caf::replies_to<synchronize_atom, wait_limit>::with<completion>,
+    // true when a wait of the sender's under this key was open (it is answered cancelled)
+    caf::replies_to<withdraw_atom, std::uint64_t>::with<bool>,
     caf::replies_to<record_atom, gpu::event_kind>::with<event_ref>,
     caf::replies_to<wait_atom, event_ref>::with<ticket>,
     caf::replies_to<callback_atom, stream_callback>::with<ticket>,
@@ -62,6 +67,8 @@ using stream_actor = caf::typed_actor<
     caf::replies_to<hold_end_atom, timeline_point, caf::error>::with<ticket>,
     caf::replies_to<reset_atom>::with<stream_view>,
     // runtime and poller
-    caf::reacts_to<shutdown_atom>, caf::reacts_to<progress_atom, completion_batch>>;
+    caf::reacts_to<shutdown_atom>, caf::reacts_to<progress_atom, completion_batch>,
+    // the actor's own timers for bounded waits
+    caf::reacts_to<expire_atom, std::uint64_t>>;
 
 }  // namespace cudactor

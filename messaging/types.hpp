@@ -10,6 +10,7 @@
 #pragma once
 
 #include <caf/error.hpp>
+#include <caf/timespan.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
@@ -186,6 +187,21 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pool_utilization& x) {
   return f(caf::meta::type_name("cudactor::pool_utilization"), x.available, x.timing_available,
            x.in_use, x.capacity, x.timing_lent);
+}
+
+// A wait with an end of the caller's choosing: answered with errc::timeout once `limit` has
+// passed (zero: no limit; negative: refused), or with errc::cancelled when the caller
+// withdraws it (withdraw_atom with `key`) first. Keys are the sender's own: a withdraw
+// reaches only waits its sender made; key 0 cannot be withdrawn. However it ends, the actor
+// keeps nothing of it afterwards.
+struct wait_limit {
+  caf::timespan limit{0};
+  std::uint64_t key = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wait_limit& x) {
+  return f(caf::meta::type_name("cudactor::wait_limit"), x.limit, x.key);
 }
 
 }  // namespace cudactor

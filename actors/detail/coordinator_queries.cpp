@@ -12,6 +12,24 @@
 
 namespace cudactor::detail {
 
+namespace {
+
+// What a listener would have been told of an operation that has ended.
+op_notice notice_of(const op_info& ended) {
+  op_notice notice;
+  notice.id = ended.id;
+  notice.state = ended.state;
+  notice.cause = ended.cause;
+  notice.stream = ended.stream;
+  notice.point = ended.point;
+  notice.registered_ns = ended.registered_ns;
+  notice.dispatched_ns = ended.dispatched_ns;
+  notice.ended_ns = ended.ended_ns;
+  return notice;
+}
+
+}  // namespace
+
 const op_info* coordinator_state::find_ended(op_id id) const {
   for (auto it = ended_kept_.rbegin(); it != ended_kept_.rend(); ++it) {
     if (it->id == id) return &*it;
@@ -74,19 +92,57 @@ caf::result<op_state> coordinator_state::subscribe(op_id id, const op_listener& 
   }
   // Ended already: told now, so that a late subscriber still hears exactly once.
   if (const op_info* ended = find_ended(id)) {
-    op_notice notice;
-    notice.id = id;
-    notice.state = ended->state;
-    notice.cause = ended->cause;
-    notice.stream = ended->stream;
-    notice.point = ended->point;
-    notice.registered_ns = ended->registered_ns;
-    notice.dispatched_ns = ended->dispatched_ns;
-    notice.ended_ns = ended->ended_ns;
-    notify(listener, notice);
+    notify(listener, notice_of(*ended));
     return ended->state;
   }
   return gone(id);  // unknown, or ended too long ago: says which
+}
+
+caf::result<op_notice> coordinator_state::await_end(op_id id, const wait_limit& limit) {
+  if (auto bad = check_limit(limit, "await " + to_string(id))) return bad;
+  if (records_.count(id) != 0) {
+    if (closing_) return refusal();
+    std::uint64_t tag = 0;
+    if (wait_keys::bounded(limit)) {  // before the promise takes the sender over
+      const auto& sender = self_->current_sender();
+      tag = end_waits_.add(sender ? sender->address() : caf::actor_addr{}, limit.key, id.value);
+      if (limit.limit.count() > 0) {
+        self_->delayed_send(self_, limit.limit, expire_atom::value, tag);
+      }
+    }
+    auto promise = self_->make_response_promise<op_notice>();
+    end_waiters_.emplace(id, end_waiter{promise, tag});
+    return promise;
+  }
+  if (const op_info* ended = find_ended(id)) return notice_of(*ended);
+  return gone(id);
+}
+
+bool coordinator_state::withdraw(std::uint64_t key) {
+  if (key == 0) return false;
+  const auto sender = self_->current_sender();
+  const auto w = end_waits_.take(sender ? sender->address() : caf::actor_addr{}, key);
+  if (w.id == 0) return false;
+  const op_id id{w.where};
+  auto range = end_waiters_.equal_range(id);
+  for (auto i = range.first; i != range.second; ++i) {
+    if (i->second.id != w.id) continue;
+    i->second.promise.deliver(
+        make_error(errc::cancelled,
+                   "the wait for the end of " + to_string(id) + " was withdrawn by its caller"));
+    end_waiters_.erase(i);
+    return true;
+  }
+  return false;
+}
+
+void coordinator_state::tell_end_waiters(const op_notice& notice) {
+  auto range = end_waiters_.equal_range(notice.id);
+  for (auto i = range.first; i != range.second; ++i) {
+    if (i->second.id != 0) end_waits_.forget(i->second.id);
+    i->second.promise.deliver(notice);
+  }
+  end_waiters_.erase(range.first, range.second);
 }
 
 void coordinator_state::unsubscribe(const caf::actor_addr& listener) {
@@ -108,12 +164,12 @@ caf::result<op_state> coordinator_state::cancel(op_id id) {
   const op_state state = graph_.find(id)->state;
   if (state != op_state::pending && state != op_state::ready) {
     const auto& r = found->second;
-    return make_error(errc::invalid_state,
-                      to_string(id) + " is " + std::string{to_string(state)} +
-                          (r.stream != no_stream
-                               ? " on stream " + std::to_string(pool_.at(r.stream).id.value)
-                               : "") +
-                          ": work handed to a stream cannot be withdrawn");
+    return make_error(
+        errc::invalid_state,
+        to_string(id) + " is " + std::string{to_string(state)} +
+            (r.stream != no_stream ? " on stream " + std::to_string(pool_.at(r.stream).id.value)
+                                   : "") +
+            ": work handed to a stream cannot be withdrawn");
   }
   graph_.cancel(id, make_error(errc::cancelled, to_string(id) + " was cancelled by request"),
                 ended_);
@@ -234,8 +290,8 @@ void coordinator_state::find_stalls(deadlock_report& report, caf::timespan stall
       report.stalls.push_back(std::move(stall));
       return;
     }
-    for (const op_graph::node* at = blocker(n); at != nullptr && at != top &&
-                                                stall.chain.size() + 1 < max_stall_chain;
+    for (const op_graph::node* at = blocker(n);
+         at != nullptr && at != top && stall.chain.size() + 1 < max_stall_chain;
          at = blocker(*at)) {
       stall.chain.push_back(at->id);
     }
@@ -276,6 +332,7 @@ coordinator_metrics coordinator_state::metrics() const {
   out.redundant_waits_skipped = pool_.waits_skipped();
   out.deadlock_detections = deadlock_detections_;
   out.tracked = graph_.size() + records_.size();
+  out.awaiting = end_waiters_.size() + ready_waiters_.size();
   return out;
 }
 

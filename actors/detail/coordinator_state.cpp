@@ -414,6 +414,7 @@ void coordinator_state::finish() {
     }
     for (const auto& listener : all_listeners_) notify(listener, notice);
     if (r.run != 0) ran(r, notice);
+    if (!end_waiters_.empty()) tell_end_waiters(notice);
     if (r.manual) {
       for (auto it = begin_waiters_.begin(); it != begin_waiters_.end(); ++it) {
         if (it->id == e.id) {
@@ -497,7 +498,7 @@ caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeo
                                                   std::to_string(timeout.count()) + " ns)");
   }
   if (auto idle = pool_.any_idle()) return pool_.at(*idle).id;
-  const std::uint64_t token = next_token_++;
+  const std::uint64_t token = end_waits_.reserve();
   auto promise = self_->make_response_promise<stream_id>();
   ready_waiters_.emplace(token, promise);
   self_->delayed_send(self_, timeout, expire_atom::value, token);
@@ -505,6 +506,21 @@ caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeo
 }
 
 void coordinator_state::expire(std::uint64_t token) {
+  if (const std::uint64_t* where = end_waits_.find(token)) {
+    const op_id id{*where};
+    end_waits_.forget(token);
+    auto range = end_waiters_.equal_range(id);
+    for (auto i = range.first; i != range.second; ++i) {
+      if (i->second.id != token) continue;
+      const op_graph::node* n = graph_.find(id);
+      i->second.promise.deliver(make_error(
+          errc::timeout, to_string(id) + " did not end in time (it is " +
+                             std::string{n != nullptr ? to_string(n->state) : "gone"} + ")"));
+      end_waiters_.erase(i);
+      break;
+    }
+    return;
+  }
   auto found = ready_waiters_.find(token);
   if (found == ready_waiters_.end()) return;
   std::string busy;
@@ -582,6 +598,9 @@ void coordinator_state::shut_down() {
   begin_waiters_.clear();
   for (auto& [token, promise] : ready_waiters_) promise.deliver(why);
   ready_waiters_.clear();
+  for (auto& [id, waiter] : end_waiters_) waiter.promise.deliver(why);  // none: all ended
+  end_waiters_.clear();
+  end_waits_.clear();
   const auto me = caf::actor_cast<completion_listener>(self_);
   for (const auto& actor : actors_) self_->send(actor, unsubscribe_atom::value, me);
   flush();

@@ -28,6 +28,7 @@
 #include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/op_graph.hpp"
+#include "cudactor/actors/detail/wait_keys.hpp"
 #include "cudactor/actors/detail/op_profile.hpp"
 #include "cudactor/actors/detail/stream_pool.hpp"
 
@@ -61,6 +62,10 @@ class coordinator_state {
   // --- following and inspecting ------------------------------------------------------------
   void subscribe_all(const op_listener& listener);
   caf::result<op_state> subscribe(op_id id, const op_listener& listener);
+  // Answered with the operation's end (at once if it has ended), or timeout / cancelled
+  // (withdraw) first.
+  caf::result<op_notice> await_end(op_id id, const wait_limit& limit);
+  bool withdraw(std::uint64_t key);
   void unsubscribe(const caf::actor_addr& listener);
   caf::result<op_info> describe(op_id id) const;
   caf::result<op_state> cancel(op_id id);
@@ -278,7 +283,15 @@ class coordinator_state {
 
   std::deque<begin_waiter> begin_waiters_;
   std::map<std::uint64_t, caf::typed_response_promise<stream_id>> ready_waiters_;
-  std::uint64_t next_token_ = 1;
+  // await_end's waits by operation; the bounded ones (and ready_waiters_' timers) tagged
+  // by end_waits_, whose ids the expire message carries.
+  struct end_waiter {
+    caf::typed_response_promise<op_notice> promise;
+    std::uint64_t id = 0;
+  };
+  std::unordered_multimap<op_id, end_waiter> end_waiters_;
+  wait_keys end_waits_;
+  void tell_end_waiters(const op_notice& notice);
 
   caf::error lost_;
   bool closing_ = false;

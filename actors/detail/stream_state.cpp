@@ -207,9 +207,9 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
                              static_cast<std::uint8_t>(op.b), static_cast<std::size_t>(op.c));
       break;
     case op_kind::prefetch:
-      launched =
-          device.prefetch(s, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.a)),
-                          static_cast<std::size_t>(op.b), static_cast<gpu::prefetch_target>(op.mode));
+      launched = device.prefetch(
+          s, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.a)),
+          static_cast<std::size_t>(op.b), static_cast<gpu::prefetch_target>(op.mode));
       break;
     case op_kind::record: {
       auto& cache = cache_[op.mode];
@@ -281,13 +281,11 @@ caf::error stream_state::issue(timeline_point point, point_record record,
                                const gpu::status& launched) {
   auto signalled = context_.device->signal(stream_.ref());
   if (!signalled || *signalled != point) {
-    return signalled ? make_error(errc::backend_error, "stream '" + options_.name +
-                                                              "': timeline at " +
-                                                              std::to_string(*signalled) +
-                                                              " where point " +
-                                                              std::to_string(point) +
-                                                              " was expected")
-                     : to_error(signalled.error());
+    return signalled
+               ? make_error(errc::backend_error, "stream '" + options_.name + "': timeline at " +
+                                                     std::to_string(*signalled) + " where point " +
+                                                     std::to_string(point) + " was expected")
+               : to_error(signalled.error());
   }
   issued_ = point;
   if (!launched.ok()) note_failure(point, to_error(launched));
@@ -405,10 +403,11 @@ void stream_state::on_progress(const completion_batch& batch) {
     if (range.first != range.second) {
       auto failed = failures_.find(p);
       for (auto i = range.first; i != range.second; ++i) {
+        if (i->second.id != 0) waits_.forget(i->second.id);
         if (failed != failures_.end()) {
-          i->second.deliver(failed->second);
+          i->second.promise.deliver(failed->second);
         } else {
-          i->second.deliver(done);
+          i->second.promise.deliver(done);
         }
       }
       awaiters_.erase(range.first, range.second);
@@ -436,6 +435,7 @@ void stream_state::on_progress(const completion_batch& batch) {
   while (!syncs_.empty() && syncs_.front().to <= completed_) {
     sync_waiter waiter = std::move(syncs_.front());
     syncs_.pop_front();
+    if (waiter.id != 0) waits_.forget(waiter.id);
     if (auto failed = failure_in(waiter.from, waiter.to)) {
       waiter.promise.deliver(failed);
     } else {
@@ -455,8 +455,9 @@ void stream_state::on_progress(const completion_batch& batch) {
   metrics_->publish(in_flight(), queue_.size());
 }
 
-caf::result<completion> stream_state::await(timeline_point point) {
+caf::result<completion> stream_state::await(timeline_point point, const wait_limit& limit) {
   if (point == 0) return make_error(errc::invalid_argument, "await: points count from 1");
+  if (auto bad = check_limit(limit, "await on stream '" + options_.name + "'")) return bad;
   if (point > last_point_) {
     return make_error(errc::out_of_range, "await: point " + std::to_string(point) + " on stream '" +
                                               options_.name +
@@ -469,12 +470,15 @@ caf::result<completion> stream_state::await(timeline_point point) {
     return times_of(point);
   }
   if (auto why = refusal()) return why;
+  // Tagged first: the promise takes the sender over, and the tag needs it.
+  const std::uint64_t id = bound(limit, point);
   auto promise = self_->make_response_promise<completion>();
-  awaiters_.emplace(point, promise);
+  awaiters_.emplace(point, awaiter{promise, id});
   return promise;
 }
 
-caf::result<completion> stream_state::synchronize() {
+caf::result<completion> stream_state::synchronize(const wait_limit& limit) {
+  if (auto bad = check_limit(limit, "synchronize on stream '" + options_.name + "'")) return bad;
   const timeline_point from = last_sync_ + 1;
   const timeline_point to = last_point_;
   last_sync_ = to;
@@ -483,9 +487,58 @@ caf::result<completion> stream_state::synchronize() {
     return times_of(to);
   }
   if (auto why = refusal()) return why;
+  const std::uint64_t id = bound(limit, to);  // before the promise takes the sender over
   auto promise = self_->make_response_promise<completion>();
-  syncs_.push_back({from, to, promise});
+  syncs_.push_back({from, to, promise, id});
   return promise;
+}
+
+std::uint64_t stream_state::bound(const wait_limit& limit, timeline_point where) {
+  if (!wait_keys::bounded(limit)) return 0;
+  const auto& sender = self_->current_sender();
+  const std::uint64_t id =
+      waits_.add(sender ? sender->address() : caf::actor_addr{}, limit.key, where);
+  if (limit.limit.count() > 0) self_->delayed_send(self_, limit.limit, expire_atom::value, id);
+  return id;
+}
+
+void stream_state::expire(std::uint64_t id) {
+  const std::uint64_t* where = waits_.find(id);
+  if (where == nullptr) return;  // answered or withdrawn before its limit
+  const timeline_point point = *where;
+  waits_.forget(id);
+  end_wait(id, point,
+           make_error(errc::timeout, "stream '" + options_.name + "' did not reach point " +
+                                         std::to_string(point) + " in time (it is at " +
+                                         std::to_string(completed_) + ")"));
+}
+
+bool stream_state::withdraw(std::uint64_t key) {
+  if (key == 0) return false;
+  const auto sender = self_->current_sender();
+  const auto w = waits_.take(sender ? sender->address() : caf::actor_addr{}, key);
+  if (w.id == 0) return false;  // none open: answered, timed out, or never made
+  end_wait(
+      w.id, w.where,
+      make_error(errc::cancelled, "the wait for point " + std::to_string(w.where) + " on stream '" +
+                                      options_.name + "' was withdrawn by its caller"));
+  return true;
+}
+
+void stream_state::end_wait(std::uint64_t id, timeline_point where, caf::error why) {
+  auto range = awaiters_.equal_range(where);
+  for (auto i = range.first; i != range.second; ++i) {
+    if (i->second.id != id) continue;
+    i->second.promise.deliver(std::move(why));
+    awaiters_.erase(i);
+    return;
+  }
+  for (auto i = syncs_.begin(); i != syncs_.end(); ++i) {
+    if (i->id != id) continue;
+    i->promise.deliver(std::move(why));
+    syncs_.erase(i);
+    return;
+  }
 }
 
 void stream_state::subscribe(const completion_listener& listener) {
@@ -534,10 +587,11 @@ void stream_state::fail_outstanding(const caf::error& why) {
   held_ = 0;
   for (auto& [point, promise] : record_promises_) promise.deliver(why);
   record_promises_.clear();
-  for (auto& [point, promise] : awaiters_) promise.deliver(why);
+  for (auto& [point, waiter] : awaiters_) waiter.promise.deliver(why);
   awaiters_.clear();
   for (auto& waiter : syncs_) waiter.promise.deliver(why);
   syncs_.clear();
+  waits_.clear();
   auto callbacks = std::move(callbacks_);
   callbacks_.clear();
   for (auto& [point, callback] : callbacks) callback(why);

@@ -20,6 +20,7 @@
 
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/device_clock.hpp"
+#include "cudactor/actors/detail/wait_keys.hpp"
 #include "cudactor/actors/stream_actor.hpp"
 #include "cudactor/gpu/stream_allocator.hpp"
 
@@ -55,8 +56,8 @@ struct pending_op {
   std::uint8_t mode = 0;              // copy_kind / prefetch_target / event_kind
   gpu::event_ref wait_on;             // wait
   std::function<void(const caf::error&)> callback;  // callback
-  std::vector<point_wait> waits;  // device-side waits placed before the operation
-  bool timed = false;             // timing events around it, asked for by the coordinator
+  std::vector<point_wait> waits;                    // device-side waits placed before the operation
+  bool timed = false;  // timing events around it, asked for by the coordinator
   caf::typed_response_promise<ticket> hold;  // hold: answered once the stream is held
   std::shared_ptr<dispatch_reply> reply;     // the pass it came in, if the coordinator's
 };
@@ -115,8 +116,11 @@ class stream_state {
   [[nodiscard]] gpu::result<gpu::event_ref> resolve_event(const event_ref& ref) const;
 
   // --- completion ----------------------------------------------------------------------------
-  caf::result<completion> await(timeline_point point);
-  caf::result<completion> synchronize();
+  caf::result<completion> await(timeline_point point, const wait_limit& limit = {});
+  caf::result<completion> synchronize(const wait_limit& limit = {});
+  // A bounded wait's limit passed / its sender withdrew it: answered timeout / cancelled.
+  void expire(std::uint64_t id);
+  bool withdraw(std::uint64_t key);
   void on_progress(const completion_batch& batch);
 
   void subscribe(const completion_listener& listener);
@@ -140,7 +144,16 @@ class stream_state {
   struct sync_waiter {
     timeline_point from = 0, to = 0;
     caf::typed_response_promise<completion> promise;
+    std::uint64_t id = 0;  // a bounded wait's (wait_keys), or 0
   };
+  struct awaiter {
+    caf::typed_response_promise<completion> promise;
+    std::uint64_t id = 0;  // a bounded wait's (wait_keys), or 0
+  };
+  // Tags a wait made with `limit` (its timer started); 0 when it is not bounded.
+  std::uint64_t bound(const wait_limit& limit, timeline_point where);
+  // Answers the bounded wait `id` (at `where`) with `why` and removes it.
+  void end_wait(std::uint64_t id, timeline_point where, caf::error why);
 
   [[nodiscard]] std::uint64_t in_flight() const noexcept { return issued_ - completed_; }
   void drain();
@@ -152,7 +165,8 @@ class stream_state {
   [[nodiscard]] gpu::status launch(pending_op& op, point_record& record,
                                    std::optional<cached_event>& recorded);
   // Signals `point` on the stream and keeps `record` for it; why the stream broke, if it did.
-  [[nodiscard]] caf::error issue(timeline_point point, point_record record, const gpu::status& launched);
+  [[nodiscard]] caf::error issue(timeline_point point, point_record record,
+                                 const gpu::status& launched);
   [[nodiscard]] bool timed(const pending_op& op) const noexcept;
   // Answers a pass once (its tickets, or `why`).
   void answer(const std::shared_ptr<dispatch_reply>& reply, const caf::error& why);
@@ -183,15 +197,16 @@ class stream_state {
   gpu::stream stream_;
   std::optional<gpu::stream_allocator> allocator_;
 
-  timeline_point last_point_ = 0;  // newest point handed out
-  timeline_point issued_ = 0;      // newest point signalled on the backend stream
-  timeline_point watched_ = 0;     // newest point the poller was asked to watch
-  timeline_point completed_ = 0;   // newest point the stream has passed
-  std::deque<pending_op> queue_;   // accepted, held back by the cap or waiting for events
-  timeline_point held_ = 0;        // a hold's point: nothing goes on the stream until it ends
+  timeline_point last_point_ = 0;     // newest point handed out
+  timeline_point issued_ = 0;         // newest point signalled on the backend stream
+  timeline_point watched_ = 0;        // newest point the poller was asked to watch
+  timeline_point completed_ = 0;      // newest point the stream has passed
+  std::deque<pending_op> queue_;      // accepted, held back by the cap or waiting for events
+  timeline_point held_ = 0;           // a hold's point: nothing goes on the stream until it ends
   std::deque<point_record> records_;  // one per point in (completed_, issued_]
 
-  std::multimap<timeline_point, caf::typed_response_promise<completion>> awaiters_;
+  std::multimap<timeline_point, awaiter> awaiters_;
+  wait_keys waits_;                // the bounded ones among awaiters_ and syncs_
   std::deque<sync_waiter> syncs_;  // ascending by `to`
   timeline_point last_sync_ = 0;
   std::map<timeline_point, caf::typed_response_promise<event_ref>> record_promises_;

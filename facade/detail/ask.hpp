@@ -7,12 +7,15 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "cudactor/actors/detail/call_once.hpp"
 #include "cudactor/actors/front_door.hpp"
+#include "cudactor/facade/cancellation.hpp"
 #include "cudactor/facade/completion.hpp"
 
 namespace cudactor::detail {
@@ -54,6 +57,38 @@ void ask(const std::shared_ptr<front_door>& door, std::size_t lane, on_done<T> d
     }
   };
   if (!door->post(lane, std::move(job))) (*cell)(stopped());
+}
+
+// A wait through ask: `args..., wait_limit{limit, key}`, the key one `cancel` withdraws (the
+// withdraw goes through the same lane, after the wait, to the same actor). A wait whose
+// cancellation was cancelled already is answered cancelled without reaching the actor.
+template <class T, class Pick, class... Ts>
+void ask_waiting(const std::shared_ptr<front_door>& door, std::size_t lane, on_done<T> done,
+                 Pick pick, std::chrono::nanoseconds limit,
+                 const std::optional<cancellation>& cancel, Ts... args) {
+  if (cancel && cancel->cancelled()) {
+    done(failure{errc::cancelled, "the wait was withdrawn before it began"});
+    return;
+  }
+  const std::uint64_t key = cancel ? next_wait_key() : 0;
+  if (cancel) {
+    done = [done = std::move(done), c = *cancel, key](outcome<T> r) {
+      c.forget(key);
+      done(std::move(r));
+    };
+  }
+  ask<T>(door, lane, std::move(done), pick, std::move(args)...,
+         wait_limit{caf::timespan{limit}, key});
+  if (!cancel || !door) return;
+  (void)cancel->keep(key, [door, lane, pick, key] {
+    (void)door->post(lane, [door, pick, key](caf::event_based_actor* self) {
+      auto to = pick(*door);
+      if (!to) return;
+      // The wait itself is answered (cancelled, or its end if that came first).
+      self->request(to, caf::infinite, withdraw_atom::value, key)
+          .then([](bool) {}, [](caf::error&) {});
+    });
+  });
 }
 
 }  // namespace cudactor::detail
