@@ -75,6 +75,24 @@ struct op_spec {
   op_barrier barrier;
   op_placement placement;  // not for a barrier, which names its streams
 
+  // One operation in one line, as one registers it: with no body it is manual (the caller
+  // launches it between begin and complete); a launch function becomes local work.
+  [[nodiscard]] static op_spec of(op_type type, op_priority priority, std::vector<op_id> deps,
+                                  std::string description, work body = {}) {
+    op_spec s;
+    s.type = type;
+    s.priority = priority;
+    s.deps = std::move(deps);
+    s.description = std::move(description);
+    s.body = std::move(body);
+    return s;
+  }
+  [[nodiscard]] static op_spec of(op_type type, op_priority priority, std::vector<op_id> deps,
+                                  std::string description, gpu::work_fn launch) {
+    return of(type, priority, std::move(deps), std::move(description),
+              work::local(std::move(launch)));
+  }
+
   [[nodiscard]] bool is_barrier() const noexcept { return type == op_type::barrier; }
   // The caller launches it (begin/complete).
   [[nodiscard]] bool is_manual() const noexcept { return body.empty() && !is_barrier(); }
