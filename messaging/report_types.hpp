@@ -30,12 +30,16 @@ struct stream_report {
   std::int64_t busy_ns = 0;
   // Timing on: the sum of the operations' run times on the stream (started -> finished).
   std::int64_t run_ns = 0;
+  // Sent straight to the stream actor, not through the coordinator (stream_status's counts):
+  // the report covers all the work on every stream, not only the coordinator's.
+  std::uint64_t direct_kernels = 0;
+  std::uint64_t direct_transfers = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stream_report& x) {
   return f(caf::meta::type_name("cudactor::stream_report"), x.stream, x.ops, x.kernels, x.transfers,
-           x.failed, x.busy_ns, x.run_ns);
+           x.failed, x.busy_ns, x.run_ns, x.direct_kernels, x.direct_transfers);
 }
 
 struct op_name_report {

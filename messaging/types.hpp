@@ -165,13 +165,17 @@ struct stream_status {
   std::uint64_t allocated_bytes = 0;     // live allocations
   std::uint64_t reusable_bytes = 0;      // freed, passed by the stream, ready for reuse
   std::uint64_t pending_free_bytes = 0;  // freed, the stream has not passed the free yet
+  // Sent straight to this stream actor, not through the coordinator: work, and copies,
+  // fills and prefetches (accepted so far).
+  std::uint64_t direct_kernels = 0;
+  std::uint64_t direct_transfers = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stream_status& x) {
   return f(caf::meta::type_name("cudactor::stream_status"), x.id, x.name, x.priority, x.submitted,
            x.completed, x.in_flight, x.queued, x.max_in_flight, x.failures, x.awaiting, x.timing,
-           x.cached_events, x.allocated_bytes, x.reusable_bytes, x.pending_free_bytes);
+           x.cached_events, x.allocated_bytes, x.reusable_bytes, x.pending_free_bytes, x.direct_kernels, x.direct_transfers);
 }
 
 // The event pool's answer to utilization.

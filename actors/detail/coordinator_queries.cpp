@@ -340,7 +340,29 @@ coordinator_metrics coordinator_state::metrics() const {
 
 namespace cudactor::detail {
 
-coordinator_report coordinator_state::report() const { return profile_->report(now_ns(), timing_); }
+caf::result<coordinator_report> coordinator_state::report() {
+  auto out = std::make_shared<coordinator_report>(profile_->report(now_ns(), timing_));
+  if (actors_.empty() || closing_) return *out;
+  auto promise = self_->make_response_promise<coordinator_report>();
+  auto left = std::make_shared<std::size_t>(actors_.size());
+  for (const auto& actor : actors_) {
+    // A stream actor that cannot say (gone, shutting down) adds nothing: the report still comes.
+    auto heard = [out, left, promise](const stream_status* s) mutable {
+      if (s != nullptr) {
+        for (auto& r : out->streams) {
+          if (r.stream != s->id) continue;
+          r.direct_kernels = s->direct_kernels;
+          r.direct_transfers = s->direct_transfers;
+        }
+      }
+      if (--*left == 0) promise.deliver(std::move(*out));
+    };
+    self_->request(actor, caf::infinite, status_atom::value)
+        .then([heard](const stream_status& s) mutable { heard(&s); },
+              [heard](caf::error&) mutable { heard(nullptr); });
+  }
+  return promise;
+}
 
 void coordinator_state::profile(op_id id, const op_record& r, op_state state, std::int64_t now) {
   profiled_op p;

@@ -83,7 +83,9 @@ class coordinator_state {
   // Why `root`, which waits on no unfinished operation, has not ended: in words.
   [[nodiscard]] std::string why_held(const op_graph::node& root) const;
   [[nodiscard]] coordinator_metrics metrics() const;
-  [[nodiscard]] coordinator_report report() const;
+  // The profile, with each stream actor's count of the work sent to it directly (asked of
+  // the stream actors: answered once they all have, or could not).
+  caf::result<coordinator_report> report();
 
   // --- the pool ------------------------------------------------------------------------------
   [[nodiscard]] bool has_ready_streams() const { return pool_.any_idle().has_value(); }

@@ -16,6 +16,7 @@ caf::result<ticket> stream_state::accept_work(const work& w) {
   if (auto why = refusal()) return why;
   pending_op op;
   if (auto bad = resolve(w, op.fn)) return bad;
+  ++direct_kernels_;
   return accept(std::move(op));
 }
 
@@ -33,6 +34,7 @@ caf::result<std::vector<ticket>> stream_state::accept_works(const std::vector<wo
   }
   std::vector<ticket> out;
   out.reserve(works.size());
+  direct_kernels_ += works.size();
   begin_burst();
   for (auto& fn : fns) {
     pending_op op;
@@ -51,6 +53,7 @@ caf::result<ticket> stream_state::accept_copy(std::uint64_t dst, std::uint64_t s
   }
   pending_op op;
   op.kind = op_kind::copy;
+  ++direct_transfers_;
   op.a = dst;
   op.b = src;
   op.c = bytes;
@@ -66,6 +69,7 @@ caf::result<ticket> stream_state::accept_fill(std::uint64_t dst, std::uint8_t va
   }
   pending_op op;
   op.kind = op_kind::fill;
+  ++direct_transfers_;
   op.a = dst;
   op.b = value;
   op.c = bytes;
@@ -80,6 +84,7 @@ caf::result<ticket> stream_state::accept_prefetch(std::uint64_t data, std::uint6
   }
   pending_op op;
   op.kind = op_kind::prefetch;
+  ++direct_transfers_;
   op.a = data;
   op.b = bytes;
   op.mode = static_cast<std::uint8_t>(target);

@@ -573,6 +573,8 @@ stream_status stream_state::status() const {
   out.allocated_bytes = memory.allocated_bytes;
   out.reusable_bytes = memory.reusable_bytes;
   out.pending_free_bytes = memory.pending_free_bytes;
+  out.direct_kernels = direct_kernels_;
+  out.direct_transfers = direct_transfers_;
   return out;
 }
 

@@ -218,6 +218,8 @@ class stream_state {
   void keep_times(const completion& done);
   [[nodiscard]] completion times_of(timeline_point point) const;
   std::uint64_t failure_count_ = 0;
+  std::uint64_t direct_kernels_ = 0;    // work sent straight to this actor
+  std::uint64_t direct_transfers_ = 0;  // copies, fills, prefetches sent straight to it
 
   std::array<std::vector<cached_event>, 2> cache_;  // by event kind
   std::array<bool, 2> refill_pending_{false, false};

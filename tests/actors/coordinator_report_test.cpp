@@ -118,6 +118,31 @@ BOOST_AUTO_TEST_CASE(report_counts_streams_and_names_with_run_times) {
   BOOST_TEST(named(*again, "matmul")->count == 8u);
 }
 
+BOOST_AUTO_TEST_CASE(work_sent_straight_to_a_stream_is_in_the_report_too) {
+  coordinator_fixture fx{{"--cudactor.streams=2"}};
+  const auto& one = fx.rt().stream(1);
+  BOOST_REQUIRE(fx.ask<ticket>(one, submit_atom::value, noop()));
+  BOOST_REQUIRE(fx.ask<std::vector<ticket>>(one, submit_atom::value,
+                                            std::vector<work>{noop(), noop(), noop()}));
+  const auto& zero = fx.rt().stream(0);
+  auto a = fx.ask<buffer_ref>(zero, alloc_atom::value, std::uint64_t{256});
+  auto b = fx.ask<buffer_ref>(zero, alloc_atom::value, std::uint64_t{256});
+  BOOST_REQUIRE((a && b));
+  BOOST_REQUIRE(fx.ask<ticket>(zero, fill_atom::value, a->address, std::uint8_t{7},
+                               std::uint64_t{256}));
+  BOOST_REQUIRE(fx.ask<ticket>(zero, copy_atom::value, b->address, a->address,
+                               std::uint64_t{256}, gpu::copy_kind::device_to_device));
+  run(fx.rt(), mixed_graph(std::make_shared<work_log>(8)));  // the coordinator's own
+  auto r = fx.ask<coordinator_report>(fx.rt().coordinator(), report_atom::value);
+  BOOST_REQUIRE(r);
+  BOOST_REQUIRE(r->streams.size() == 2u);
+  BOOST_TEST(r->streams[1].direct_kernels == 4u);
+  BOOST_TEST(r->streams[1].direct_transfers == 0u);
+  BOOST_TEST(r->streams[0].direct_kernels == 0u);
+  BOOST_TEST(r->streams[0].direct_transfers == 2u);
+  BOOST_TEST(r->streams[0].ops + r->streams[1].ops == 8u);  // the coordinator's, apart
+}
+
 BOOST_AUTO_TEST_CASE(without_timing_there_are_no_run_times) {
   coordinator_fixture fx{{"--cudactor.streams=2"}};
   run(fx.rt(), mixed_graph(std::make_shared<work_log>(8)));
