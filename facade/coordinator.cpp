@@ -11,9 +11,7 @@ namespace cudactor {
 
 namespace {
 
-// Everything asked of the coordinator goes through one lane, so that it arrives in the order
-// it was asked (an add, then a depend on its id).
-constexpr std::size_t coordinator_lane = 1;
+using detail::coordinator_lane;
 
 coordinator_actor the_coordinator(const front_door& d) { return d.coordinator(); }
 

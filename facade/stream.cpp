@@ -107,4 +107,23 @@ void stream::status_with(on_done<stream_status> done) const {
   ask<stream_status>(std::move(done), status_atom::value);
 }
 
+void stream::profile_with(on_done<stream_report> done) const {
+  if (auto bad = no_such_stream()) {
+    done(std::move(*bad));
+    return;
+  }
+  const stream_id me = id();
+  auto pick_mine = [me, done = std::move(done)](outcome<coordinator_report> r) {
+    if (!r) return done(r.error());
+    for (auto& s : r->streams) {
+      if (s.stream == me) return done(std::move(s));
+    }
+    done(failure{errc::unknown_stream, "the profile has no stream " + std::to_string(me.value)});
+  };
+  // Through the coordinator's lane, like everything else asked of it.
+  detail::ask<coordinator_report>(
+      door_, detail::coordinator_lane, std::move(pick_mine),
+      [](const front_door& d) { return d.coordinator(); }, report_atom::value);
+}
+
 }  // namespace cudactor

@@ -28,6 +28,7 @@
 #include "cudactor/facade/cancellation.hpp"
 #include "cudactor/facade/completion.hpp"
 #include "cudactor/gpu/launch_context.hpp"
+#include "cudactor/messaging/report_types.hpp"
 #include "cudactor/messaging/types.hpp"
 #include "cudactor/messaging/work.hpp"
 
@@ -162,6 +163,15 @@ class stream {
                                   s.synchronize_with(limit, cancel, std::move(d));
                                 });
   }
+  // This stream's part of the coordinator's profile (coordinator::report): the operations
+  // the coordinator ran here, and the work sent here directly (what was answered before the
+  // profile was asked).
+  template <class Token = use_future_t>
+  auto profile(Token&& token = {}) const {
+    return complete<stream_report>(
+        std::forward<Token>(token),
+        [s = *this](on_done<stream_report> d) { s.profile_with(std::move(d)); });
+  }
   template <class Token = use_future_t>
   auto status(Token&& token = {}) const {
     return complete<stream_status>(
@@ -187,6 +197,7 @@ class stream {
   void synchronize_with(std::chrono::nanoseconds limit, const std::optional<cancellation>& cancel,
                         on_done<completion> done) const;
   void status_with(on_done<stream_status> done) const;
+  void profile_with(on_done<stream_report> done) const;
   // Sends to the stream actor, or answers unknown_stream when there is none of this index.
   template <class T, class... Ts>
   void ask(on_done<T> done, Ts... args) const;

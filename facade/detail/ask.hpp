@@ -20,6 +20,10 @@
 
 namespace cudactor::detail {
 
+// Everything asked of the coordinator goes through one lane, so that it arrives in the order
+// it was asked (an add, then a depend on its id).
+inline constexpr std::size_t coordinator_lane = 1;
+
 [[nodiscard]] inline failure stopped() {
   return failure{errc::shutting_down, "the runtime has shut down"};
 }

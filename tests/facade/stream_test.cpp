@@ -63,6 +63,13 @@ BOOST_AUTO_TEST_CASE(memory_and_work_through_a_stream_object_run_in_the_order_as
   const stream_status status = get_within(st);
   BOOST_TEST(status.id.value == 0u);
   BOOST_TEST(status.submitted >= last);
+  // Its part of the profile: the work sent here directly (the coordinator ran nothing).
+  auto fp = s.profile();
+  const stream_report profile = get_within(fp);
+  BOOST_TEST(profile.stream.value == 0u);
+  BOOST_TEST(profile.direct_kernels == 20u);
+  BOOST_TEST(profile.direct_transfers == 2u);  // the fill and the copy
+  BOOST_TEST(profile.ops == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_callable_an_asio_handler_and_asio_future_are_each_told_once) {
