@@ -244,8 +244,8 @@ class barrier_state {
       }
       for (std::uint32_t j = 0; j < members_.size(); ++j) {
         if (j == i) continue;
-        if (failed_work) waits[j].push_back(point_wait{members_[i].stream, work});
-        if (!reached.ready()) waits[j].push_back(point_wait{members_[i].stream, p});
+        if (failed_work) waits[j].push_back(point_wait{members_[i].stream, work, false});
+        if (!reached.ready()) waits[j].push_back(point_wait{members_[i].stream, p, false});
         ++m.crossing.device_waits;
       }
     }

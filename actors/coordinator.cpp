@@ -35,6 +35,14 @@ coordinator_actor::behavior_type coordinator_behavior(
       [&st](run_atom, op_spec& spec, op_callback& done) { st.run_op(spec, done); },
       [&st](run_atom, graph_spec& graph, graph_callback& done) { st.run_graph(graph, done); },
       [&st](depend_atom, op_id op, op_id dep) { return st.depend(op, dep); },
+      [&st](alloc_atom, std::uint64_t bytes) { return st.allocate_buffer(std::nullopt, bytes); },
+      [&st](alloc_atom, stream_id on, std::uint64_t bytes) {
+        return st.allocate_buffer(on, bytes);
+      },
+      [&st](adopt_atom, std::uint64_t address, std::uint64_t bytes) {
+        return st.adopt_buffer(address, bytes);
+      },
+      [&st](release_atom, const buffer_id& id) { return st.release_buffer(id); },
       [&st](begin_atom, op_id id) { return st.begin(id); },
       [&st](enqueued_atom, op_id id) { return st.complete(id); },
       [&st](enqueued_atom, op_id id, const caf::error& why) { return st.complete_failed(id, why); },

@@ -32,13 +32,13 @@
 #include <vector>
 
 #include "cudactor/actors/operation_registry.hpp"
-#include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/actors/stream_actor.hpp"
 #include "cudactor/actors/trace_writer.hpp"
 #include "cudactor/gpu/backend.hpp"
 #include "cudactor/gpu/completion_poller.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/messaging/input_limits.hpp"
+#include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/metrics/registry.hpp"
 
 namespace cudactor {
@@ -47,8 +47,9 @@ struct coordinator_options {
   // How a ready operation's stream is chosen. Each stream's in-flight cap is its stream
   // actor's (stream_actor_options::max_in_flight): ready operations wait beyond it.
   pool_strategy strategy = pool_strategy::load_balanced;
-  std::size_t ended_kept = 4096;       // ended operations describe still knows
-  std::size_t failures_kept = 65536;   // failed ids remembered to refuse dependencies on them
+  std::size_t ended_kept = 4096;      // ended operations describe still knows
+  std::size_t failures_kept = 65536;  // failed ids remembered to refuse dependencies on them
+  std::size_t max_buffers = 65536;    // buffers allocated or adopted and not yet reclaimed
   caf::timespan stall_after{std::chrono::seconds{10}};  // detect_deadlocks' default age
   // What one message may hold (messaging/input_check.hpp). Local input only, so more than a
   // node takes from peers; still bounded, so that no graph costs more than linear work.
@@ -70,7 +71,6 @@ struct coordinator_options {
     l.max_sequence = std::size_t{1} << 26;
     return l;
   }
-
 };
 
 namespace detail {
@@ -80,9 +80,9 @@ class device_clock;  // actors/detail/device_clock.hpp
 // A stream the coordinator schedules onto: one of the runtime's stream actors.
 struct coordinated_stream {
   stream_actor actor;
-  stream_id id;           // the runtime's id of the stream (rt.stream(id.value))
+  stream_id id;  // the runtime's id of the stream (rt.stream(id.value))
   std::string name;
-  gpu::stream_ref view;   // the actor's backend stream: where other streams' waits point
+  gpu::stream_ref view;  // the actor's backend stream: where other streams' waits point
   gpu::stream_priority priority = gpu::stream_priority::normal;
   std::uint64_t max_in_flight = 1024;  // the actor's cap
 };

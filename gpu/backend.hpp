@@ -62,6 +62,12 @@ class backend {
   // invalid_argument. If the work before `value` failed, s's next completion point reports
   // dependency_failed, as for wait().
   [[nodiscard]] virtual status wait_point(stream_ref s, stream_ref other, timeline_point value) = 0;
+  // Like wait_point, but it orders only: work enqueued on s later starts after the work before
+  // `value` on `other` has ended, however it ended; a failure there is not carried to s. For
+  // work that must come after another without consuming what it produced (a write after a
+  // read, or after another write: actors/detail/buffer_uses.hpp).
+  [[nodiscard]] virtual status order_after(stream_ref s, stream_ref other,
+                                           timeline_point value) = 0;
   [[nodiscard]] virtual query_result query(event_ref e) = 0;
   // end - start; both timing events, recorded and complete.
   [[nodiscard]] virtual result<std::chrono::nanoseconds> elapsed(event_ref start,

@@ -199,6 +199,19 @@ struct cuda_backend::impl {
     return f(*target.value());
   }
 
+  // wait_point (carry_failure) and order_after (not).
+  status wait_for_point(stream_ref s, stream_ref other, timeline_point value, bool carry_failure) {
+    return with_stream(s, [&](cuda_stream_entry& target) -> status {
+      auto awaited = find_stream(other);
+      if (!awaited) return awaited.error();
+      if (value == 0) return {};
+      auto waited = awaited.value()->timeline->enqueue_wait(target.handle, value, target.label,
+                                                            carry_failure);
+      if (waited.code() == errc::device_lost) mark_lost(waited);
+      return waited;
+    });
+  }
+
   // The handle and label of a stream, for calls made without holding the table lock.
   result<std::pair<cudaStream_t, std::string>> snapshot(stream_ref s) {
     return with_stream(s, [](cuda_stream_entry& entry) {
@@ -224,7 +237,7 @@ cuda_backend::cuda_backend(int device_ordinal, std::size_t max_in_flight)
 }
 
 result<std::unique_ptr<cuda_backend>> cuda_backend::open(int device_ordinal,
-                                                          std::size_t max_in_flight) {
+                                                         std::size_t max_in_flight) {
   auto count = cuda_device_count();
   if (!count) return count.error();
   if (count.value() == 0) return status{errc::no_device, "no CUDA device"};
@@ -308,7 +321,7 @@ result<stream> cuda_backend::create_stream(const stream_options& options) {
   entry.name = options.name.empty() ? "stream-" + std::to_string(key.slot) : options.name;
   entry.label = "stream '" + entry.name + "' (" + to_string(id) + ")";
   entry.timeline = std::make_shared<detail::cuda_timeline>(handle, entry.name, impl_->ordinal,
-                                                          impl_->max_in_flight);
+                                                           impl_->max_in_flight);
   impl_->track(entry.timeline);
   return stream{*this, stream_ref{id}};
 }
@@ -399,14 +412,11 @@ status cuda_backend::wait(stream_ref s, event_ref e) {
 }
 
 status cuda_backend::wait_point(stream_ref s, stream_ref other, timeline_point value) {
-  return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
-    auto awaited = impl_->find_stream(other);
-    if (!awaited) return awaited.error();
-    if (value == 0) return {};
-    auto waited = awaited.value()->timeline->enqueue_wait(target.handle, value, target.label);
-    if (waited.code() == errc::device_lost) impl_->mark_lost(waited);
-    return waited;
-  });
+  return impl_->wait_for_point(s, other, value, true);
+}
+
+status cuda_backend::order_after(stream_ref s, stream_ref other, timeline_point value) {
+  return impl_->wait_for_point(s, other, value, false);
 }
 
 query_result cuda_backend::query(event_ref e) {

@@ -123,19 +123,21 @@ status cuda_timeline::wait(timeline_point value, std::chrono::milliseconds timeo
 }
 
 status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
-                                   const std::string& waiter_label) {
+                                   const std::string& waiter_label, bool carry_failure) {
   std::shared_ptr<slot> target;
   {
     std::lock_guard<std::mutex> lock{mutex_};
     if (value > submitted_.load(std::memory_order_acquire)) {
-      return status{errc::invalid_argument,
-                    waiter_label + " cannot wait for point " + std::to_string(value) +
-                        " of timeline '" + name_ + "': not signalled yet (newest " +
-                        std::to_string(submitted_.load()) + ")"};
+      return status{errc::invalid_argument, waiter_label + " cannot wait for point " +
+                                                std::to_string(value) + " of timeline '" + name_ +
+                                                "': not signalled yet (newest " +
+                                                std::to_string(submitted_.load()) + ")"};
     }
     retire_locked();
     const query_result answer = query_locked(value);
-    if (answer.failed()) return answer.error;
+    if (answer.failed()) {
+      return carry_failure || answer.error.code() == errc::device_lost ? answer.error : status{};
+    }
     if (answer.ready()) return {};
     auto found = std::lower_bound(in_flight_.begin(), in_flight_.end(), value,
                                   [](const entry& e, timeline_point v) { return e.value < v; });
@@ -164,9 +166,9 @@ result<timeline_point> cuda_timeline::signal() {
     if (in_flight_.size() >= max_in_flight_) retire_locked();
     if (!poison_.ok()) return poison_;
     if (in_flight_.size() >= max_in_flight_) {
-      return status{errc::resource_exhausted,
-                    "timeline '" + name_ + "' has " + std::to_string(in_flight_.size()) +
-                        " values in flight, its limit (max_in_flight)"};
+      return status{errc::resource_exhausted, "timeline '" + name_ + "' has " +
+                                                  std::to_string(in_flight_.size()) +
+                                                  " values in flight, its limit (max_in_flight)"};
     }
     if (!spare_.empty()) {
       marker = std::move(spare_.back());

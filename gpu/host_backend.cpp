@@ -95,6 +95,38 @@ struct host_backend::impl {
     return {};
   }
 
+  // wait_point (kind wait: a failure is carried) and order_after (kind order: it is not).
+  status wait_for_point(stream_ref s, stream_ref other, timeline_point value, op_type kind) {
+    stream_ptr target;
+    stream_ptr awaited;
+    {
+      std::lock_guard<std::mutex> lock{mutex};
+      if (auto loss = engine->loss(); !loss.ok()) return loss;
+      auto found_stream = find_stream_locked(s);
+      if (!found_stream) return found_stream.error();
+      auto found_other = find_stream_locked(other);
+      if (!found_other) return found_other.error();
+      target = std::move(found_stream.value());
+      awaited = std::move(found_other.value());
+    }
+    if (value == 0) return {};
+    if (value > awaited->timeline->submitted()) {
+      return {errc::invalid_argument, target->label + " cannot wait for point " +
+                                          std::to_string(value) + " of " + awaited->label +
+                                          ": not signalled yet (newest " +
+                                          std::to_string(awaited->timeline->submitted()) + ")"};
+    }
+    auto point = engine->point_of(awaited, value);
+    // Reached cleanly (or, for an order, reached at all): nothing to wait for.
+    if (point->done() && (kind == op_type::order || point->outcome().ok())) return {};
+    op o;
+    o.type = kind;
+    o.point = std::move(point);
+    o.what = "point " + std::to_string(value) + " of " + awaited->label;
+    engine->push(target, std::move(o));
+    return {};
+  }
+
   void free_everything() {
     for (auto& entry : allocations.take_all()) {
       detail::free_host_memory(reinterpret_cast<void*>(entry.first));
@@ -238,33 +270,11 @@ status host_backend::wait(stream_ref s, event_ref e) {
 }
 
 status host_backend::wait_point(stream_ref s, stream_ref other, timeline_point value) {
-  stream_ptr target;
-  stream_ptr awaited;
-  {
-    std::lock_guard<std::mutex> lock{impl_->mutex};
-    if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
-    auto found_stream = impl_->find_stream_locked(s);
-    if (!found_stream) return found_stream.error();
-    auto found_other = impl_->find_stream_locked(other);
-    if (!found_other) return found_other.error();
-    target = std::move(found_stream.value());
-    awaited = std::move(found_other.value());
-  }
-  if (value == 0) return {};
-  if (value > awaited->timeline->submitted()) {
-    return {errc::invalid_argument, target->label + " cannot wait for point " +
-                                        std::to_string(value) + " of " + awaited->label +
-                                        ": not signalled yet (newest " +
-                                        std::to_string(awaited->timeline->submitted()) + ")"};
-  }
-  auto point = impl_->engine->point_of(awaited, value);
-  if (point->done() && point->outcome().ok()) return {};  // reached cleanly: nothing to wait for
-  op o;
-  o.type = op_type::wait;
-  o.point = std::move(point);
-  o.what = "point " + std::to_string(value) + " of " + awaited->label;
-  impl_->engine->push(target, std::move(o));
-  return {};
+  return impl_->wait_for_point(s, other, value, op_type::wait);
+}
+
+status host_backend::order_after(stream_ref s, stream_ref other, timeline_point value) {
+  return impl_->wait_for_point(s, other, value, op_type::order);
 }
 
 query_result host_backend::query(event_ref e) {

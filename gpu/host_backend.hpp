@@ -73,6 +73,7 @@ class host_backend final : public backend {
   [[nodiscard]] status record(event_ref e, stream_ref s) override;
   [[nodiscard]] status wait(stream_ref s, event_ref e) override;
   [[nodiscard]] status wait_point(stream_ref s, stream_ref other, timeline_point value) override;
+  [[nodiscard]] status order_after(stream_ref s, stream_ref other, timeline_point value) override;
   [[nodiscard]] query_result query(event_ref e) override;
   [[nodiscard]] result<std::chrono::nanoseconds> elapsed(event_ref start, event_ref end) override;
 

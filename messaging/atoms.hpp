@@ -17,6 +17,8 @@ using fill_atom = caf::atom_constant<caf::atom("fill")>;
 using prefetch_atom = caf::atom_constant<caf::atom("prefetch")>;
 using alloc_atom = caf::atom_constant<caf::atom("alloc")>;
 using free_atom = caf::atom_constant<caf::atom("free")>;
+// The coordinator takes memory of the caller's as a buffer (never freed by it).
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 
 // Stream actor: ordering, completion and inspection.
 using await_atom = caf::atom_constant<caf::atom("await")>;

@@ -55,6 +55,13 @@ using coordinator_actor = caf::typed_actor<
     caf::reacts_to<run_atom, graph_spec, graph_callback>,
     // makes the first also depend on the second
     caf::replies_to<depend_atom, op_id, op_id>::with<op_state>,
+    // buffers (messaging/buffer_types.hpp): allocated in the order of a stream (named, or
+    // picked by the coordinator), the caller's memory adopted, and released (answered with the
+    // release operation: after every use on every stream, then the memory goes back)
+    caf::replies_to<alloc_atom, std::uint64_t>::with<buffer_handle>,
+    caf::replies_to<alloc_atom, stream_id, std::uint64_t>::with<buffer_handle>,
+    caf::replies_to<adopt_atom, std::uint64_t, std::uint64_t>::with<buffer_handle>,
+    caf::replies_to<release_atom, buffer_id>::with<op_id>,
     // caller-launched work
     caf::replies_to<begin_atom, op_id>::with<op_lease>,
     caf::replies_to<enqueued_atom, op_id>::with<ticket>,

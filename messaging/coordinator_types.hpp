@@ -18,6 +18,7 @@
 
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/messaging/barrier_types.hpp"
+#include "cudactor/messaging/buffer_types.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/messaging/types.hpp"
 #include "cudactor/messaging/work.hpp"
@@ -74,6 +75,10 @@ struct op_spec {
   work body;
   op_barrier barrier;
   op_placement placement;  // not for a barrier, which names its streams
+  // The buffers it uses: the coordinator orders it after what it must come after (in
+  // submission order: a read after the last write of the bytes it reads, a write after the
+  // last write and every read since), besides `deps`. Not for a barrier.
+  std::vector<buffer_use> uses;
 
   // One operation in one line, as one registers it: with no body it is manual (the caller
   // launches it between begin and complete); a launch function becomes local work.
@@ -101,7 +106,7 @@ struct op_spec {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_spec& x) {
   return f(caf::meta::type_name("cudactor::op_spec"), x.type, x.priority, x.deps, x.description,
-           x.workload, x.body, x.barrier, x.placement);
+           x.workload, x.body, x.barrier, x.placement, x.uses);
 }
 
 // An operation of a graph: its spec, plus dependencies on other operations of the same graph
@@ -146,12 +151,14 @@ struct op_notice {
   // handed to that stream before) and when the coordinator saw the stream get there. `stream`
   // and `point` above are its first stream's, where it was crossed.
   std::vector<barrier_arrival> arrivals;
+  // The dependencies the coordinator inferred from its declared buffer uses.
+  std::vector<inferred_dep> inferred;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_notice& x) {
   return f(caf::meta::type_name("cudactor::op_notice"), x.id, x.state, x.cause, x.stream, x.point,
-           x.registered_ns, x.dispatched_ns, x.ended_ns, x.arrivals);
+           x.registered_ns, x.dispatched_ns, x.ended_ns, x.arrivals, x.inferred);
 }
 
 // describe(op): the operation as the coordinator knows it.
@@ -172,13 +179,16 @@ struct op_info {
   std::int64_t ready_ns = 0;
   std::int64_t dispatched_ns = 0;
   std::int64_t ended_ns = 0;
+  std::vector<buffer_use> uses;
+  // Those of `deps` inferred from `uses`, each with the buffer it came from.
+  std::vector<inferred_dep> inferred;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_info& x) {
   return f(caf::meta::type_name("cudactor::op_info"), x.id, x.type, x.priority, x.workload,
            x.manual, x.description, x.deps, x.state, x.cause, x.on_stream, x.stream, x.point,
-           x.registered_ns, x.ready_ns, x.dispatched_ns, x.ended_ns);
+           x.registered_ns, x.ready_ns, x.dispatched_ns, x.ended_ns, x.uses, x.inferred);
 }
 
 // begin(op): the stream reserved for a caller-launched operation until complete(op). The

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "cudactor/gpu/types.hpp"
+#include "cudactor/messaging/buffer_types.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 
 namespace cudactor {
@@ -21,8 +22,13 @@ struct enum_range;
 
 template <>
 struct enum_range<op_type> {
-  static constexpr op_type last = op_type::barrier;
+  static constexpr op_type last = op_type::release;
   static constexpr const char* name = "op_type";
+};
+template <>
+struct enum_range<buffer_access> {
+  static constexpr buffer_access last = buffer_access::read_write;
+  static constexpr const char* name = "buffer_access";
 };
 template <>
 struct enum_range<op_priority> {

@@ -61,12 +61,29 @@ caf::error check_op(const op_spec& op, const input_limits& limits, const std::st
       return bad(which + " is a barrier: it carries no work (its body must be empty)");
     }
     if (op.placement.pinned || op.placement.strict || op.placement.own_strategy) {
-      return bad(which + " is a barrier: it names its streams in barrier.streams, and takes no "
-                         "placement");
+      return bad(which +
+                 " is a barrier: it names its streams in barrier.streams, and takes no "
+                 "placement");
+    }
+    if (!op.uses.empty()) {
+      return bad(which + " is a barrier: it orders whole streams and declares no buffer uses");
     }
   } else if (!op.barrier.streams.empty() || op.barrier.mode != barrier_mode::device) {
     return bad(which + " is a " + std::string{to_string(op.type)} +
                ", not a barrier: it names no barrier streams or mode");
+  }
+  if (op.type == op_type::release) {
+    return bad(which + " is a release: buffers are released with release_atom, not registered");
+  }
+  if (op.uses.size() > limits.max_uses) {
+    return bad(which + " declares " + std::to_string(op.uses.size()) + " buffer uses (at most " +
+               std::to_string(limits.max_uses) + ", limit max-uses)");
+  }
+  for (std::size_t u = 0; u < op.uses.size(); ++u) {
+    if (op.uses[u].access == buffer_access::none) {
+      return bad(which + "'s buffer use " + std::to_string(u) + " (" +
+                 to_string(op.uses[u].buffer) + ") declares no access (read, write or read_write)");
+    }
   }
   bytes += walker.bytes();
   return {};
@@ -82,8 +99,7 @@ caf::error check_bare(E x) {
   if (static_cast<U>(x) <= static_cast<U>(enum_range<E>::last)) return {};
   return bad(std::to_string(static_cast<std::uint64_t>(static_cast<U>(x))) + " is not a valid " +
              enum_range<E>::name + " (0 to " +
-             std::to_string(static_cast<std::uint64_t>(static_cast<U>(enum_range<E>::last))) +
-             ")");
+             std::to_string(static_cast<std::uint64_t>(static_cast<U>(enum_range<E>::last))) + ")");
 }
 
 }  // namespace

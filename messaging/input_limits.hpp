@@ -22,6 +22,7 @@ struct input_limits {
   std::size_t max_description = 256;                    // bytes of one description
   std::size_t max_name = 256;                           // bytes of a barrier or operation name
   std::size_t max_args = 16;                            // arguments of one named operation
+  std::size_t max_uses = 64;                            // buffer uses of one operation
   std::size_t max_string = std::size_t{1} << 20;        // bytes of any one string
   std::size_t max_sequence = std::size_t{1} << 22;      // elements of any one list
   caf::timespan max_duration{std::chrono::hours{24}};   // any duration (never negative)
@@ -32,7 +33,7 @@ struct input_limits {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, input_limits& x) {
   return f(caf::meta::type_name("cudactor::input_limits"), x.max_graph_ops, x.max_graph_edges,
-           x.max_graph_bytes, x.max_description, x.max_name, x.max_args, x.max_string,
+           x.max_graph_bytes, x.max_description, x.max_name, x.max_args, x.max_uses, x.max_string,
            x.max_sequence, x.max_duration);
 }
 

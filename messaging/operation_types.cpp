@@ -13,6 +13,7 @@ std::string_view to_string(op_type x) noexcept {
     case op_type::broadcast: return "broadcast";
     case op_type::all_reduce: return "all_reduce";
     case op_type::barrier: return "barrier";
+    case op_type::release: return "release";
   }
   return "unknown";
 }

@@ -40,6 +40,7 @@ enum class op_type : std::uint8_t {
   broadcast,
   all_reduce,
   barrier,
+  release,  // a buffer's release: after every use of it (messaging/buffer_types.hpp)
 };
 
 enum class op_priority : std::uint8_t { critical, high, normal, low, cleanup };
@@ -50,7 +51,13 @@ enum class op_workload : std::uint8_t { compute, memory, mixed, coordination };
 // How the coordinator picks a stream for an operation: the runtime's default
 // (cudactor.coordinator.strategy) or one operation's own (op_placement). The strategies are
 // described in actors/detail/stream_pool.hpp, which applies them.
-enum class pool_strategy : std::uint8_t { round_robin, load_balanced, priority, workload, adaptive };
+enum class pool_strategy : std::uint8_t {
+  round_robin,
+  load_balanced,
+  priority,
+  workload,
+  adaptive
+};
 
 // How a barrier crosses. host: once the completion poller has seen every stream reach the
 // barrier (the crossing says when each arrived). device: every stream waits on the device for

@@ -15,10 +15,13 @@
 
 namespace cudactor {
 
-// The stream that takes it waits, on the device, until `stream` has passed `point`.
+// The stream that takes it waits, on the device, until `stream` has passed `point`. A data
+// wait carries a failure of the work before `point` (the waiting operation is cancelled); an
+// order-only one does not (gpu::backend::order_after): the operation only has to come after.
 struct point_wait {
   gpu::stream_ref stream;
   gpu::timeline_point point = 0;
+  bool order_only = false;
 };
 
 // One operation of a dispatch: its waits go on the stream first, then its work, then it takes

@@ -50,6 +50,22 @@ stream_metrics::stream_metrics(metrics::registry& r, const std::string& gpu,
                              stream_labels)
                     .add({gpu, stream})) {}
 
+buffer_metrics::buffer_metrics(metrics::registry& r, const std::string& gpu,
+                               const std::string& stream)
+    : in_use_(r.gauges("cudactor_buffer_in_use_bytes",
+                       "Bytes of the coordinator's buffers allocated on a stream and not released.",
+                       stream_labels)
+                  .add({gpu, stream})),
+      releasing_(r.gauges("cudactor_buffer_releasing_bytes",
+                          "Bytes of released buffers waiting for every stream to pass their last "
+                          "use before the memory goes back.",
+                          stream_labels)
+                     .add({gpu, stream})),
+      reclaimed_(r.counters("cudactor_buffer_reclaimed_bytes_total",
+                            "Bytes of released buffers given back to the stream's allocator.",
+                            stream_labels)
+                     .add({gpu, stream})) {}
+
 op_metrics::op_metrics(metrics::registry& r, std::string gpu)
     : registry_(r),
       gpu_(std::move(gpu)),
@@ -114,10 +130,10 @@ event_pool_metrics::event_pool_metrics(metrics::registry& r, const std::string& 
                                 "Leases refused because the pool was at its maximum.", labels)
                          .add({gpu, kinds[k]});
   }
-  lent_ = &r.counters("cudactor_event_pool_lent_total",
-                      "Timing events leased for regular requests (regular ones had run out).",
-                      {"gpu"})
-               .add({gpu});
+  lent_ =
+      &r.counters("cudactor_event_pool_lent_total",
+                  "Timing events leased for regular requests (regular ones had run out).", {"gpu"})
+           .add({gpu});
   r.gauges("cudactor_event_pool_capacity", "The most events the pool holds, both kinds.", {"gpu"})
       .add({gpu})
       .set(capacity);

@@ -84,6 +84,29 @@ class stream_metrics {
 };
 
 // The coordinator's operations by type and priority, and its own state.
+// The coordinator's buffers on one stream (where they were allocated; adopted ones count on
+// no stream): bytes in use, bytes released and waiting for their last users, bytes reclaimed.
+class buffer_metrics {
+ public:
+  buffer_metrics(metrics::registry& registry, const std::string& gpu, const std::string& stream);
+  void allocated(std::uint64_t bytes) noexcept { in_use_.add(static_cast<std::int64_t>(bytes)); }
+  void released(std::uint64_t bytes) noexcept {
+    in_use_.add(-static_cast<std::int64_t>(bytes));
+    releasing_.add(static_cast<std::int64_t>(bytes));
+  }
+  void reclaimed(std::uint64_t bytes) noexcept {
+    releasing_.add(-static_cast<std::int64_t>(bytes));
+    reclaimed_.add(bytes);
+  }
+  // Kept back by a device loss, then dropped at reset: no longer waiting, never reclaimed.
+  void dropped(std::uint64_t bytes) noexcept { releasing_.add(-static_cast<std::int64_t>(bytes)); }
+
+ private:
+  metrics::gauge& in_use_;
+  metrics::gauge& releasing_;
+  metrics::counter& reclaimed_;
+};
+
 class op_metrics {
  public:
   op_metrics(metrics::registry& registry, std::string gpu);

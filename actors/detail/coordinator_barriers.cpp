@@ -68,9 +68,8 @@ bool coordinator_state::start_barrier(op_id id, op_record& r) {
   barrier_run& b = barriers_.at(id);
   // Each member waits on the device for every dependency still running: each needs a point.
   bool on_way = false;
-  graph_.for_each_unfinished_dep(id, [&](op_id, const op_position& at) {
-    on_way |= at.point == 0;
-  });
+  graph_.for_each_unfinished_dep(id,
+                                 [&](op_id, const op_position& at) { on_way |= at.point == 0; });
   if (on_way) return false;
   for (std::uint32_t m : b.members) {
     if (!pool_.at(m).reserved_by.empty()) return false;
@@ -100,8 +99,8 @@ void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t slo
   s.issued = std::max(s.issued, point);
   barrier_run& b = barriers_.at(id);
   ++b.points_left;
-  const auto member = static_cast<std::size_t>(
-      std::find(b.members.begin(), b.members.end(), slot) - b.members.begin());
+  const auto member = static_cast<std::size_t>(std::find(b.members.begin(), b.members.end(), slot) -
+                                               b.members.begin());
   if (!b.crossing) {
     b.arrivals.at(member).point = point;
     if (member == 0) r.point = point;
@@ -118,7 +117,7 @@ void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t slo
     for (std::uint32_t k = 0; k < b.members.size(); ++k) {
       const std::uint32_t other = b.members[k];
       if (other == m || !pool_.needs_wait(m, other, b.arrivals[k].point)) continue;
-      crossing.waits.push_back(point_wait{pool_.at(other).view, b.arrivals[k].point});
+      crossing.waits.push_back(point_wait{pool_.at(other).view, b.arrivals[k].point, false});
       ++device_waits_;
       op_metrics_->device_waits(1);
     }
@@ -145,8 +144,8 @@ void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_p
   for (std::uint32_t i = 0; i < b.members.size(); ++i) {
     if (b.members[i] == slot && b.arrivals[i].point == point) b.arrivals[i].arrived_ns = when;
   }
-  const bool all_there = b.points_left == 0 && b.tickets_left == 0 &&
-                         (b.crossing || b.mode == barrier_mode::host);
+  const bool all_there =
+      b.points_left == 0 && b.tickets_left == 0 && (b.crossing || b.mode == barrier_mode::host);
   if (!why && !all_there) return;
   if (b.mode == barrier_mode::host && all_there) {
     for (std::uint32_t m : b.members) {
@@ -154,7 +153,7 @@ void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_p
     }
   }
   // Every dependency ran before the marks, on the device; their own reports may come later.
-  if (deps_done(id)) {
+  if (graph_.deps_ended(id)) {
     settle_and_wake(id, std::move(why));
   } else {
     deferred_.emplace(id, std::move(why));

@@ -79,6 +79,16 @@ void coordinator_state::retire_early(std::uint32_t index) {
 
 void coordinator_state::retire(std::uint32_t index, const completion_batch& batch) {
   auto& s = pool_.at(index);
+  if (!tails_.empty()) {  // ended buffer users this stream has now passed
+    for (auto it = tails_.begin(); it != tails_.end();) {
+      const op_position& at = it->second;
+      if (at.stream == index && at.point != 0 && at.point <= batch.reached) {
+        it = tails_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   const std::int64_t when = batch.detected_ns != 0 ? batch.detected_ns : now_ns();
   std::array<std::uint32_t, stream_pool::workloads> ended_by_workload{};
   std::size_t next_failure = 0, next_timed = 0;
@@ -108,7 +118,7 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
         r->second.finished_ns = batch.timed[next_timed].ended_ns;
       }
     }
-    if (deps_done(id)) {
+    if (graph_.deps_ended(id)) {
       settle_and_wake(id, std::move(why));
     } else {
       // A dependency on another stream finished first on the device, but its stream's report
@@ -120,23 +130,14 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
   pool_.record_completions(index, ended_by_workload, when);
 }
 
-bool coordinator_state::deps_done(op_id id) const {
-  const op_graph::node* n = graph_.find(id);
-  if (n == nullptr) return true;
-  for (op_id d : n->deps) {
-    const op_graph::node* dep = graph_.find(d);
-    if (dep != nullptr && dep->state != op_state::completed) return false;
-  }
-  return true;
-}
-
 void coordinator_state::settle_and_wake(op_id first, caf::error why) {
   if (deferred_.empty()) {
     settle(first, why);
     return;
   }
-  // Only a completion can finish a deferred dependent (a failure cancels it); its dependents
-  // are read before it is settled, since a settled op may be forgotten at once.
+  // A completion finishes a deferred dependent, and so does any end of an order-only
+  // dependency (a failure cancels the others); its dependents are read before it is settled,
+  // since a settled op may be forgotten at once.
   auto collect = [this](op_id id) {
     if (const op_graph::node* n = graph_.find(id)) {
       for (op_id d : n->dependents) {
@@ -157,7 +158,7 @@ void coordinator_state::settle_and_wake(op_id first, caf::error why) {
       deferred_.erase(it);
       continue;
     }
-    if (!deps_done(d)) continue;  // another dependency has not ended yet
+    if (!graph_.deps_ended(d)) continue;  // another dependency has not ended yet
     caf::error held = std::move(it->second);
     deferred_.erase(it);
     collect(d);

@@ -4,6 +4,7 @@
 #include <caf/all.hpp>
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cudactor/actors/detail/clock.hpp"
@@ -33,15 +34,42 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
     if (auto bad = members_of(spec, members)) return bad;
   }
   if (auto bad = check_placement(spec)) return bad;
+  std::vector<byte_range> ranges;
+  if (auto bad = check_uses(spec.uses, "the operation", ranges)) return bad;
   const op_id id{graph_.newest().value + 1};
-  if (auto bad = graph_.add(id, spec.priority, manual, spec.deps)) return bad;
+  use_inference inferred;
+  if (!spec.uses.empty()) {
+    infer_uses(spec.uses, ranges, id, inferred, nullptr);
+    spec.deps.insert(spec.deps.end(), inferred.data.begin(), inferred.data.end());
+  }
+  if (auto bad = graph_.add(id, spec.priority, manual, spec.deps, inferred.order)) return bad;
+  spec.deps.insert(spec.deps.end(), inferred.order.begin(), inferred.order.end());
+  spec.deps.insert(spec.deps.end(), inferred.tails.begin(), inferred.tails.end());
   op_record& r = add_record(id, spec, std::move(fn), manual, now_ns());
   if (spec.is_barrier()) add_barrier(id, spec);
   r.run = run;
   if (listener != nullptr) add_listener(r, *listener);
+  if (!spec.uses.empty()) {
+    record_uses(spec.uses, ranges, id, nullptr);
+    r.uses = std::move(spec.uses);
+    r.inferred = std::move(inferred.inferred);
+    r.after_tails = std::move(inferred.tails);
+    if (inferred.poisoned) poisoned(id, inferred.poisoned);
+  }
   out = id;
   pass_or_later();
   return {};
+}
+
+void coordinator_state::poisoned(op_id id, const caf::error& cause) {
+  // It reads bytes a failed writer left unwritten: cancelled with that failure, like a
+  // dependent of the writer registered while it was still open.
+  graph_.cancel(id,
+                make_error(errc::dependency_failed,
+                           to_string(id) + " cancelled: it reads bytes left unwritten (" +
+                               cudactor::describe(cause) + ")"),
+                ended_);
+  finish();
 }
 
 caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& graph,
@@ -55,20 +83,31 @@ namespace {
 
 // The graph's operations in an order where each comes after those it names in `after`
 // (Kahn), or the cycle that makes one impossible, named. Linear in operations and edges.
-caf::error order_of(const graph_spec& graph, std::vector<std::uint32_t>& order) {
+// `extra`: more edges by index (inferred from buffer uses), or empty.
+caf::error order_of(const graph_spec& graph, const std::vector<std::vector<std::uint32_t>>& extra,
+                    std::vector<std::uint32_t>& order) {
   const std::size_t n = graph.ops.size();
+  // Calls f(a) for every op that op i comes after.
+  const auto for_after = [&](std::size_t i, auto&& f) {
+    for (std::uint32_t a : graph.ops[i].after) f(a);
+    if (!extra.empty()) {
+      for (std::uint32_t a : extra[i]) f(a);
+    }
+  };
   // Local edges, checked and ordered (Kahn): ids are issued in that order, so every
   // dependency is older than its dependent, as op_graph requires.
   std::vector<std::uint32_t> waiting(n, 0);
   std::vector<std::uint32_t> first(n + 1, 0);  // dependents of i: next_of[first[i] .. first[i+1])
   for (std::size_t i = 0; i < n; ++i) {
-    for (std::uint32_t a : graph.ops[i].after) {
-      if (a == i) {
-        return make_error(errc::dependency_cycle,
-                          "graph op " + std::to_string(i) + " comes after itself");
-      }
+    bool itself = false;
+    for_after(i, [&](std::uint32_t a) {
+      itself = itself || a == i;
       ++first[a + 1];
       ++waiting[i];
+    });
+    if (itself) {
+      return make_error(errc::dependency_cycle,
+                        "graph op " + std::to_string(i) + " comes after itself");
     }
   }
   for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
@@ -76,7 +115,7 @@ caf::error order_of(const graph_spec& graph, std::vector<std::uint32_t>& order) 
   {
     std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
     for (std::uint32_t i = 0; i < n; ++i) {
-      for (std::uint32_t a : graph.ops[i].after) next_of[fill[a]++] = i;
+      for_after(i, [&](std::uint32_t a) { next_of[fill[a]++] = i; });
     }
   }
   order.clear();
@@ -99,12 +138,11 @@ caf::error order_of(const graph_spec& graph, std::vector<std::uint32_t>& order) 
     while (seen[at] == 0) {
       seen[at] = static_cast<std::uint32_t>(path.size() + 1);
       path.push_back(at);
-      for (std::uint32_t a : graph.ops[at].after) {
-        if (waiting[a] != 0) {
-          at = a;
-          break;
-        }
-      }
+      std::uint32_t next = at;
+      for_after(at, [&](std::uint32_t a) {
+        if (next == at && waiting[a] != 0) next = a;
+      });
+      at = next;
     }
     std::string cycle;
     for (std::size_t k = seen[at] - 1; k < path.size(); ++k) {
@@ -112,7 +150,8 @@ caf::error order_of(const graph_spec& graph, std::vector<std::uint32_t>& order) 
     }
     cycle += "graph op " + std::to_string(at);
     return make_error(errc::dependency_cycle,
-                      "the graph has the cycle " + cycle + " (each comes after the next)");
+                      "the graph has the cycle " + cycle +
+                          " (each comes after the next, by `after` or by the buffers they use)");
   }
   return {};
 }
@@ -186,20 +225,39 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
   const std::size_t n = graph.ops.size();
   // Ids are issued in a dependency order, so every dependency is older than its dependent,
   // as op_graph requires; everything is checked before anything is registered.
+  // Buffer uses are inferred in the graph's own order (its submission order), before the
+  // order ids are issued in, which must respect them too.
+  const op_id scratch_first{std::uint64_t{1} << 63};
+  std::vector<std::vector<byte_range>> ranges;
+  std::vector<use_inference> inferences;
+  std::vector<std::vector<std::uint32_t>> local;
+  std::unordered_map<std::uint32_t, buffer_uses> scratch;
+  if (auto bad = infer_graph_uses(graph, scratch_first, ranges, inferences, local, scratch)) {
+    return bad;
+  }
   std::vector<std::uint32_t> order;
-  if (auto bad = order_of(graph, order)) return bad;
+  if (auto bad = order_of(graph, local, order)) return bad;
   std::vector<gpu::work_fn> fns;
   if (auto bad = check_graph(graph, fns)) return bad;
   ids.assign(n, op_id{});
-  std::vector<op_id> deps;
+  // A scratch id as the real one, once issued.
+  const auto real = [&](op_id x) {
+    return x.value >= scratch_first.value ? ids[x.value - scratch_first.value] : x;
+  };
+  std::vector<op_id> deps, order_deps;
   const std::int64_t arrived = now_ns();  // the whole graph came in one message
   for (std::uint32_t i : order) {
     op_spec& spec = graph.ops[i].spec;
     const op_id id{graph_.newest().value + 1};
     deps = spec.deps;
     for (std::uint32_t a : graph.ops[i].after) deps.push_back(ids[a]);
+    order_deps.clear();
+    if (!inferences.empty()) {
+      for (op_id d : inferences[i].data) deps.push_back(real(d));
+      for (op_id d : inferences[i].order) order_deps.push_back(real(d));
+    }
     const bool manual = spec.is_manual();
-    if (auto bad = graph_.add(id, spec.priority, manual, deps)) {
+    if (auto bad = graph_.add(id, spec.priority, manual, deps, order_deps)) {
       // Checked above: reaching this is a bug. What was added is withdrawn, so that the
       // graph is still all or nothing; the error is the answer, a run's too.
       for (op_id added : ids) {
@@ -210,6 +268,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
       finish();
       return make_error(errc::backend_error, "graph submission: " + to_string(bad));
     }
+    deps.insert(deps.end(), order_deps.begin(), order_deps.end());
     spec.deps = std::move(deps);
     op_record& r = add_record(id, spec, std::move(fns[i]), manual, arrived);
     if (spec.is_barrier()) add_barrier(id, spec);
@@ -218,8 +277,62 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     if (listener != nullptr) add_listener(r, *listener);
     ids[i] = id;
     deps = {};
+    if (!spec.uses.empty()) {
+      r.uses = std::move(spec.uses);
+      r.after_tails = std::move(inferences[i].tails);
+      r.inferred = std::move(inferences[i].inferred);
+      r.deps.insert(r.deps.end(), r.after_tails.begin(), r.after_tails.end());
+      for (inferred_dep& d : r.inferred) d.dep = real(d.dep);
+    }
+  }
+  // The scratch histories, their users renamed, become the buffers' own.
+  for (auto& [slot, history] : scratch) {
+    history.rename(real);
+    buffers_->find_slot(slot)->uses = std::move(history);
+  }
+  for (std::uint32_t i = 0; i < n && !inferences.empty(); ++i) {
+    if (inferences[i].poisoned) poisoned(ids[i], inferences[i].poisoned);
   }
   pass_or_later();
+  return {};
+}
+
+caf::error coordinator_state::infer_graph_uses(
+    const graph_spec& graph, op_id first, std::vector<std::vector<byte_range>>& ranges,
+    std::vector<use_inference>& inferences, std::vector<std::vector<std::uint32_t>>& local,
+    std::unordered_map<std::uint32_t, buffer_uses>& scratch) {
+  const std::size_t n = graph.ops.size();
+  bool any = false;
+  for (std::size_t i = 0; i < n && !any; ++i) any = !graph.ops[i].spec.uses.empty();
+  if (!any) return {};
+  ranges.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& uses = graph.ops[i].spec.uses;
+    if (uses.empty()) continue;
+    if (auto bad = check_uses(uses, "graph op " + std::to_string(i), ranges[i])) return bad;
+    for (const buffer_use& u : uses) {
+      if (scratch.count(u.buffer.slot) != 0) continue;
+      caf::error why;
+      scratch.emplace(u.buffer.slot, *buffers_->find(u.buffer, why)->uses);
+    }
+  }
+  inferences.resize(n);
+  local.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& uses = graph.ops[i].spec.uses;
+    if (uses.empty()) continue;
+    const op_id user{first.value + i};
+    infer_uses(uses, ranges[i], user, inferences[i], &scratch);
+    record_uses(uses, ranges[i], user, &scratch);
+    for (op_id d : inferences[i].data) {
+      if (d.value >= first.value)
+        local[i].push_back(static_cast<std::uint32_t>(d.value - first.value));
+    }
+    for (op_id d : inferences[i].order) {
+      if (d.value >= first.value)
+        local[i].push_back(static_cast<std::uint32_t>(d.value - first.value));
+    }
+  }
   return {};
 }
 

@@ -57,6 +57,8 @@ op_info coordinator_state::info_of(op_id id, const op_record& r) const {
   out.point = r.point;
   out.registered_ns = r.registered_ns;
   out.dispatched_ns = r.dispatched_ns;
+  out.uses = r.uses;
+  out.inferred = r.inferred;
   return out;
 }
 
@@ -160,6 +162,11 @@ caf::result<op_state> coordinator_state::cancel(op_id id) {
   if (found == records_.end()) {
     if (const op_info* ended = find_ended(id)) return ended->state;  // nothing left to cancel
     return gone(id);
+  }
+  if (found->second.type == op_type::release) {
+    return make_error(errc::invalid_state,
+                      to_string(id) + " releases " + to_string(found->second.releases) +
+                          ": a release cannot be withdrawn (the buffer takes no use any more)");
   }
   const op_state state = graph_.find(id)->state;
   if (state != op_state::pending && state != op_state::ready) {

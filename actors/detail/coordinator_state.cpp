@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -31,6 +32,11 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
   }
   staged_.resize(actors_.size());
   early_.resize(actors_.size());
+  frees_.resize(actors_.size());
+  // A tag of this coordinator's own in every buffer id, so that another's handle is refused.
+  buffers_.emplace(static_cast<std::uint32_t>(std::random_device{}() | 1u), options_.max_buffers);
+  buffer_metrics_.reserve(actors_.size());
+  for (const auto& s : context_.streams) buffer_metrics_.emplace_back(*registry_, gpu_, s.name);
   report_levels();
   // The stream actors time what they are asked to: they share the runtime's device clock.
   timing_ = options_.timing || context_.trace != nullptr;
@@ -189,6 +195,15 @@ std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record&
       split = true;
     }
   });
+  for (op_id t : r.after_tails) {  // ended users still on the device, by their points
+    auto found = tails_.find(t);
+    if (found == tails_.end() || found->second.point != 0) continue;
+    if (!on_way) {
+      on_way = found->second.stream;
+    } else if (*on_way != found->second.stream) {
+      split = true;
+    }
+  }
   if (split) return std::nullopt;
   if (r.pinned != no_stream) {
     // Its own stream or nothing: it waits for room there, and for the ticket of a dependency
@@ -205,8 +220,7 @@ std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record&
   const bool balancing =
       r.strategy == pool_strategy::load_balanced || r.strategy == pool_strategy::round_robin;
   if (balancing && (!r.strict || pool_.matches(*on_way, r.priority, r.workload)) &&
-      pool_.available(*on_way) &&
-      pool_.load_of(*on_way) <= pool_.load_of(*chosen) + follow_slack) {
+      pool_.available(*on_way) && pool_.load_of(*on_way) <= pool_.load_of(*chosen) + follow_slack) {
     return on_way;
   }
   return std::nullopt;
@@ -244,13 +258,17 @@ void coordinator_state::pass_or_later() {
 
 std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slot) {
   std::vector<point_wait> out;
-  graph_.for_each_unfinished_dep(id, [&](op_id, const op_position& at) {
+  graph_.for_each_unfinished_dep(id, [&](op_id, const op_position& at, bool order_only) {
     assert(at.point != 0 || at.stream == slot);  // place() keeps it so
-    if (at.point == 0 || !pool_.needs_wait(slot, at.stream, at.point)) return;
-    out.push_back(point_wait{pool_.at(at.stream).view, at.point});
+    if (at.point == 0 || !pool_.needs_wait(slot, at.stream, at.point, order_only)) return;
+    out.push_back(point_wait{pool_.at(at.stream).view, at.point, order_only});
     ++device_waits_;
     op_metrics_->device_waits(1);
   });
+  if (!tails_.empty()) {
+    const op_record& r = records_.at(id);
+    if (!r.after_tails.empty()) tail_waits(r, slot, out);
+  }
   return out;
 }
 
@@ -264,6 +282,11 @@ void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
   r.dispatched_ns = now;
   pool_.note_dispatch(slot, now);
   send_to(slot, id, std::move(op));
+  if (r.type == op_type::release) {
+    caf::error why;
+    const buffer_table::entry* e = buffers_->find(r.releases, why);
+    if (e != nullptr && !e->handle.adopted) free_released(slot, e->memory);
+  }
   op_metrics_->dispatched(r.type, r.priority);
   ++dispatched_;
   coordination_ns_ += r.dispatched_ns - r.registered_ns;
@@ -284,16 +307,22 @@ void coordinator_state::send_staged() {
     auto ids = std::make_shared<std::vector<op_id>>(std::move(pass.ids));
     pass.ids.clear();
     const std::uint64_t epoch = epoch_;
-    self_->request(actors_[slot], caf::infinite, dispatch_atom::value,
-                   stream_dispatch{std::move(pass.ops)})
-        .then(
-            [this, epoch, slot, ids](const std::vector<ticket>& tickets) {
-              dispatched(epoch, slot, *ids, tickets);
-            },
-            [this, epoch, slot, ids](caf::error& why) {
-              dispatch_refused(epoch, slot, *ids, why);
-            });
+    self_
+        ->request(actors_[slot], caf::infinite, dispatch_atom::value,
+                  stream_dispatch{std::move(pass.ops)})
+        .then([this, epoch, slot,
+               ids](const std::vector<ticket>& tickets) { dispatched(epoch, slot, *ids, tickets); },
+              [this, epoch, slot, ids](caf::error& why) {
+                dispatch_refused(epoch, slot, *ids, why);
+              });
     pass.ops.clear();
+    // Released buffers' memory, freed right after their release's point (it waits for every
+    // stream's last use): reusable once the stream has passed the free.
+    for (auto& memory : frees_[slot]) {
+      self_->request(actors_[slot], caf::infinite, free_atom::value, memory)
+          .then([](const ticket&) {}, [this](caf::error&) { ++failed_frees_; });
+    }
+    frees_[slot].clear();
   }
 }
 
@@ -312,9 +341,12 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
   for (std::size_t i = 0; i < ids.size(); ++i) {
     auto found = records_.find(ids[i]);
     if (found == records_.end()) {
-      // Ended while on its way (a loss): its point is still the stream's.
+      // Ended while on its way (cancelled, or a loss): its point is still the stream's, and
+      // what comes after it by its buffer uses waits for that point.
       s.in_flight.emplace_back(tickets[i].point, op_id{});
       s.issued = tickets[i].point;
+      if (auto tail = tails_.find(ids[i]); tail != tails_.end())
+        tail->second.point = tickets[i].point;
       continue;
     }
     if (found->second.type == op_type::barrier) {
@@ -339,9 +371,9 @@ void coordinator_state::dispatch_refused(std::uint64_t epoch, std::uint32_t slot
   // more can run on it, and the operations of the pass may be partly on it.
   lose(why.code() == static_cast<std::uint8_t>(errc::device_lost)
            ? why
-           : make_error(errc::device_lost, "stream " + std::to_string(s.id.value) +
-                                               " refused the coordinator's operations: " +
-                                               to_string(why)));
+           : make_error(errc::device_lost,
+                        "stream " + std::to_string(s.id.value) +
+                            " refused the coordinator's operations: " + to_string(why)));
 }
 
 void coordinator_state::on_stream(op_id id, op_record& r, std::uint32_t slot,
@@ -358,8 +390,9 @@ void coordinator_state::launch_failed(op_id id, const caf::error& why) {
     lose(why);
     return;
   }
-  graph_.fail(id, make_error(errc::op_failed, to_string(id) + " could not be launched: " + to_string(why)),
-              ended_);
+  graph_.fail(
+      id, make_error(errc::op_failed, to_string(id) + " could not be launched: " + to_string(why)),
+      ended_);
 }
 
 void coordinator_state::lose(caf::error why) {
@@ -367,6 +400,8 @@ void coordinator_state::lose(caf::error why) {
   ++epoch_;  // answers to what was sent before are stale now
   graph_.fail_all(why, ended_);
   deferred_.clear();
+  tails_.clear();  // the device is gone: nothing of theirs runs any more
+  for (auto& frees : frees_) frees.clear();
   pool_.clear_work();
   for (auto& early : early_) early = completion_batch{};
   unplaced_.clear();
@@ -396,6 +431,7 @@ void coordinator_state::finish() {
     op_record& r = found->second;
     op_metrics_->ended(r.type, r.priority, e.state, now - r.registered_ns);
     profile(e.id, r, e.state, now);
+    if (!r.uses.empty() || r.type == op_type::release) buffer_user_ended(e.id, r, e.state, e.cause);
     op_notice notice;
     notice.id = e.id;
     notice.state = e.state;
@@ -405,6 +441,7 @@ void coordinator_state::finish() {
     notice.registered_ns = r.registered_ns;
     notice.dispatched_ns = r.dispatched_ns;
     notice.ended_ns = now;
+    notice.inferred = r.inferred;
     if (r.type == op_type::barrier) end_barrier(e.id, notice);
     for (const auto& listener : r.listeners) {
       if (std::find(all_listeners_.begin(), all_listeners_.end(), listener) ==
@@ -568,6 +605,7 @@ caf::result<bool> coordinator_state::reset() {
     }
     if (epoch == epoch_ && lost_) {
       pool_.clear_work();
+      drop_kept_buffers();
       lost_ = caf::error{};
     }
     state->promise.deliver(!lost_);

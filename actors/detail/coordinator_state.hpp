@@ -27,10 +27,11 @@
 
 #include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/detail/actor_metrics.hpp"
+#include "cudactor/actors/detail/buffer_table.hpp"
 #include "cudactor/actors/detail/op_graph.hpp"
-#include "cudactor/actors/detail/wait_keys.hpp"
 #include "cudactor/actors/detail/op_profile.hpp"
 #include "cudactor/actors/detail/stream_pool.hpp"
+#include "cudactor/actors/detail/wait_keys.hpp"
 
 namespace cudactor::detail {
 
@@ -87,6 +88,16 @@ class coordinator_state {
   // the stream actors: answered once they all have, or could not).
   caf::result<coordinator_report> report();
 
+  // --- buffers (coordinator_buffers.cpp) ---------------------------------------------------
+  // A buffer of `bytes` allocated in the order of `on` (a runtime stream id), or of a stream
+  // the coordinator picks.
+  caf::result<buffer_handle> allocate_buffer(std::optional<stream_id> on, std::uint64_t bytes);
+  // The caller's memory, ordered like any buffer and never freed by the coordinator.
+  caf::result<buffer_handle> adopt_buffer(std::uint64_t address, std::uint64_t bytes);
+  // Registers the buffer's release: an operation after every use of it on every stream; its
+  // memory goes back once that operation has ended (the caller's may be reused then).
+  caf::result<op_id> release_buffer(const buffer_id& id);
+
   // --- the pool ------------------------------------------------------------------------------
   [[nodiscard]] bool has_ready_streams() const { return pool_.any_idle().has_value(); }
   caf::result<stream_id> wait_for_any_ready(caf::timespan timeout);
@@ -121,8 +132,12 @@ class coordinator_state {
     timeline_point point = 0;  // its ticket's (a caller-launched one's: once its hold is held)
     bool completing = false;   // a caller-launched one: complete() came, the hold is ending
     std::int64_t started_ns = 0, finished_ns = 0;  // on the device (timing)
-    std::uint64_t run = 0;            // the run request it belongs to (0: none)
-    std::uint32_t run_index = 0;      // its place in that request's answer
+    std::uint64_t run = 0;                         // the run request it belongs to (0: none)
+    std::uint32_t run_index = 0;                   // its place in that request's answer
+    std::vector<buffer_use> uses;                  // declared
+    std::vector<inferred_dep> inferred;            // the dependencies inferred from them
+    std::vector<op_id> after_tails;                // ended users still on the device it comes after
+    buffer_id releases;                            // a release operation: the buffer it releases
   };
   // A run request: the notices of its operations, gathered until the last has ended, then
   // handed to whoever asked (a response promise, or a client's function).
@@ -139,9 +154,9 @@ class coordinator_state {
   struct barrier_run {
     std::vector<std::uint32_t> members;  // slots, in the order the operation named them
     barrier_mode mode = barrier_mode::device;
-    bool crossing = false;          // device mode: the crossings went out after the marks
-    std::size_t tickets_left = 0;   // of the marks (then the crossings) on their way
-    std::size_t points_left = 0;    // ticketed and not yet reached
+    bool crossing = false;                  // device mode: the crossings went out after the marks
+    std::size_t tickets_left = 0;           // of the marks (then the crossings) on their way
+    std::size_t points_left = 0;            // ticketed and not yet reached
     std::vector<barrier_arrival> arrivals;  // by member: its mark, and when it was reached
   };
   // A pass for one slot being gathered (what pump() will send it).
@@ -231,6 +246,49 @@ class coordinator_state {
   // Fails every open operation with `why` and refuses new work until reset.
   void lose(caf::error why);
 
+  // Buffers (coordinator_buffers.cpp). What an operation's uses resolve to, checked (`which`
+  // names it in errors): one range per use.
+  [[nodiscard]] caf::error check_uses(const std::vector<buffer_use>& uses, const std::string& which,
+                                      std::vector<byte_range>& ranges);
+  // What the operation must come after by its uses, against the buffers' histories (`tmp`,
+  // a graph's scratch copies, instead where given): graph dependencies, order-only ones,
+  // ended users still on the device, and the cause if it reads poisoned bytes.
+  struct use_inference {
+    std::vector<op_id> data, order, tails;
+    std::vector<inferred_dep> inferred;
+    caf::error poisoned;
+  };
+  // Whether `op`, a user in a history, is still to be waited for: it has not ended, or it
+  // ended while its work may still run on the device (a tail).
+  [[nodiscard]] bool waited(op_id op) const;
+  // An operation with uses ended: what it was to write is poisoned unless it completed; a
+  // release's buffer is reclaimed (or kept back after a loss).
+  void buffer_user_ended(op_id id, op_record& r, op_state state, const caf::error& cause);
+  // Device waits of `id` (on `slot`) for the tails it comes after; false when one is still on
+  // its way to another stream (no point to wait for yet).
+  [[nodiscard]] bool tails_placeable(const op_record& r, std::uint32_t slot) const;
+  void tail_waits(const op_record& r, std::uint32_t slot, std::vector<point_wait>& out);
+  // Registration's share: infer (into `out`), then record the uses as the newest.
+  void infer_uses(const std::vector<buffer_use>& uses, const std::vector<byte_range>& ranges,
+                  op_id user, use_inference& out,
+                  std::unordered_map<std::uint32_t, buffer_uses>* scratch);
+  void record_uses(const std::vector<buffer_use>& uses, const std::vector<byte_range>& ranges,
+                   op_id user, std::unordered_map<std::uint32_t, buffer_uses>* scratch);
+  // The frees to send after this pass's dispatch to each slot (released buffers' memory).
+  void free_released(std::uint32_t slot, const buffer_ref& memory);
+  // After a reset: buffers kept back by the loss are dropped.
+  void drop_kept_buffers();
+  // `id` reads bytes a failed writer left unwritten (`cause`): it is cancelled.
+  void poisoned(op_id id, const caf::error& cause);
+  // A graph's uses, checked and inferred in the graph's order (its submission order) on
+  // scratch copies of the buffers it touches, the operations named by scratch ids (first +
+  // index): per operation, its inference and the graph ops it comes after by its uses.
+  caf::error infer_graph_uses(const graph_spec& graph, op_id first,
+                              std::vector<std::vector<byte_range>>& ranges,
+                              std::vector<use_inference>& inferences,
+                              std::vector<std::vector<std::uint32_t>>& local,
+                              std::unordered_map<std::uint32_t, buffer_uses>& scratch);
+
   // Ends the operations on `slot` the batch says were reached, oldest first, each with its
   // failure and device times.
   void retire(std::uint32_t slot, const completion_batch& batch);
@@ -238,8 +296,6 @@ class coordinator_state {
   // tickets (early_), then retired by retire_early() once they are back.
   void keep_early(std::uint32_t slot, const completion_batch& batch);
   void retire_early(std::uint32_t slot);
-  // Every dependency of `id` has completed (a failed one would have cancelled it).
-  [[nodiscard]] bool deps_done(op_id id) const;
   // The device finished `id`: completed, failed (`why`), or cancelled (its wait reported a
   // failed dependency).
   void settle(op_id id, const caf::error& why);
@@ -263,13 +319,20 @@ class coordinator_state {
   coordinator_options options_;
   op_graph graph_;
   stream_pool pool_{pool_strategy::load_balanced};
-  std::vector<stream_actor> actors_;   // by slot
-  std::vector<staged_pass> staged_;    // by slot
+  std::vector<stream_actor> actors_;     // by slot
+  std::vector<staged_pass> staged_;      // by slot
   std::vector<completion_batch> early_;  // by slot: reported before their tickets came back
-  std::vector<op_id> unplaced_;        // taken from the ready queue, waiting for place()
+  std::vector<op_id> unplaced_;          // taken from the ready queue, waiting for place()
   std::uint64_t epoch_ = 1;  // bumped by a loss: answers to passes sent before it are stale
 
   std::unordered_map<op_id, op_record> records_;
+  // Buffers, and the buffer users that ended while their work may still run on the device
+  // (cancelled on their way): where they sit (point 0: ticket not back), until reached.
+  std::optional<buffer_table> buffers_;
+  std::unordered_map<op_id, op_position> tails_;
+  std::vector<std::vector<buffer_ref>> frees_;  // by slot: sent after the slot's next dispatch
+  std::vector<buffer_metrics> buffer_metrics_;  // by slot
+  std::size_t allocating_ = 0;  // allocations asked of stream actors, not yet answered
   std::unordered_map<op_id, barrier_run> barriers_;
   std::vector<ended_op> ended_;  // ended during the current handler, not yet told
   // Ops the device finished whose dependencies' reports have not come yet, with their outcome.
@@ -314,6 +377,7 @@ class coordinator_state {
   std::uint64_t total_ = 0, completed_ = 0, failed_ = 0, cancelled_ = 0, dispatched_ = 0;
   std::int64_t coordination_ns_ = 0;  // sum over dispatched
   std::uint64_t device_waits_ = 0, deadlock_detections_ = 0;
+  std::uint64_t failed_frees_ = 0;  // released buffers' frees a stream actor refused
 };
 
 }  // namespace cudactor::detail

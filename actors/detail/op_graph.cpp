@@ -54,8 +54,41 @@ caf::error op_graph::resolve(op_id id, op_id dep, bool& live) const {
   return {};  // forgotten after it completed: nothing to wait for
 }
 
+caf::error op_graph::resolve_order(op_id id, op_id dep, bool& live) const {
+  live = false;
+  if (dep.empty())
+    return make_error(errc::unknown_op, to_string(id) + " comes after op 0, which is no operation");
+  if (dep == id) return make_error(errc::dependency_cycle, to_string(id) + " comes after itself");
+  if (const node* d = find(dep)) {
+    live = !is_terminal(d->state);
+    return {};
+  }
+  if (dep.value > newest_.value) {
+    return make_error(errc::unknown_op, to_string(id) + " comes after " + to_string(dep) +
+                                            ", which was never registered");
+  }
+  return {};  // forgotten: it has ended, however it ended
+}
+
+namespace {
+
+// Each once. A sort, not a search per dependency: an operation that names thousands must not
+// cost their square.
+void sort_unique(std::vector<op_id>& ids) {
+  if (ids.size() < 2) return;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
+}  // namespace
+
 caf::error op_graph::add(op_id id, op_priority priority, bool manual,
                          const std::vector<op_id>& deps) {
+  return add(id, priority, manual, deps, {});
+}
+
+caf::error op_graph::add(op_id id, op_priority priority, bool manual,
+                         const std::vector<op_id>& deps, const std::vector<op_id>& order_deps) {
   if (id.value <= newest_.value) {
     return make_error(errc::invalid_argument, to_string(id) + " is not newer than " +
                                                   to_string(newest_) + ", the newest added");
@@ -66,11 +99,21 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
     if (auto err = resolve(id, dep, live)) return err;
     if (live) live_deps.push_back(dep);
   }
-  // Each dependency once. A sort, not a search per dependency: an operation that names
-  // thousands must not cost their square.
-  if (live_deps.size() > 1) {
-    std::sort(live_deps.begin(), live_deps.end());
-    live_deps.erase(std::unique(live_deps.begin(), live_deps.end()), live_deps.end());
+  sort_unique(live_deps);
+  std::vector<op_id> live_order;
+  for (op_id dep : order_deps) {
+    bool live = false;
+    if (auto err = resolve_order(id, dep, live)) return err;
+    if (live && !std::binary_search(live_deps.begin(), live_deps.end(), dep)) {
+      live_order.push_back(dep);
+    }
+  }
+  sort_unique(live_order);
+  if (!live_order.empty()) {
+    live_deps.insert(live_deps.end(), live_order.begin(), live_order.end());
+    std::inplace_merge(live_deps.begin(),
+                       live_deps.end() - static_cast<std::ptrdiff_t>(live_order.size()),
+                       live_deps.end());
   }
   newest_ = id;
   node& n = nodes_[id];
@@ -84,6 +127,7 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
     if (d.state != op_state::submitted) ++n.unsubmitted;
   }
   n.deps = std::move(live_deps);
+  n.order_deps = std::move(live_order);
   ++live_;
   if (n.unsubmitted == 0) make_ready(n);
   return {};
@@ -276,17 +320,38 @@ void op_graph::end_with_dependents(node& first, op_state state, caf::error cause
                           (state == op_state::failed ? " failed" : " was cancelled") +
                           (cause ? ": " + describe(cause) : std::string{});
   end(first, state, std::move(cause), ended);
-  // Breadth first over dependents: each ends once, cancelled with the first cause.
+  // Breadth first over dependents: each ends once, cancelled with the first cause. One that
+  // only comes after the ended operation is not cancelled: it stops waiting for it.
   for (std::size_t i = from; i < ended.size(); ++i) {
-    const std::vector<op_id> dependents = get(ended[i].id)->dependents;  // none forgotten yet
+    const node& x = *get(ended[i].id);  // none forgotten yet
+    const std::vector<op_id> dependents = x.dependents;
+    const bool never_submitted = !x.position.has_value();
     for (op_id d : dependents) {
       node* dependent = get(d);
       if (dependent == nullptr || is_terminal(dependent->state)) continue;
+      if (is_order_only(*dependent, x.id)) {
+        if (never_submitted && --dependent->unsubmitted == 0 &&
+            dependent->state == op_state::pending) {
+          make_ready(*dependent);
+        }
+        continue;
+      }
       end(*dependent, op_state::cancelled,
           make_error(errc::dependency_failed, to_string(d) + " cancelled: " + why), ended);
     }
   }
   forget_unneeded();
+}
+
+bool op_graph::deps_ended(op_id id) const {
+  const node* n = find(id);
+  if (n == nullptr) return true;
+  for (op_id d : n->deps) {
+    const node* dep = find(d);
+    if (dep == nullptr || dep->state == op_state::completed) continue;
+    if (!is_terminal(dep->state) || !is_order_only(*n, d)) return false;
+  }
+  return true;
 }
 
 void op_graph::release_deps(node& n) {

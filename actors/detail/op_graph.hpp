@@ -10,6 +10,11 @@
 // (for_each_unfinished_dep). A failed or cancelled operation cancels every operation that
 // depends on it, transitively, with the cause attached; every operation ends exactly once.
 //
+// A dependency may instead be order-only (a write after a read or after another write of the
+// same bytes, inferred from declared buffer uses): the operation still comes after it, on the
+// device too, but its failure or cancellation does not cancel the operation, which then
+// waits only until it has ended.
+//
 // Memory stays flat: a terminal operation is forgotten once no dependent can still need it
 // (every dependent submitted or ended). A dependency on a forgotten id is resolved from the
 // id alone: ids are issued in increasing order, a bounded memory keeps the ids that failed or
@@ -18,11 +23,13 @@
 
 #include <caf/error.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -58,6 +65,7 @@ class op_graph {
     bool released = false;          // this node no longer holds its dependencies
     std::uint64_t ready_seq = 0;    // FIFO among equal priorities; stale queue entries differ
     std::vector<op_id> deps;        // dependencies still in the graph when added
+    std::vector<op_id> order_deps;  // those of them that are order-only, sorted
     std::vector<op_id> dependents;
     std::optional<op_position> position;  // once submitted
     caf::error cause;                     // why it failed or was cancelled
@@ -71,6 +79,11 @@ class op_graph {
   // changed. Dependencies already completed (or forgotten after completing) are dropped.
   [[nodiscard]] caf::error add(op_id id, op_priority priority, bool manual,
                                const std::vector<op_id>& deps);
+  // The same with order-only dependencies besides: one that has ended (however it ended, or
+  // was forgotten) is dropped; one named in both lists is a dependency.
+  [[nodiscard]] caf::error add(op_id id, op_priority priority, bool manual,
+                               const std::vector<op_id>& deps,
+                               const std::vector<op_id>& order_deps);
 
   // Makes `op` (pending or ready) also depend on `dep`. Refuses a cycle, naming it.
   [[nodiscard]] caf::error add_dependency(op_id op, op_id dep);
@@ -103,8 +116,8 @@ class op_graph {
 
   [[nodiscard]] const node* find(op_id id) const;
 
-  // Calls f(dep, position) for each dependency of `id` that is submitted and not completed:
-  // where a dispatched operation must wait on the device.
+  // Calls f(dep, position) or f(dep, position, order_only) for each dependency of `id` that
+  // is submitted and not completed: where a dispatched operation must wait on the device.
   template <class F>
   void for_each_unfinished_dep(op_id id, F&& f) const {
     const node* n = find(id);
@@ -112,10 +125,22 @@ class op_graph {
     for (op_id d : n->deps) {
       const node* dep = find(d);
       if (dep != nullptr && dep->state == op_state::submitted && dep->position) {
-        f(d, *dep->position);
+        if constexpr (std::is_invocable_v<F&, op_id, const op_position&, bool>) {
+          f(d, *dep->position, is_order_only(*n, d));
+        } else {
+          f(d, *dep->position);
+        }
       }
     }
   }
+  // Whether `dep`, one of n's dependencies, is order-only.
+  [[nodiscard]] static bool is_order_only(const node& n, op_id dep) {
+    return !n.order_deps.empty() &&
+           std::binary_search(n.order_deps.begin(), n.order_deps.end(), dep);
+  }
+  // Every dependency of `id` has ended as it must before `id` may be told ended: a dependency
+  // completed, an order-only one ended in any way.
+  [[nodiscard]] bool deps_ended(op_id id) const;
 
   // What a dependency on `dep` would mean for an operation added next: empty when add()
   // would take it, else the error add() would give. Graph submission checks a whole graph so.
@@ -146,6 +171,8 @@ class op_graph {
   // What a dependency on `dep` means for an operation being added: an error, or whether it
   // is live (still to be waited for) rather than satisfied.
   [[nodiscard]] caf::error resolve(op_id id, op_id dep, bool& live) const;
+  // The same for an order-only dependency: any end satisfies it.
+  [[nodiscard]] caf::error resolve_order(op_id id, op_id dep, bool& live) const;
   void make_ready(node& n);
   void end(node& n, op_state state, caf::error cause, std::vector<ended_op>& ended);
   void end_with_dependents(node& n, op_state state, caf::error cause, std::vector<ended_op>& ended);

@@ -32,7 +32,10 @@ void stream_pool::add(stream_id id, gpu::stream_ref view, gpu::stream_priority p
   added.priority = priority;
   added.max_in_flight = std::max<std::uint64_t>(max_in_flight, 1);
   slots_.push_back(std::move(added));
-  for (auto& each : slots_) each.waited.resize(slots_.size(), 0);
+  for (auto& each : slots_) {
+    each.waited.resize(slots_.size(), 0);
+    each.ordered.resize(slots_.size(), 0);
+  }
   assign_roles();
 }
 
@@ -60,6 +63,7 @@ void stream_pool::clear_work() {
     s.reserved_by = op_id{};
     s.issued = s.completed = 0;
     std::fill(s.waited.begin(), s.waited.end(), 0);
+    std::fill(s.ordered.begin(), s.ordered.end(), 0);
   }
 }
 
@@ -111,8 +115,7 @@ gpu::stream_priority stream_pool::class_of(op_priority priority) noexcept {
   return gpu::stream_priority::normal;
 }
 
-bool stream_pool::matches(std::uint32_t index, op_priority priority,
-                          op_workload workload) const {
+bool stream_pool::matches(std::uint32_t index, op_priority priority, op_workload workload) const {
   const slot& s = slots_.at(index);
   return s.priority == class_of(priority) &&
          (workload == op_workload::mixed || s.role == op_workload::mixed || s.role == workload);
@@ -192,14 +195,17 @@ std::optional<std::uint32_t> stream_pool::slot_of(stream_id id) const noexcept {
   return std::nullopt;
 }
 
-bool stream_pool::needs_wait(std::uint32_t waiter, std::uint32_t other, gpu::timeline_point point) {
+bool stream_pool::needs_wait(std::uint32_t waiter, std::uint32_t other, gpu::timeline_point point,
+                             bool order_only) {
   if (waiter == other || point <= slots_[other].completed) return false;
-  auto& newest = slots_[waiter].waited[other];
-  if (point <= newest) {
+  auto& data = slots_[waiter].waited[other];
+  auto& any = slots_[waiter].ordered[other];
+  if (point <= (order_only ? any : data)) {
     ++skipped_;
     return false;
   }
-  newest = point;
+  if (!order_only) data = point;
+  any = std::max(any, point);
   return true;
 }
 

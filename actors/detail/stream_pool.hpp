@@ -33,11 +33,11 @@
 #include <utility>
 #include <vector>
 
-#include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/gpu/types.hpp"
-#include "cudactor/messaging/types.hpp"
 #include "cudactor/messaging/enum_range.hpp"
+#include "cudactor/messaging/operation_types.hpp"
+#include "cudactor/messaging/types.hpp"
 
 namespace cudactor::detail {
 
@@ -54,15 +54,16 @@ class stream_pool {
     stream_id id;
     gpu::stream_ref view;  // the stream actor's backend stream
     gpu::stream_priority priority = gpu::stream_priority::normal;
-    std::uint64_t max_in_flight = 1;    // the stream actor's cap
-    std::uint64_t in_transit = 0;       // sent to the stream actor, tickets not yet back
+    std::uint64_t max_in_flight = 1;  // the stream actor's cap
+    std::uint64_t in_transit = 0;     // sent to the stream actor, tickets not yet back
     op_workload role = op_workload::mixed;
     gpu::timeline_point issued = 0;     // newest point ticketed to the coordinator
     gpu::timeline_point completed = 0;  // newest point the poller reported
     std::deque<std::pair<gpu::timeline_point, op_id>> in_flight;  // oldest first
     op_id reserved_by;  // a caller-launched operation (begun, or its hold on the way)
-    std::vector<gpu::timeline_point> waited;                      // per slot
-    std::array<double, workloads> mean_interval_ns{};             // adaptive
+    std::vector<gpu::timeline_point> waited;           // per slot: data waits
+    std::vector<gpu::timeline_point> ordered;          // per slot: any waits
+    std::array<double, workloads> mean_interval_ns{};  // adaptive
     std::array<std::uint64_t, workloads> samples{};
     std::int64_t busy_since_ns = 0;  // the later of: went busy, last report
   };
@@ -99,16 +100,17 @@ class stream_pool {
   // cleanup -> low, normal -> normal.
   [[nodiscard]] static gpu::stream_priority class_of(op_priority priority) noexcept;
   // Whether the slot is of that class and (unless the workload is mixed) of that role.
-  [[nodiscard]] bool matches(std::uint32_t index, op_priority priority,
-                             op_workload workload) const;
+  [[nodiscard]] bool matches(std::uint32_t index, op_priority priority, op_workload workload) const;
   // The slot of a runtime stream id, if the coordinator schedules onto it.
   [[nodiscard]] std::optional<std::uint32_t> slot_of(stream_id id) const noexcept;
 
   // Whether an operation on `waiter` that depends on point `point` of `other` needs a device
   // wait, and if so remembers it as placed. Same slot, points already reached and points
-  // covered by a newer wait need none (the last are counted as skipped).
+  // covered by a newer wait need none (the last are counted as skipped). An order-only wait
+  // is covered by a newer wait of either kind; a data wait (it carries a failure) only by a
+  // newer data wait.
   [[nodiscard]] bool needs_wait(std::uint32_t waiter, std::uint32_t other,
-                                gpu::timeline_point point);
+                                gpu::timeline_point point, bool order_only = false);
   [[nodiscard]] std::uint64_t waits_skipped() const noexcept { return skipped_; }
 
   // Adaptive's measurement. note_dispatch before an operation goes on an idle slot; then, per

@@ -181,7 +181,8 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
   const gpu::stream_ref s = stream_.ref();
   gpu::status launched;
   for (const point_wait& w : op.waits) {  // orders the device, never the host
-    launched = device.wait_point(s, w.stream, w.point);
+    launched = w.order_only ? device.order_after(s, w.stream, w.point)
+                            : device.wait_point(s, w.stream, w.point);
     if (!launched.ok()) return launched;
   }
   // Timing events after the waits: the start is when the stream got to the work.

@@ -44,8 +44,10 @@ class cuda_timeline final : public timeline {
 
   // Makes `waiter` wait on the device for `value` (cudaStreamWaitEvent on the value's event,
   // under the lock so that the event cannot be recycled meanwhile). Nothing when reached.
+  // `carry_failure`: a value that failed is the answer (wait_point); else it counts as reached
+  // (order_after), unless the device is lost.
   [[nodiscard]] status enqueue_wait(cudaStream_t waiter, timeline_point value,
-                                    const std::string& waiter_label);
+                                    const std::string& waiter_label, bool carry_failure = true);
   // Records the next value on the stream. Called with the stream known to be alive.
   [[nodiscard]] result<timeline_point> signal();
   // Every value not yet reached fails with `why` (device lost).

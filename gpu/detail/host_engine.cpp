@@ -199,6 +199,7 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
       }
       return step::done;
     }
+    case op_type::order:
     case op_type::gate:
       if (!o.point->done()) return park_on(s, o.point);
       return step::done;

@@ -37,6 +37,7 @@ enum class op_type : std::uint8_t {
   record,        // completes `point` with the stream's pending failure
   sync,          // completes `point`; reports nothing
   wait,          // holds the stream until `point` completes
+  order,         // holds the stream until `point` completes; its failure is not carried
   gate,          // injected hang: holds the stream until released
   delay,         // injected slow operation
   callback,      // host callback

@@ -228,6 +228,27 @@ inline void a_point_wait_orders_work_across_streams(conformance_target& t) {
   CUDACTOR_CHECK_ERRC(b.wait_point(stale, producer, 1), gpu::errc::invalid_handle);
 }
 
+// order_after holds later work like wait_point; what it carries is tested per backend (a
+// failure only the host backend can inject).
+inline void an_order_holds_work_until_the_point(conformance_target& t) {
+  auto& b = t.backend();
+  auto producer = make_stream(b, "producer");
+  auto consumer = make_stream(b, "consumer");
+  auto consumed = make_event(b);
+  auto held = t.hold(producer);
+  auto point = b.signal(producer);
+  BOOST_REQUIRE(point.ok());
+  CUDACTOR_CHECK_ERRC(b.order_after(consumer, producer, point.value() + 1),
+                      gpu::errc::invalid_argument);  // not signalled yet
+  CUDACTOR_REQUIRE_OK(b.order_after(consumer, producer, point.value()));
+  CUDACTOR_REQUIRE_OK(b.record(consumed, consumer));
+  std::this_thread::sleep_for(20ms);
+  BOOST_TEST(b.query(consumed).state == gpu::event_state::not_ready);
+  held->release();
+  CUDACTOR_REQUIRE_OK(b.synchronize(consumer));
+  BOOST_TEST(b.query(consumed).ready());
+}
+
 inline void elapsed_time_is_plausible(conformance_target& t) {
   auto& b = t.backend();
   auto s = make_stream(b);
@@ -492,6 +513,7 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   CUDACTOR_CONFORMANCE_CASE(fixture, a_wait_orders_work_across_streams)                         \
   CUDACTOR_CONFORMANCE_CASE(fixture, a_wait_binds_to_the_record_current_at_the_call)            \
   CUDACTOR_CONFORMANCE_CASE(fixture, a_point_wait_orders_work_across_streams)                   \
+  CUDACTOR_CONFORMANCE_CASE(fixture, an_order_holds_work_until_the_point)                       \
   CUDACTOR_CONFORMANCE_CASE(fixture, elapsed_time_is_plausible)                                 \
   CUDACTOR_CONFORMANCE_CASE(fixture, elapsed_needs_recorded_complete_timing_events)             \
   CUDACTOR_CONFORMANCE_CASE(fixture, copies_and_fills_round_trip)                               \

@@ -92,6 +92,40 @@ BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_event_reports_the_dependency) 
   BOOST_TEST(backend().elapsed(start, end).code() == gpu::errc::op_failed);
 }
 
+BOOST_AUTO_TEST_CASE(an_order_after_a_failed_point_carries_no_failure) {
+  auto producer = make_stream(backend(), "producer");
+  auto consumer = make_stream(backend(), "consumer");
+  auto ordered = make_event(backend());
+  std::atomic<bool> producer_done{false};
+  bool ran_after = false;
+  {
+    auto held = hold(producer);
+    CUDACTOR_REQUIRE_OK(host().inject_failure(producer, "bad input"));
+    CUDACTOR_REQUIRE_OK(backend().enqueue(producer, [&](const gpu::launch_context&) {
+      producer_done = true;
+      return gpu::status{};
+    }));
+    auto failed = backend().signal(producer).value();
+    CUDACTOR_REQUIRE_OK(backend().order_after(consumer, producer, failed));
+    CUDACTOR_REQUIRE_OK(backend().enqueue(consumer, [&](const gpu::launch_context&) {
+      ran_after = producer_done.load();
+      return gpu::status{};
+    }));
+    CUDACTOR_REQUIRE_OK(backend().record(ordered, consumer));
+  }
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+  BOOST_TEST(ran_after);                         // it came after the producer's work
+  BOOST_TEST(backend().query(ordered).ready());  // and the failure stayed there
+  // A failed point already reached orders nothing and carries nothing either.
+  auto late = make_event(backend());
+  auto point = backend().signal(producer).value();
+  CUDACTOR_REQUIRE_OK(backend().synchronize(producer));
+  CUDACTOR_REQUIRE_OK(backend().order_after(consumer, producer, point));
+  CUDACTOR_REQUIRE_OK(backend().record(late, consumer));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(consumer));
+  BOOST_TEST(backend().query(late).ready());
+}
+
 BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_point_reports_the_dependency) {
   auto producer = make_stream(backend(), "producer");
   auto consumer = make_stream(backend(), "consumer");

@@ -47,16 +47,22 @@ BOOST_AUTO_TEST_CASE(a_valid_operation_and_graph_pass) {
 
 BOOST_AUTO_TEST_CASE(every_enum_field_is_checked_against_its_range) {
   const input_limits limits;
-  for (int field = 0; field < 4; ++field) {
-    for (unsigned value : {7u, 8u, 200u, 255u}) {
+  for (int field = 0; field < 5; ++field) {
+    for (unsigned value : {8u, 9u, 200u, 255u}) {
       op_spec op = named_op();
       if (field == 0) op.type = raw<op_type>(static_cast<std::uint8_t>(value));
       if (field == 1) op.priority = raw<op_priority>(static_cast<std::uint8_t>(value));
       if (field == 2) op.workload = raw<op_workload>(static_cast<std::uint8_t>(value));
       if (field == 3) op.barrier.mode = raw<barrier_mode>(static_cast<std::uint8_t>(value));
+      if (field == 4) {
+        op.uses.push_back(buffer_use::read(buffer_id{1, 0, 1}));
+        op.uses.back().access = raw<buffer_access>(static_cast<std::uint8_t>(value));
+      }
       const auto err = check_input(op, limits);
       BOOST_TEST((err == errc::invalid_argument));
-      BOOST_TEST(says(err, field == 3 ? "is not a valid barrier_mode" : "is not a valid op_"));
+      BOOST_TEST(says(err, field == 3   ? "is not a valid barrier_mode"
+                           : field == 4 ? "is not a valid buffer_access"
+                                        : "is not a valid op_"));
       graph_spec g;
       g.add(op);
       BOOST_TEST(says(check_input(g, limits), "graph op 0"));
@@ -69,6 +75,27 @@ BOOST_AUTO_TEST_CASE(every_enum_field_is_checked_against_its_range) {
   edge.workload = op_workload::coordination;
   edge.barrier.mode = barrier_mode::device;
   BOOST_TEST(!check_input(edge, limits));
+}
+
+BOOST_AUTO_TEST_CASE(buffer_uses_say_how_they_access_and_are_bounded) {
+  input_limits limits;
+  limits.max_uses = 2;
+  op_spec op = named_op();
+  op.uses.push_back(buffer_use::read(buffer_id{1, 0, 1}, 0, 8));
+  op.uses.push_back(buffer_use::write(buffer_id{1, 1, 1}));
+  BOOST_TEST(!check_input(op, limits));
+  op.uses.push_back(buffer_use::read_write(buffer_id{1, 2, 1}));
+  BOOST_TEST(says(check_input(op, limits), "limit max-uses"));
+  op.uses.pop_back();
+  op.uses[1].access = buffer_access::none;
+  BOOST_TEST(says(check_input(op, limits), "declares no access"));
+  op_spec barrier;
+  barrier.type = op_type::barrier;
+  barrier.uses.push_back(buffer_use::read(buffer_id{1, 0, 1}));
+  BOOST_TEST(says(check_input(barrier, limits), "declares no buffer uses"));
+  op_spec release = named_op();
+  release.type = op_type::release;
+  BOOST_TEST(says(check_input(release, limits), "release_atom"));
 }
 
 BOOST_AUTO_TEST_CASE(only_a_barrier_names_streams_and_a_barrier_carries_no_work) {
@@ -155,13 +182,14 @@ BOOST_AUTO_TEST_CASE(strings_arguments_and_durations_are_bounded) {
   const input_limits defaults;
   BOOST_TEST(says(check_input(barrier_call{"job", 1, -1ns, {}}, defaults), "duration"));
   BOOST_TEST(says(check_input(barrier_call{"job", 1, 25h, {}}, defaults), "duration"));
-  BOOST_TEST(says(check_input(barrier_call{"job", 0, 1s, {}}, defaults), "generations count from 1"));
+  BOOST_TEST(
+      says(check_input(barrier_call{"job", 0, 1s, {}}, defaults), "generations count from 1"));
   BOOST_TEST(says(check_input(barrier_call{"job", 1, 1s, std::string(257, 't')}, defaults),
                   "owner token"));
   BOOST_TEST(!check_input(barrier_call{"job", 1, 1s, std::string(256, 't')}, defaults));
   BOOST_TEST(says(check_input(barrier_call{"", 1, 1s, {}}, defaults), "barrier's name"));
-  BOOST_TEST(
-      says(check_input(barrier_call{std::string(300, 'b'), 1, 1s, {}}, defaults), "barrier's name"));
+  BOOST_TEST(says(check_input(barrier_call{std::string(300, 'b'), 1, 1s, {}}, defaults),
+                  "barrier's name"));
 }
 
 BOOST_AUTO_TEST_CASE(what_a_node_says_it_is_is_checked_by_the_control_plane) {

@@ -65,6 +65,64 @@ BOOST_AUTO_TEST_CASE(an_op_is_ready_once_its_deps_are_submitted_not_completed) {
   BOOST_TEST(!g.complete(id(1)));  // a late second notice changes nothing
 }
 
+BOOST_AUTO_TEST_CASE(an_order_only_dependency_orders_without_carrying_a_failure) {
+  op_graph g;
+  std::vector<detail::ended_op> ended;
+  BOOST_REQUIRE(!g.add(id(1), op_priority::normal, false, {}));                  // writes x
+  BOOST_REQUIRE(!g.add(id(2), op_priority::normal, false, {id(1)}));             // reads x
+  BOOST_REQUIRE(!g.add(id(3), op_priority::normal, false, {}, {id(1), id(2)}));  // rewrites x
+  BOOST_TEST((g.find(id(3))->state == op_state::pending));
+  BOOST_TEST(g.find(id(3))->order_deps.size() == 2u);
+  const auto first = g.next_ready();
+  BOOST_REQUIRE((first && first->value == 1u));
+  BOOST_REQUIRE(g.submitted(id(1), op_position{0, 1}));
+  BOOST_TEST((g.find(id(2))->state == op_state::ready));  // not submitted
+  BOOST_TEST((g.find(id(3))->state == op_state::pending));
+  std::vector<bool> kinds;
+  BOOST_REQUIRE(g.fail(id(1), make_error(errc::op_failed, "bad input"), ended));
+  // 2 read what 1 wrote: cancelled. 3 only came after them: it goes on.
+  BOOST_REQUIRE(ended.size() == 2u);
+  BOOST_TEST(ended[1].id.value == 2u);
+  BOOST_TEST((ended[1].state == op_state::cancelled));
+  BOOST_TEST((g.find(id(3))->state == op_state::ready));  // 2 ended unsubmitted: no wait left
+  BOOST_TEST(g.deps_ended(id(3)));
+  auto next = g.next_ready();
+  BOOST_REQUIRE(next);
+  BOOST_TEST(next->value == 3u);
+  g.for_each_unfinished_dep(id(3),
+                            [&](op_id, const op_position&, bool order) { kinds.push_back(order); });
+  BOOST_TEST(kinds.empty());  // both ended: nothing to wait for on the device
+  // A later order-only dependency on the failed operation is taken (it has ended); a data
+  // dependency on it is refused with its cause.
+  BOOST_TEST(!g.add(id(4), op_priority::normal, false, {}, {id(1), id(3)}));
+  BOOST_TEST(g.find(id(4))->deps.size() == 1u);  // only 3 is still running
+  const auto refused = g.add(id(5), op_priority::normal, false, {id(1)});
+  BOOST_TEST((refused.code() == static_cast<std::uint8_t>(errc::dependency_failed)));
+  BOOST_TEST((g.add(id(5), op_priority::normal, false, {}, {id(9)}).code() ==
+              static_cast<std::uint8_t>(errc::unknown_op)));
+}
+
+BOOST_AUTO_TEST_CASE(a_dependency_named_both_ways_is_a_data_dependency) {
+  op_graph g;
+  std::vector<detail::ended_op> ended;
+  BOOST_REQUIRE(!g.add(id(1), op_priority::normal, false, {}));
+  BOOST_REQUIRE(!g.add(id(2), op_priority::normal, false, {id(1)}, {id(1)}));
+  BOOST_TEST(g.find(id(2))->deps.size() == 1u);
+  BOOST_TEST(g.find(id(2))->order_deps.empty());
+  BOOST_REQUIRE((drain(g) == std::vector<std::uint64_t>{1, 2}));
+  std::vector<bool> kinds;
+  BOOST_REQUIRE(!g.add(id(3), op_priority::normal, false, {}, {id(1)}));
+  BOOST_REQUIRE(drain(g) == std::vector<std::uint64_t>{3});
+  g.for_each_unfinished_dep(id(3),
+                            [&](op_id, const op_position&, bool order) { kinds.push_back(order); });
+  BOOST_TEST((kinds == std::vector<bool>{true}));
+  BOOST_TEST(!g.deps_ended(id(3)));  // 1 still runs
+  BOOST_REQUIRE(g.fail(id(1), make_error(errc::op_failed, "bad"), ended));
+  BOOST_TEST(ended.size() == 2u);  // 1, and 2 which read it; 3 stays
+  BOOST_TEST((g.find(id(3))->state == op_state::submitted));
+  BOOST_TEST(g.deps_ended(id(3)));
+}
+
 BOOST_AUTO_TEST_CASE(ready_ops_go_out_by_priority_then_in_the_order_they_became_ready) {
   op_graph g;
   BOOST_REQUIRE(!g.add(id(1), op_priority::low, false, {}));

@@ -1,0 +1,278 @@
+// The coordinator's buffers: allocation through a stream actor, adoption of the caller's
+// memory, dependencies inferred from the uses operations declare, poison left by writers that
+// never wrote, and release after the last use on every stream (docs/buffers.md).
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "cudactor/actors/detail/clock.hpp"
+#include "cudactor/actors/detail/coordinator_state.hpp"
+#include "cudactor/messaging/errc.hpp"
+
+namespace cudactor::detail {
+
+// --- allocating -------------------------------------------------------------------------------
+
+caf::result<buffer_handle> coordinator_state::allocate_buffer(std::optional<stream_id> on,
+                                                              std::uint64_t bytes) {
+  if (auto why = refusal()) return why;
+  if (bytes == 0) return make_error(errc::invalid_argument, "allocate: a buffer of 0 bytes");
+  std::uint32_t slot = 0;
+  if (on) {
+    const auto found = pool_.slot_of(*on);
+    if (!found) {
+      return make_error(errc::invalid_argument, "allocate: stream " + std::to_string(on->value) +
+                                                    " is not one the coordinator schedules onto");
+    }
+    slot = *found;
+  } else if (auto chosen = pool_.choose(op_priority::normal, op_workload::memory)) {
+    slot = *chosen;
+  }
+  if (buffers_->size() + allocating_ >= options_.max_buffers) {
+    return make_error(errc::resource_exhausted,
+                      "allocate: the coordinator holds " + std::to_string(buffers_->size()) +
+                          " buffers, its most (coordinator_options::max_buffers)");
+  }
+  ++allocating_;
+  auto promise = self_->make_response_promise<buffer_handle>();
+  const std::uint64_t epoch = epoch_;
+  self_->request(actors_[slot], caf::infinite, alloc_atom::value, bytes)
+      .then(
+          [this, promise, slot, epoch](const buffer_ref& memory) mutable {
+            --allocating_;
+            if (epoch != epoch_ || closing_) {
+              // Lost or shut down meanwhile: the memory goes back in the stream's order.
+              self_->request(actors_[slot], caf::infinite, free_atom::value, memory)
+                  .then([](const ticket&) {}, [this](caf::error&) { ++failed_frees_; });
+              promise.deliver(refusal() ? refusal()
+                                        : make_error(errc::device_lost, "allocate: device lost"));
+              return;
+            }
+            buffer_table::entry* e = buffers_->add(memory.size, memory.address, false);
+            e->home = slot;
+            e->memory = memory;
+            e->handle.stream = pool_.at(slot).id;
+            buffer_metrics_[slot].allocated(memory.size);
+            promise.deliver(e->handle);
+          },
+          [this, promise](caf::error& why) mutable {
+            --allocating_;
+            promise.deliver(std::move(why));
+          });
+  return promise;
+}
+
+caf::result<buffer_handle> coordinator_state::adopt_buffer(std::uint64_t address,
+                                                           std::uint64_t bytes) {
+  if (auto why = refusal()) return why;
+  if (address == 0 || bytes == 0) {
+    return make_error(errc::invalid_argument, "adopt: memory at " + std::to_string(address) +
+                                                  " of " + std::to_string(bytes) +
+                                                  " bytes (neither may be 0)");
+  }
+  if (address + bytes < address) {
+    return make_error(errc::invalid_argument, "adopt: the range wraps around the address space");
+  }
+  if (buffers_->size() + allocating_ >= options_.max_buffers) {
+    return make_error(errc::resource_exhausted,
+                      "adopt: the coordinator holds " + std::to_string(buffers_->size()) +
+                          " buffers, its most (coordinator_options::max_buffers)");
+  }
+  buffer_table::entry* e = buffers_->add(bytes, address, true);
+  return e->handle;
+}
+
+// --- releasing ------------------------------------------------------------------------------
+
+caf::result<op_id> coordinator_state::release_buffer(const buffer_id& id) {
+  if (auto why = refusal()) return why;
+  caf::error why;
+  buffer_table::entry* e = buffers_->find_live(id, why);
+  if (e == nullptr) return why;
+  // After every user still to be waited for: those that have not ended through the graph
+  // (order only: a failed user does not hold the release back), those still on the device
+  // through their points.
+  std::vector<op_id> order, tails;
+  e->uses->for_each_user([&](op_id user) {
+    if (tails_.count(user) != 0) {
+      tails.push_back(user);
+    } else if (waited(user)) {
+      order.push_back(user);
+    }
+  });
+  std::sort(tails.begin(), tails.end());
+  tails.erase(std::unique(tails.begin(), tails.end()), tails.end());
+  const op_id release{graph_.newest().value + 1};
+  if (auto bad = graph_.add(release, op_priority::normal, false, {}, order)) return bad;
+  op_spec spec;
+  spec.deps = order;
+  spec.deps.insert(spec.deps.end(), tails.begin(), tails.end());
+  spec.type = op_type::release;
+  spec.workload = op_workload::memory;
+  spec.description = "release of " + to_string(id);
+  if (!e->handle.adopted) {
+    // Freed in the order of the stream it was allocated on: the release goes there.
+    spec.placement.pinned = true;
+    spec.placement.stream = pool_.at(e->home).id;
+  }
+  op_record& r = add_record(release, spec, gpu::work_fn{no_work}, false, now_ns());
+  r.after_tails = std::move(tails);
+  r.releases = id;
+  e->state = buffer_table::phase::releasing;
+  e->release = release;
+  if (!e->handle.adopted) buffer_metrics_[e->home].released(e->handle.size);
+  pass_or_later();
+  return release;
+}
+
+void coordinator_state::free_released(std::uint32_t slot, const buffer_ref& memory) {
+  frees_[slot].push_back(memory);
+}
+
+void coordinator_state::drop_kept_buffers() {
+  buffers_->for_each([this](buffer_table::entry& e) {
+    if (e.state != buffer_table::phase::kept) return;
+    if (!e.handle.adopted) buffer_metrics_[e.home].dropped(e.handle.size);
+    buffers_->remove(e);
+  });
+}
+
+// --- uses -------------------------------------------------------------------------------------
+
+caf::error coordinator_state::check_uses(const std::vector<buffer_use>& uses,
+                                         const std::string& which,
+                                         std::vector<byte_range>& ranges) {
+  ranges.resize(uses.size());
+  for (std::size_t i = 0; i < uses.size(); ++i) {
+    if (auto bad = buffers_->check(uses[i], which, ranges[i])) return bad;
+  }
+  return {};
+}
+
+bool coordinator_state::waited(op_id op) const {
+  if (const op_graph::node* n = graph_.find(op)) {
+    if (!is_terminal(n->state)) return true;
+  }
+  return tails_.count(op) != 0;
+}
+
+void coordinator_state::infer_uses(const std::vector<buffer_use>& uses,
+                                   const std::vector<byte_range>& ranges, op_id user,
+                                   use_inference& out,
+                                   std::unordered_map<std::uint32_t, buffer_uses>* scratch) {
+  std::vector<use_edge> edges;
+  for (std::size_t i = 0; i < uses.size(); ++i) {
+    const buffer_id& b = uses[i].buffer;
+    const buffer_uses* history = nullptr;
+    if (scratch != nullptr) {
+      auto found = scratch->find(b.slot);
+      if (found != scratch->end()) history = &found->second;
+    }
+    caf::error why;
+    if (history == nullptr) history = &*buffers_->find(b, why)->uses;
+    edges.clear();
+    // A user of the same graph (scratch ids, past every registered one) is still to come.
+    const auto still = [&](op_id x) {
+      return x != user && (x.value > graph_.newest().value || waited(x));
+    };
+    history->infer(ranges[i], uses[i].access, still, edges, out.poisoned);
+    for (const use_edge& e : edges) {
+      out.inferred.push_back(inferred_dep{e.op, b, uses[i].access, e.order_only});
+    }
+  }
+  // Each dependency once, a data one winning; tails apart (they are waited for by point).
+  std::sort(out.inferred.begin(), out.inferred.end(),
+            [](const inferred_dep& a, const inferred_dep& b) {
+              return a.dep < b.dep || (a.dep == b.dep && !a.order_only && b.order_only);
+            });
+  op_id last;
+  for (const inferred_dep& d : out.inferred) {
+    if (d.dep == last) continue;
+    last = d.dep;
+    if (tails_.count(d.dep) != 0) {
+      out.tails.push_back(d.dep);
+    } else {
+      (d.order_only ? out.order : out.data).push_back(d.dep);
+    }
+  }
+}
+
+void coordinator_state::record_uses(const std::vector<buffer_use>& uses,
+                                    const std::vector<byte_range>& ranges, op_id user,
+                                    std::unordered_map<std::uint32_t, buffer_uses>* scratch) {
+  for (std::size_t i = 0; i < uses.size(); ++i) {
+    buffer_uses* history = nullptr;
+    if (scratch != nullptr) {
+      auto found = scratch->find(uses[i].buffer.slot);
+      if (found != scratch->end()) history = &found->second;
+    }
+    caf::error why;
+    buffer_table::entry* e = buffers_->find(uses[i].buffer, why);
+    if (history == nullptr) history = &*e->uses;
+    history->record(ranges[i], uses[i].access, user);
+    if (scratch == nullptr && history->compaction_due()) {
+      history->compact([this](op_id x) { return waited(x); });
+    }
+  }
+}
+
+void coordinator_state::buffer_user_ended(op_id id, op_record& r, op_state state,
+                                          const caf::error& cause) {
+  if (r.type == op_type::release) {
+    caf::error why;
+    buffer_table::entry* e = buffers_->find(r.releases, why);
+    if (e == nullptr) return;
+    if (state == op_state::completed) {
+      if (!e->handle.adopted) buffer_metrics_[e->home].reclaimed(e->handle.size);
+      buffers_->remove(*e);
+    } else {
+      e->state = buffer_table::phase::kept;  // the device went: not reused until reset
+    }
+    return;
+  }
+  if (state != op_state::completed) {
+    for (const buffer_use& u : r.uses) {
+      if (!writes(u.access)) continue;
+      caf::error why;
+      buffer_table::entry* e = buffers_->find(u.buffer, why);
+      if (e == nullptr) continue;
+      const std::uint64_t bytes = u.bytes == 0 ? e->handle.size - u.offset : u.bytes;
+      e->uses->poison(
+          byte_range{u.offset, u.offset + bytes}, id,
+          cause ? cause : make_error(errc::op_failed, to_string(id) + " ended unwritten"));
+    }
+    // Cancelled or failed on its way or on its stream: its work may still run there, and what
+    // comes after it by its uses must come after that too.
+    if (!lost_ && r.stream != no_stream &&
+        (r.point == 0 || r.point > pool_.at(r.stream).completed)) {
+      tails_[id] = op_position{r.stream, r.point};
+    }
+  }
+}
+
+bool coordinator_state::tails_placeable(const op_record& r, std::uint32_t slot) const {
+  for (op_id t : r.after_tails) {
+    auto found = tails_.find(t);
+    if (found != tails_.end() && found->second.point == 0 && found->second.stream != slot) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void coordinator_state::tail_waits(const op_record& r, std::uint32_t slot,
+                                   std::vector<point_wait>& out) {
+  for (op_id t : r.after_tails) {
+    auto found = tails_.find(t);
+    if (found == tails_.end() || found->second.point == 0) continue;
+    const op_position& at = found->second;
+    if (!pool_.needs_wait(slot, at.stream, at.point, true)) continue;
+    out.push_back(point_wait{pool_.at(at.stream).view, at.point, true});
+    ++device_waits_;
+    op_metrics_->device_waits(1);
+  }
+}
+
+}  // namespace cudactor::detail

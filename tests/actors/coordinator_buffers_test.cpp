@@ -1,0 +1,264 @@
+// Buffers in the coordinator, on either backend: dependencies inferred from declared uses
+// (what each comes after, said by describe and the notice, and kept on the device by the times
+// the work recorded where it ran), disjoint ranges that order nothing, a failed writer's
+// poison until a write without a read, graphs ordered by their uses, every bad use refused,
+// and a release after the last use on every stream, its memory then reused.
+#define BOOST_TEST_MODULE coordinator_buffers
+#include "coordinator_fixture.hpp"
+
+#include <set>
+
+using namespace std::chrono_literals;
+using namespace cudactor;
+using namespace cudactor::test;
+
+namespace {
+
+op_spec using_(work w, std::vector<buffer_use> uses, std::vector<op_id> deps = {}) {
+  op_spec s = spec_of(std::move(w), std::move(deps));
+  s.uses = std::move(uses);
+  return s;
+}
+
+// The inferred dependencies of `id` as (dep, order only) pairs.
+std::set<std::pair<std::uint64_t, bool>> inferred_of(const op_info& info) {
+  std::set<std::pair<std::uint64_t, bool>> out;
+  for (const auto& d : info.inferred) out.emplace(d.dep.value, d.order_only);
+  return out;
+}
+
+buffer_handle allocate(coordinator_fixture& fx, std::uint64_t bytes) {
+  auto b = fx.ask<buffer_handle>(fx.co(), alloc_atom::value, bytes);
+  BOOST_REQUIRE_MESSAGE(b, fx.why(b));
+  BOOST_TEST(!b->id.empty());
+  BOOST_TEST(b->size == bytes);
+  BOOST_TEST(b->address != 0u);
+  return *b;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(coordinator_buffers, four_streams)
+
+BOOST_AUTO_TEST_CASE(a_read_comes_after_the_last_write_and_a_write_after_the_reads_since) {
+  const buffer_handle b = allocate(*this, 1024);
+  auto log = std::make_shared<work_log>(4);
+  // Nothing ends before the checks: the first writer waits for a gate.
+  gate g;
+  const op_id held = add(spec_of(g.hold()));
+  const op_id w = add(using_(log->record(0, 3ms), {buffer_use::write(b.id)}, {held}));
+  const op_id r1 = add(using_(log->record(1, 1ms), {buffer_use::read(b.id, 0, 512)}));
+  const op_id r2 = add(using_(log->record(2, 1ms), {buffer_use::read(b.id, 512)}));
+  const op_id w2 = add(using_(log->record(3), {buffer_use::write(b.id, 256, 512)}));
+  auto r1_info = ask<op_info>(co(), describe_atom::value, r1);
+  BOOST_REQUIRE_MESSAGE(r1_info, why(r1_info));
+  BOOST_TEST((inferred_of(*r1_info) == std::set<std::pair<std::uint64_t, bool>>{{w.value, false}}));
+  BOOST_TEST((r1_info->inferred.front().buffer == b.id));
+  BOOST_TEST(std::count(r1_info->deps.begin(), r1_info->deps.end(), w) == 1);
+  auto w2_info = ask<op_info>(co(), describe_atom::value, w2);
+  BOOST_REQUIRE_MESSAGE(w2_info, why(w2_info));
+  BOOST_TEST((inferred_of(*w2_info) == std::set<std::pair<std::uint64_t, bool>>{
+                                           {w.value, true}, {r1.value, true}, {r2.value, true}}));
+  g.open();
+  auto told = collect({held, w, r1, r2, w2});
+  for (const auto& [id, n] : told) {
+    BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+  }
+  BOOST_TEST(told.at(w2.value).inferred.size() == 3u);  // the notice says it too
+  BOOST_TEST(log->ended(0) <= log->started(1));
+  BOOST_TEST(log->ended(0) <= log->started(2));
+  BOOST_TEST(log->ended(1) <= log->started(3));
+  BOOST_TEST(log->ended(2) <= log->started(3));
+}
+
+BOOST_AUTO_TEST_CASE(disjoint_ranges_of_one_buffer_order_nothing) {
+  const buffer_handle b = allocate(*this, 4096);
+  gate g;
+  const op_id held = add(spec_of(g.hold()));
+  const op_id low = add(using_(noop(), {buffer_use::write(b.id, 0, 2048)}, {held}));
+  const op_id high = add(using_(noop(), {buffer_use::write(b.id, 2048, 2048)}, {held}));
+  const op_id both = add(using_(noop(), {buffer_use::read(b.id, 2047, 2)}));
+  auto high_info = ask<op_info>(co(), describe_atom::value, high);
+  BOOST_REQUIRE(high_info);
+  BOOST_TEST(high_info->inferred.empty());
+  auto both_info = ask<op_info>(co(), describe_atom::value, both);
+  BOOST_REQUIRE(both_info);
+  BOOST_TEST((inferred_of(*both_info) ==
+              std::set<std::pair<std::uint64_t, bool>>{{low.value, false}, {high.value, false}}));
+  g.open();
+  for (const auto& [id, n] : collect({held, low, high, both})) {
+    BOOST_TEST((n.state == op_state::completed), "op " << id);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_writer_poisons_what_it_was_to_write_until_it_is_rewritten) {
+  const buffer_handle b = allocate(*this, 256);
+  auto log = std::make_shared<work_log>(8);
+  const op_id bad = add(using_(log->record(0, 2ms, true), {buffer_use::write(b.id, 0, 128)}));
+  const op_id reader = add(using_(log->record(1), {buffer_use::read(b.id, 64, 64)}));
+  // Only comes after the failed write: it goes on.
+  const op_id rewrite = add(using_(log->record(2), {buffer_use::write(b.id, 0, 64)}));
+  auto first = collect({bad, reader, rewrite});
+  BOOST_TEST((first.at(bad.value).state == op_state::failed));
+  BOOST_TEST((first.at(reader.value).state == op_state::cancelled));
+  BOOST_TEST((first.at(rewrite.value).state == op_state::completed),
+             render(first.at(rewrite.value).cause));
+  // Registered after the failure ended: bytes 64..127 are still poisoned, 0..63 rewritten.
+  const op_id late = add(using_(log->record(3), {buffer_use::read(b.id, 100, 8)}));
+  const op_id clean = add(using_(log->record(4), {buffer_use::read(b.id, 0, 64)}));
+  const op_id mixed = add(using_(log->record(5), {buffer_use::read_write(b.id, 60, 8)}));
+  auto second = collect({late, clean, mixed});
+  BOOST_TEST((second.at(late.value).state == op_state::cancelled));
+  BOOST_TEST(render(second.at(late.value).cause).find("left unwritten") != std::string::npos);
+  BOOST_TEST(render(second.at(late.value).cause).find("kernel 0 failed") != std::string::npos,
+             render(second.at(late.value).cause));
+  BOOST_TEST((second.at(clean.value).state == op_state::completed));
+  BOOST_TEST((second.at(mixed.value).state == op_state::cancelled));
+  // A write without a read clears it.
+  const op_id heal = add(using_(log->record(6), {buffer_use::write(b.id, 0, 256)}));
+  const op_id after = add(using_(log->record(7), {buffer_use::read(b.id)}));
+  auto third = collect({heal, after});
+  BOOST_TEST((third.at(after.value).state == op_state::completed),
+             render(third.at(after.value).cause));
+}
+
+BOOST_AUTO_TEST_CASE(a_graph_is_ordered_by_its_uses_in_its_own_order) {
+  const buffer_handle b = allocate(*this, 512);
+  auto log = std::make_shared<work_log>(4);
+  gate held;
+  const op_id hold = add(spec_of(held.hold()));
+  graph_spec g;
+  // No `after` at all: the order comes from the uses, in the graph's order.
+  g.add(using_(log->record(0, 2ms), {buffer_use::write(b.id)}, {hold}));
+  g.add(using_(log->record(1, 1ms), {buffer_use::read(b.id, 0, 256)}));
+  g.add(using_(log->record(2, 1ms), {buffer_use::read(b.id, 256)}));
+  g.add(using_(log->record(3), {buffer_use::read_write(b.id)}));
+  auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(g), me());
+  BOOST_REQUIRE_MESSAGE(ids, why(ids));
+  held.open();
+  for (const auto& [id, n] : collect(*ids)) {
+    BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+  }
+  BOOST_TEST(log->ended(0) <= log->started(1));
+  BOOST_TEST(log->ended(0) <= log->started(2));
+  BOOST_TEST(log->ended(1) <= log->started(3));
+  BOOST_TEST(log->ended(2) <= log->started(3));
+  auto last = ask<op_info>(co(), describe_atom::value, (*ids)[3]);
+  BOOST_REQUIRE(last);
+  BOOST_TEST((inferred_of(*last) ==
+              std::set<std::pair<std::uint64_t, bool>>{
+                  {(*ids)[0].value, false}, {(*ids)[1].value, true}, {(*ids)[2].value, true}}));
+  // An `after` against the order of the uses is a cycle, named, and nothing is registered.
+  graph_spec backwards;
+  const auto first = backwards.add(using_(noop(), {buffer_use::write(b.id)}));
+  const auto second = backwards.add(using_(noop(), {buffer_use::read(b.id)}));
+  backwards.ops[first].after.push_back(second);
+  auto refused = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(backwards));
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST((refused.error() == errc::dependency_cycle));
+  BOOST_TEST(why(refused).find("by the buffers they use") != std::string::npos, why(refused));
+}
+
+BOOST_AUTO_TEST_CASE(bad_uses_are_refused_with_what_is_wrong) {
+  const buffer_handle b = allocate(*this, 64);
+  const buffer_handle other = allocate(*this, 64);
+  auto refused = [&](buffer_use u, errc code, const std::string& says) {
+    auto id = ask<op_id>(co(), register_atom::value, using_(noop(), {u}));
+    BOOST_REQUIRE(!id);
+    BOOST_TEST((id.error() == code), why(id));
+    BOOST_TEST(why(id).find(says) != std::string::npos, why(id));
+    graph_spec g;
+    g.add(using_(noop(), {buffer_use::read(other.id)}));
+    g.add(using_(noop(), {u}));
+    auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(g));
+    BOOST_REQUIRE(!ids);
+    BOOST_TEST(why(ids).find("graph op 1") != std::string::npos, why(ids));
+  };
+  refused(buffer_use::read(b.id, 60, 8), errc::out_of_range, "which has 64 bytes");
+  refused(buffer_use::read(b.id, 64), errc::out_of_range, "which has 64 bytes");
+  refused(buffer_use::read(buffer_id{b.id.owner + 1, b.id.slot, b.id.generation}),
+          errc::foreign_handle, "not this coordinator's");
+  refused(buffer_use::read(buffer_id{b.id.owner, b.id.slot + 7, 1}), errc::invalid_argument,
+          "never allocated");
+  refused(buffer_use{b.id, buffer_access::none, 0, 0}, errc::invalid_argument,
+          "declares no access");
+  auto slow = std::make_shared<work_log>(1);
+  const op_id user = add(using_(slow->record(0, 50ms), {buffer_use::read(b.id)}));
+  auto release = ask<op_id>(co(), release_atom::value, b.id);
+  BOOST_REQUIRE_MESSAGE(release, why(release));
+  refused(buffer_use::write(b.id), errc::invalid_state, "was released");
+  auto again = ask<op_id>(co(), release_atom::value, b.id);
+  BOOST_REQUIRE(!again);
+  BOOST_TEST(why(again).find("was released") != std::string::npos, why(again));
+  auto withdrawn = ask<op_state>(co(), cancel_atom::value, *release);
+  BOOST_REQUIRE(!withdrawn);  // a release is not withdrawn (its user still runs)
+  BOOST_TEST(why(withdrawn).find("cannot be withdrawn") != std::string::npos, why(withdrawn));
+  BOOST_TEST((told(user).state == op_state::completed));
+  auto empty = ask<buffer_handle>(co(), alloc_atom::value, std::uint64_t{0});
+  BOOST_TEST(!empty);
+}
+
+BOOST_AUTO_TEST_CASE(a_release_comes_after_every_use_on_every_stream_then_the_memory_is_reused) {
+  const buffer_handle b = allocate(*this, 1 << 16);
+  auto log = std::make_shared<work_log>(4);
+  std::vector<op_id> users;
+  gate g;
+  const op_id held = add(spec_of(g.hold()));
+  // Readers on every stream, held, then the release.
+  for (std::uint32_t s = 0; s < 4; ++s) {
+    op_spec r = using_(log->record(s, 3ms), {buffer_use::read(b.id)}, {held});
+    r.placement.pinned = true;
+    r.placement.stream = stream_id{s};
+    users.push_back(add(std::move(r)));
+  }
+  auto release = ask<op_id>(co(), release_atom::value, b.id);
+  BOOST_REQUIRE_MESSAGE(release, why(release));
+  auto info = ask<op_info>(co(), describe_atom::value, *release);
+  BOOST_REQUIRE(info);
+  BOOST_TEST((info->type == op_type::release));
+  BOOST_TEST(info->deps.size() == 4u);
+  g.open();
+  auto notice = ask<op_notice>(co(), await_atom::value, *release, wait_limit{});
+  BOOST_REQUIRE_MESSAGE(notice, why(notice));
+  BOOST_TEST((notice->state == op_state::completed));
+  BOOST_TEST((notice->stream == b.stream));  // freed in the order of its stream
+  for (std::uint32_t s = 0; s < 4; ++s) BOOST_TEST(log->ended(s) != 0);
+  // The stream's allocator takes the memory back once it passed the free, then hands it out
+  // again for a buffer of the same size on the same stream.
+  bool reused = false;
+  for (int i = 0; i < 200 && !reused; ++i) {
+    auto next = ask<buffer_handle>(co(), alloc_atom::value, b.stream, std::uint64_t{1} << 16);
+    BOOST_REQUIRE_MESSAGE(next, why(next));
+    reused = next->address == b.address;
+    BOOST_TEST((next->id != b.id));
+    auto gone = ask<op_id>(co(), release_atom::value, next->id);
+    BOOST_REQUIRE(gone);
+    (void)ask<op_notice>(co(), await_atom::value, *gone, wait_limit{});
+    if (!reused) std::this_thread::sleep_for(1ms);
+  }
+  BOOST_TEST(reused);
+}
+
+BOOST_AUTO_TEST_CASE(adopted_memory_is_ordered_and_never_freed) {
+  std::vector<std::uint8_t> mine(128, 0);
+  auto b =
+      ask<buffer_handle>(co(), adopt_atom::value,
+                         static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(mine.data())),
+                         std::uint64_t{128});
+  BOOST_REQUIRE_MESSAGE(b, why(b));
+  BOOST_TEST(b->adopted);
+  const op_id w = add(using_(noop(), {buffer_use::write(b->id)}));
+  auto release = ask<op_id>(co(), release_atom::value, b->id);
+  BOOST_REQUIRE(release);
+  auto info = ask<op_info>(co(), describe_atom::value, *release);
+  BOOST_REQUIRE(info);
+  const auto n = collect({w});
+  BOOST_TEST((n.at(w.value).state == op_state::completed));
+  auto ended = ask<op_notice>(co(), await_atom::value, *release, wait_limit{});
+  BOOST_REQUIRE(ended);
+  BOOST_TEST((ended->state == op_state::completed));
+  auto refused = ask<buffer_handle>(co(), adopt_atom::value, std::uint64_t{0}, std::uint64_t{8});
+  BOOST_TEST(!refused);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
