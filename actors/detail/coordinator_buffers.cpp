@@ -4,7 +4,9 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <string>
+#include <unordered_set>
 #include <utility>
 
 #include "cudactor/actors/detail/clock.hpp"
@@ -94,14 +96,20 @@ caf::result<op_id> coordinator_state::release_buffer(const buffer_id& id) {
   // After every user still to be waited for: those that have not ended through the graph
   // (order only: a failed user does not hold the release back), those still on the device
   // through their points.
-  std::vector<op_id> order, tails;
-  e->uses->for_each_user([&](op_id user) {
+  std::vector<op_id> order, tails, users;
+  e->uses->for_each_user([&](op_id user) { users.push_back(user); });
+  std::vector<op_id> through;
+  for (op_id user : users) {
+    if (ghosts_.count(user) != 0) expand_ghost(user, through);
+  }
+  users.insert(users.end(), through.begin(), through.end());
+  for (op_id user : users) {
     if (tails_.count(user) != 0) {
       tails.push_back(user);
     } else if (waited(user)) {
       order.push_back(user);
     }
-  });
+  }
   std::sort(tails.begin(), tails.end());
   tails.erase(std::unique(tails.begin(), tails.end()), tails.end());
   const op_id release{graph_.newest().value + 1};
@@ -118,7 +126,7 @@ caf::result<op_id> coordinator_state::release_buffer(const buffer_id& id) {
     spec.placement.stream = pool_.at(e->home).id;
   }
   op_record& r = add_record(release, spec, gpu::work_fn{no_work}, false, now_ns());
-  r.after_tails = std::move(tails);
+  r.after_ops = std::move(tails);
   r.releases = id;
   e->state = buffer_table::phase::releasing;
   e->release = release;
@@ -175,10 +183,17 @@ void coordinator_state::infer_uses(const std::vector<buffer_use>& uses,
     edges.clear();
     // A user of the same graph (scratch ids, past every registered one) is still to come.
     const auto still = [&](op_id x) {
-      return x != user && (x.value > graph_.newest().value || waited(x));
+      return x != user && (x.value > graph_.newest().value || waited(x) || ghosts_.count(x) != 0);
     };
     history->infer(ranges[i], uses[i].access, still, edges, out.poisoned);
     for (const use_edge& e : edges) {
+      if (ghosts_.count(e.op) != 0 && !waited(e.op)) {
+        // It never ran: what it came after stands in for it.
+        std::vector<op_id> through;
+        expand_ghost(e.op, through);
+        for (op_id d : through) out.inferred.push_back(inferred_dep{d, b, uses[i].access, true});
+        continue;
+      }
       out.inferred.push_back(inferred_dep{e.op, b, uses[i].access, e.order_only});
     }
   }
@@ -248,30 +263,84 @@ void coordinator_state::buffer_user_ended(op_id id, op_record& r, op_state state
     if (!lost_ && r.stream != no_stream &&
         (r.point == 0 || r.point > pool_.at(r.stream).completed)) {
       tails_[id] = op_position{r.stream, r.point};
+      hand_over(id, {id});
+    }
+    // Ended before it ran: its uses are in the histories (a write of it took the place of
+    // the users before it), so what it came after stands in for it there.
+    if (!lost_ && r.stream == no_stream && (!r.inferred.empty() || !r.after_ops.empty())) {
+      std::vector<op_id>& before = ghosts_[id];
+      for (const inferred_dep& d : r.inferred) before.push_back(d.dep);
+      before.insert(before.end(), r.after_ops.begin(), r.after_ops.end());
+      std::vector<op_id> through;
+      expand_ghost(id, through);
+      hand_over(id, through);
+      if (ghosts_.size() > 64 + 2 * ghosts_pruned_at_) prune_ghosts();
     }
   }
 }
 
-bool coordinator_state::tails_placeable(const op_record& r, std::uint32_t slot) const {
-  for (op_id t : r.after_tails) {
-    auto found = tails_.find(t);
-    if (found != tails_.end() && found->second.point == 0 && found->second.stream != slot) {
-      return false;
+void coordinator_state::expand_ghost(op_id ghost, std::vector<op_id>& out) const {
+  std::vector<op_id> stack{ghost};
+  std::unordered_set<std::uint64_t> seen{ghost.value};
+  while (!stack.empty()) {
+    auto found = ghosts_.find(stack.back());
+    stack.pop_back();
+    if (found == ghosts_.end()) continue;
+    for (op_id d : found->second) {
+      if (!seen.insert(d.value).second) continue;
+      if (waited(d)) {
+        out.push_back(d);
+      } else if (ghosts_.count(d) != 0) {
+        stack.push_back(d);
+      }
     }
   }
-  return true;
 }
 
-void coordinator_state::tail_waits(const op_record& r, std::uint32_t slot,
-                                   std::vector<point_wait>& out) {
-  for (op_id t : r.after_tails) {
-    auto found = tails_.find(t);
-    if (found == tails_.end() || found->second.point == 0) continue;
-    const op_position& at = found->second;
-    if (!pool_.needs_wait(slot, at.stream, at.point, true)) continue;
+void coordinator_state::prune_ghosts() {
+  // A ghost whose predecessors have all ended stands for nothing any more.
+  for (auto it = ghosts_.begin(); it != ghosts_.end();) {
+    std::vector<op_id> through;
+    expand_ghost(it->first, through);
+    it = through.empty() ? ghosts_.erase(it) : std::next(it);
+  }
+  ghosts_pruned_at_ = ghosts_.size();
+}
+
+coordinator_state::after_state coordinator_state::after_op(op_id op, op_position& at) const {
+  if (const op_graph::node* n = graph_.find(op); n != nullptr && !is_terminal(n->state)) {
+    if (!n->position) return after_state::not_yet;
+    at = *n->position;
+    return after_state::placed;
+  }
+  auto tail = tails_.find(op);
+  if (tail == tails_.end()) return after_state::done;
+  at = tail->second;
+  return after_state::placed;
+}
+
+void coordinator_state::after_waits(const op_record& r, std::uint32_t slot,
+                                    std::vector<point_wait>& out) {
+  for_each_after(r, [&](after_state st, const op_position& at) {
+    if (st != after_state::placed) return;
+    assert(at.point != 0 || at.stream == slot);  // place() keeps it so
+    if (at.point == 0 || !pool_.needs_wait(slot, at.stream, at.point, true)) return;
     out.push_back(point_wait{pool_.at(at.stream).view, at.point, true});
     ++device_waits_;
     op_metrics_->device_waits(1);
+  });
+}
+
+void coordinator_state::hand_over(op_id ended, const std::vector<op_id>& instead) {
+  const op_graph::node* n = graph_.find(ended);
+  if (n == nullptr) return;
+  for (op_id d : n->dependents) {
+    const op_graph::node* dependent = graph_.find(d);
+    if (dependent == nullptr || is_terminal(dependent->state) || dependent->position) continue;
+    auto r = records_.find(d);
+    if (r == records_.end()) continue;
+    r->second.after_ops.insert(r->second.after_ops.end(), instead.begin(), instead.end());
+    r->second.deps.insert(r->second.deps.end(), instead.begin(), instead.end());
   }
 }
 

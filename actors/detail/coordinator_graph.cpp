@@ -53,7 +53,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
     record_uses(spec.uses, ranges, id, nullptr);
     r.uses = std::move(spec.uses);
     r.inferred = std::move(inferred.inferred);
-    r.after_tails = std::move(inferred.tails);
+    r.after_ops = std::move(inferred.tails);
     if (inferred.poisoned) poisoned(id, inferred.poisoned);
   }
   out = id;
@@ -279,9 +279,9 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     deps = {};
     if (!spec.uses.empty()) {
       r.uses = std::move(spec.uses);
-      r.after_tails = std::move(inferences[i].tails);
+      r.after_ops = std::move(inferences[i].tails);
       r.inferred = std::move(inferences[i].inferred);
-      r.deps.insert(r.deps.end(), r.after_tails.begin(), r.after_tails.end());
+      r.deps.insert(r.deps.end(), r.after_ops.begin(), r.after_ops.end());
       for (inferred_dep& d : r.inferred) d.dep = real(d.dep);
     }
   }

@@ -186,8 +186,9 @@ void coordinator_state::release_hold(std::uint32_t slot, timeline_point point,
   auto& s = pool_.at(slot);
   s.in_flight.emplace_back(point, op_id{});  // the point is the stream's, no operation's
   s.issued = std::max(s.issued, point);
-  self_->request(actors_[slot], caf::infinite, hold_end_atom::value, point,
-                 why ? why : make_error(errc::cancelled, "the operation ended before complete"))
+  self_
+      ->request(actors_[slot], caf::infinite, hold_end_atom::value, point,
+                why ? why : make_error(errc::cancelled, "the operation ended before complete"))
       .then([](const ticket&) {}, [](caf::error&) {});  // a broken stream tells its subscribers
 }
 

@@ -81,7 +81,8 @@ caf::result<std::vector<op_notice>> coordinator_state::run_graph(graph_spec& gra
 void coordinator_state::run_op(op_spec& spec, op_callback& done) {
   auto f = std::move(done.get());
   if (!f) return;
-  if (auto bad = start_run(spec, [f](std::vector<op_notice> ends) { f(std::move(ends.front())); })) {
+  if (auto bad =
+          start_run(spec, [f](std::vector<op_notice> ends) { f(std::move(ends.front())); })) {
     f(never_ran(std::move(bad)));
   }
 }

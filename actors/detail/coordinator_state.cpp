@@ -195,16 +195,21 @@ std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record&
       split = true;
     }
   });
-  for (op_id t : r.after_tails) {  // ended users still on the device, by their points
-    auto found = tails_.find(t);
-    if (found == tails_.end() || found->second.point != 0) continue;
-    if (!on_way) {
-      on_way = found->second.stream;
-    } else if (*on_way != found->second.stream) {
-      split = true;
-    }
+  bool not_yet = false;
+  if (!r.after_ops.empty()) {  // buffer users it comes after on the device only
+    for_each_after(r, [&](after_state st, const op_position& at) {
+      if (st == after_state::not_yet) {
+        not_yet = true;
+      } else if (at.point == 0) {
+        if (!on_way) {
+          on_way = at.stream;
+        } else if (*on_way != at.stream) {
+          split = true;
+        }
+      }
+    });
   }
-  if (split) return std::nullopt;
+  if (split || not_yet) return std::nullopt;
   if (r.pinned != no_stream) {
     // Its own stream or nothing: it waits for room there, and for the ticket of a dependency
     // on its way to another.
@@ -265,10 +270,7 @@ std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slo
     ++device_waits_;
     op_metrics_->device_waits(1);
   });
-  if (!tails_.empty()) {
-    const op_record& r = records_.at(id);
-    if (!r.after_tails.empty()) tail_waits(r, slot, out);
-  }
+  if (const op_record& r = records_.at(id); !r.after_ops.empty()) after_waits(r, slot, out);
   return out;
 }
 
@@ -401,6 +403,7 @@ void coordinator_state::lose(caf::error why) {
   graph_.fail_all(why, ended_);
   deferred_.clear();
   tails_.clear();  // the device is gone: nothing of theirs runs any more
+  ghosts_.clear();
   for (auto& frees : frees_) frees.clear();
   pool_.clear_work();
   for (auto& early : early_) early = completion_batch{};
@@ -419,7 +422,9 @@ void coordinator_state::lose(caf::error why) {
 void coordinator_state::finish() {
   if (ended_.empty()) return;
   const std::int64_t now = now_ns();
+  bool unfinished = false;  // something ended without completing
   for (const ended_op& e : ended_) {
+    unfinished = unfinished || e.state != op_state::completed;
     switch (e.state) {
       case op_state::completed: ++completed_; break;
       case op_state::failed: ++failed_; break;
@@ -487,6 +492,26 @@ void coordinator_state::finish() {
   }
   ended_.clear();
   (void)graph_.take_forgotten();  // records went with the end; the graph's own go here
+  if (unfinished && !deferred_.empty()) wake_deferred();
+}
+
+void coordinator_state::wake_deferred() {
+  // An operation the device finished waits (deferred) for its dependencies to end. A
+  // completion wakes it (settle_and_wake); a failure cancels it, unless the dependency was
+  // only an order one: then the failure's end is what it waited for.
+  std::vector<op_id> due;
+  for (const auto& [id, why] : deferred_) {
+    if (graph_.deps_ended(id)) due.push_back(id);
+  }
+  std::sort(due.begin(), due.end());
+  for (op_id id : due) {
+    auto it = deferred_.find(id);
+    if (it == deferred_.end()) continue;
+    caf::error why = std::move(it->second);
+    deferred_.erase(it);
+    settle_and_wake(id, std::move(why));
+  }
+  finish();
 }
 
 void coordinator_state::notify(const op_listener& listener, const op_notice& notice) {

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cudactor/actors/coordinator.hpp"
@@ -136,8 +137,11 @@ class coordinator_state {
     std::uint32_t run_index = 0;                   // its place in that request's answer
     std::vector<buffer_use> uses;                  // declared
     std::vector<inferred_dep> inferred;            // the dependencies inferred from them
-    std::vector<op_id> after_tails;                // ended users still on the device it comes after
-    buffer_id releases;                            // a release operation: the buffer it releases
+    // Besides its graph dependencies: buffer users it comes after on the device only (order),
+    // by where they sit: ended ones still running there (tails), and those that stand in for
+    // a user that ended before it ran.
+    std::vector<op_id> after_ops;
+    buffer_id releases;  // a release operation: the buffer it releases
   };
   // A run request: the notices of its operations, gathered until the last has ended, then
   // handed to whoever asked (a response promise, or a client's function).
@@ -264,10 +268,21 @@ class coordinator_state {
   // An operation with uses ended: what it was to write is poisoned unless it completed; a
   // release's buffer is reclaimed (or kept back after a loss).
   void buffer_user_ended(op_id id, op_record& r, op_state state, const caf::error& cause);
-  // Device waits of `id` (on `slot`) for the tails it comes after; false when one is still on
-  // its way to another stream (no point to wait for yet).
-  [[nodiscard]] bool tails_placeable(const op_record& r, std::uint32_t slot) const;
-  void tail_waits(const op_record& r, std::uint32_t slot, std::vector<point_wait>& out);
+  // Where `op`, one of an operation's after_ops, stands for it: ended and off the device
+  // (nothing to wait for), not on a stream yet (the operation waits), or at a position (point
+  // 0: on its way there).
+  enum class after_state : std::uint8_t { done, not_yet, placed };
+  [[nodiscard]] after_state after_op(op_id op, op_position& at) const;
+  // Calls f(state, position) for everything `r` comes after by its after_ops, each ghost
+  // among them (ended before it ran) replaced by what it came after, and so on.
+  template <class F>
+  void for_each_after(const op_record& r, F&& f) const;
+  // Device waits (order only) of an operation on `slot` for its after_ops.
+  void after_waits(const op_record& r, std::uint32_t slot, std::vector<point_wait>& out);
+  // `ended`, a buffer user that ended without completing, is held by its open dependents not
+  // yet on a stream: they come after it on the device (it still runs: a tail), or after what
+  // it came after (it never ran: a ghost), whatever the graph says of it now.
+  void hand_over(op_id ended, const std::vector<op_id>& instead);
   // Registration's share: infer (into `out`), then record the uses as the newest.
   void infer_uses(const std::vector<buffer_use>& uses, const std::vector<byte_range>& ranges,
                   op_id user, use_inference& out,
@@ -278,6 +293,10 @@ class coordinator_state {
   void free_released(std::uint32_t slot, const buffer_ref& memory);
   // After a reset: buffers kept back by the loss are dropped.
   void drop_kept_buffers();
+  // The users that `ghost` (a buffer user that ended before it ran) came after and that are
+  // still to be waited for, through other ghosts.
+  void expand_ghost(op_id ghost, std::vector<op_id>& out) const;
+  void prune_ghosts();
   // `id` reads bytes a failed writer left unwritten (`cause`): it is cancelled.
   void poisoned(op_id id, const caf::error& cause);
   // A graph's uses, checked and inferred in the graph's order (its submission order) on
@@ -303,6 +322,8 @@ class coordinator_state {
   void settle_and_wake(op_id first, caf::error why);
   // The operations in ended_ go out as notices and their records go.
   void finish();
+  // Settles the deferred operations whose dependencies have all ended now.
+  void wake_deferred();
   void notify(const op_listener& listener, const op_notice& notice);
   void flush();
   void serve_ready_waiters();
@@ -330,6 +351,9 @@ class coordinator_state {
   // (cancelled on their way): where they sit (point 0: ticket not back), until reached.
   std::optional<buffer_table> buffers_;
   std::unordered_map<op_id, op_position> tails_;
+  // Buffer users that ended before they ran, with what they came after by their uses.
+  std::unordered_map<op_id, std::vector<op_id>> ghosts_;
+  std::size_t ghosts_pruned_at_ = 0;
   std::vector<std::vector<buffer_ref>> frees_;  // by slot: sent after the slot's next dispatch
   std::vector<buffer_metrics> buffer_metrics_;  // by slot
   std::size_t allocating_ = 0;  // allocations asked of stream actors, not yet answered
@@ -379,5 +403,23 @@ class coordinator_state {
   std::uint64_t device_waits_ = 0, deadlock_detections_ = 0;
   std::uint64_t failed_frees_ = 0;  // released buffers' frees a stream actor refused
 };
+
+template <class F>
+void coordinator_state::for_each_after(const op_record& r, F&& f) const {
+  std::vector<op_id> stack(r.after_ops.begin(), r.after_ops.end());
+  std::unordered_set<std::uint64_t> seen;
+  while (!stack.empty()) {
+    const op_id t = stack.back();
+    stack.pop_back();
+    if (!seen.insert(t.value).second) continue;
+    op_position at;
+    const after_state st = after_op(t, at);
+    if (st != after_state::done) {
+      f(st, at);
+    } else if (auto ghost = ghosts_.find(t); ghost != ghosts_.end()) {
+      stack.insert(stack.end(), ghost->second.begin(), ghost->second.end());
+    }
+  }
+}
 
 }  // namespace cudactor::detail

@@ -23,9 +23,9 @@ caf::result<ticket> stream_state::accept_work(const work& w) {
 caf::result<std::vector<ticket>> stream_state::accept_works(const std::vector<work>& works) {
   if (auto why = refusal()) return why;
   if (works.empty() || works.size() > options_.max_batch) {
-    return make_error(errc::invalid_argument,
-                      "submit: a batch holds 1 to " + std::to_string(options_.max_batch) +
-                          " works, not " + std::to_string(works.size()));
+    return make_error(errc::invalid_argument, "submit: a batch holds 1 to " +
+                                                  std::to_string(options_.max_batch) +
+                                                  " works, not " + std::to_string(works.size()));
   }
   // All or none: every work is checked before any is accepted.
   std::vector<gpu::work_fn> fns(works.size());
@@ -168,9 +168,9 @@ void stream_state::answer(const std::shared_ptr<dispatch_reply>& reply, const ca
 caf::result<std::vector<ticket>> stream_state::accept_dispatch(std::vector<dispatched_op>& ops) {
   if (auto why = refusal()) return why;
   if (ops.empty() || ops.size() > options_.max_batch) {
-    return make_error(errc::invalid_argument,
-                      "dispatch: a pass holds 1 to " + std::to_string(options_.max_batch) +
-                          " operations, not " + std::to_string(ops.size()));
+    return make_error(errc::invalid_argument, "dispatch: a pass holds 1 to " +
+                                                  std::to_string(options_.max_batch) +
+                                                  " operations, not " + std::to_string(ops.size()));
   }
   for (const auto& d : ops) {
     if (!d.fn) return make_error(errc::invalid_argument, "dispatch: an operation without work");
@@ -236,8 +236,9 @@ caf::result<stream_view> stream_state::reset() {
   // of the host backend destroys every stream, used or not.)
   if (!broken_ && context_.device->timeline_of(stream_.ref())) return stream_view{stream_.ref()};
   if (auto health = context_.device->health(); !health.ok()) {
-    return make_error(errc::device_lost, "stream '" + options_.name + "': the backend is still lost (" +
-                                             health.message() + "): reset it first");
+    return make_error(errc::device_lost, "stream '" + options_.name +
+                                             "': the backend is still lost (" + health.message() +
+                                             "): reset it first");
   }
   auto made = context_.device->create_stream({options_.name, options_.priority});
   if (!made) return to_error(made.error());
