@@ -21,6 +21,8 @@
 // (host callbacks stamp each operation's start and finish) and with a trace file written.
 // The client API (actors/client.hpp) from a plain thread, beside the actor client: pipelined
 // futures (up to the same depth in flight) and one future at a time.
+// Buffers: a random DAG whose every dependency comes from four buffer uses per op, inferred
+// by the coordinator, against the same dependencies stated explicitly, in the same runtime.
 // Memory: the coordinator's tracked state and the process's resident memory across many
 // graphs of independent ops (10M ops; 1M with --quick).
 //
@@ -40,6 +42,7 @@
 #include "common/host_runs.hpp"
 #include "common/report.hpp"
 #include "cudactor/actors/client.hpp"
+#include "cudactor/actors/detail/buffer_uses.hpp"
 
 namespace {
 
@@ -129,9 +132,8 @@ struct outcome {
 };
 
 // One graph message of `n` ops; every op's end told to a counting listener.
-outcome graph_run(runtime& rt, shape s, std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng{seed};
-  graph_spec g = make_graph(s, n, rng);
+outcome run_graph(runtime& rt, graph_spec g, const char* what) {
+  const std::size_t n = g.ops.size();
   auto st = std::make_shared<count_state>();
   st->expected = n;
   auto done = st->done.get_future();
@@ -143,9 +145,86 @@ outcome graph_run(runtime& rt, shape s, std::size_t n, std::uint64_t seed) {
   out.ops_per_s = static_cast<double>(n) / ((now_ns() - start) * 1e-9);
   caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
   if (st->not_completed != 0) {
-    std::fprintf(stderr, "%s: %llu ops did not complete\n", name_of(s),
+    std::fprintf(stderr, "%s: %llu ops did not complete\n", what,
                  static_cast<unsigned long long>(st->not_completed));
     std::exit(1);
+  }
+  return out;
+}
+
+outcome graph_run(runtime& rt, shape s, std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng{seed};
+  return run_graph(rt, make_graph(s, n, rng), name_of(s));
+}
+
+// The buffer scenario: `n` ops, each with four uses (a random one of 8 buffers of 4 KiB, a
+// random range of up to 512 bytes, read, write or read_write), once as uses the coordinator
+// infers the dependencies from, once as the same dependencies stated with `after` (inferred
+// here by the same rules, detail/buffer_uses.hpp). Fresh buffers for each run, released after.
+struct buffer_outcome {
+  double inferred_ops_per_s = 0, explicit_ops_per_s = 0, deps_per_op = 0;
+};
+
+buffer_outcome buffer_runs(runtime& rt, std::size_t n, std::uint64_t seed) {
+  constexpr std::size_t count = 8;
+  constexpr std::uint64_t size = 4096;
+  caf::scoped_actor self{rt.system()};
+  std::vector<buffer_id> made;
+  for (std::size_t b = 0; b < count; ++b) {
+    self->request(rt.coordinator(), caf::infinite, alloc_atom::value, size)
+        .receive([&](const buffer_handle& h) { made.push_back(h.id); },
+                 [](caf::error& why) {
+                   std::fprintf(stderr, "alloc: %s\n", describe(why).c_str());
+                   std::exit(1);
+                 });
+  }
+  std::mt19937_64 rng{seed};
+  graph_spec inferred, stated;
+  inferred.ops.reserve(n);
+  stated.ops.reserve(n);
+  std::vector<detail::buffer_uses> local(count, detail::buffer_uses{size});
+  std::vector<detail::use_edge> edges;
+  caf::error poisoned;
+  std::size_t deps = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    op_spec with_uses = noop_spec();
+    std::vector<std::uint32_t> after;
+    std::vector<std::pair<std::size_t, detail::byte_range>> ranges;
+    for (int u = 0; u < 4; ++u) {
+      const std::size_t b = rng() % count;
+      const std::uint64_t begin = rng() % size;
+      const std::uint64_t bytes = 1 + rng() % std::min<std::uint64_t>(512, size - begin);
+      const unsigned pick = static_cast<unsigned>(rng() % 10);
+      const auto access = pick < 5   ? buffer_access::read
+                          : pick < 8 ? buffer_access::write
+                                     : buffer_access::read_write;
+      with_uses.uses.push_back(buffer_use{made[b], access, begin, bytes});
+      ranges.emplace_back(b, detail::byte_range{begin, begin + bytes});
+      edges.clear();
+      local[b].infer(
+          ranges.back().second, access, [](op_id) { return true; }, edges, poisoned);
+      for (const auto& e : edges) after.push_back(static_cast<std::uint32_t>(e.op.value - 1));
+    }
+    for (int u = 0; u < 4; ++u) {
+      local[ranges[u].first].record(ranges[u].second, with_uses.uses[u].access, op_id{i + 1});
+    }
+    std::sort(after.begin(), after.end());
+    after.erase(std::unique(after.begin(), after.end()), after.end());
+    deps += after.size();
+    inferred.add(std::move(with_uses));
+    stated.add(noop_spec(), std::move(after));
+  }
+  buffer_outcome out;
+  out.deps_per_op = static_cast<double>(deps) / static_cast<double>(n);
+  out.explicit_ops_per_s = run_graph(rt, std::move(stated), "stated buffer dependencies").ops_per_s;
+  out.inferred_ops_per_s = run_graph(rt, std::move(inferred), "inferred from uses").ops_per_s;
+  for (const buffer_id& b : made) {
+    self->request(rt.coordinator(), caf::infinite, release_atom::value, b)
+        .receive([](op_id) {},
+                 [](caf::error& why) {
+                   std::fprintf(stderr, "release: %s\n", describe(why).c_str());
+                   std::exit(1);
+                 });
   }
   return out;
 }
@@ -328,6 +407,7 @@ int main(int argc, char** argv) {
   std::map<shape, samples> graph;
   samples single, direct, via_client, timed, traced;
   samples chain_waits, random_waits, random_skipped, random_cross;
+  samples buffer_inferred, buffer_explicit, buffer_deps;
   std::string backend;
   for (int round = 0; round < rounds; ++round) {
     runtime_config config;
@@ -348,6 +428,10 @@ int main(int argc, char** argv) {
         random_skipped.add(skipped / n);
       }
     }
+    const auto buffers = buffer_runs(*rt, n, 11 + round);
+    buffer_inferred.add(buffers.inferred_ops_per_s);
+    buffer_explicit.add(buffers.explicit_ops_per_s);
+    buffer_deps.add(buffers.deps_per_op);
     single.add(pipelined_run(*rt, n));
     via_client.add(client_run(*rt, n));
     rt.reset();
@@ -373,6 +457,12 @@ int main(int argc, char** argv) {
     results.add({"graph", name_of(s), std::to_string(n), fixed(graph[s].median(), 0),
                  graph[s].range(), fixed(direct.median() / graph[s].median(), 2)});
   }
+  results.add({"graph, stated deps", "buffer uses", std::to_string(n),
+               fixed(buffer_explicit.median(), 0), buffer_explicit.range(),
+               fixed(direct.median() / buffer_explicit.median(), 2)});
+  results.add({"graph, inferred deps", "buffer uses", std::to_string(n),
+               fixed(buffer_inferred.median(), 0), buffer_inferred.range(),
+               fixed(direct.median() / buffer_inferred.median(), 2)});
   results.add({"graph, timing on", "random", std::to_string(n), fixed(timed.median(), 0),
                timed.range(), fixed(direct.median() / timed.median(), 2)});
   results.add({"graph, trace file", "random", std::to_string(n), fixed(traced.median(), 0),
@@ -389,6 +479,10 @@ int main(int argc, char** argv) {
   std::printf(
       "device waits per op: chain %.2f, random %.2f (redundant ones skipped: %.2f per op)\n",
       chain_waits.median(), random_waits.median(), random_skipped.median());
+  std::printf(
+      "buffer uses: %.2f dependencies per op; inferring them costs %.0f%% of the "
+      "throughput with them stated\n",
+      buffer_deps.median(), 100.0 * (1.0 - buffer_inferred.median() / buffer_explicit.median()));
 
   // Latency, in a fresh runtime: back to back, then with the runtime idle between ops.
   runtime_config config;
@@ -445,6 +539,9 @@ int main(int argc, char** argv) {
   json.add("graph_independent_ops_per_s", graph[shape::independent].median());
   json.add("graph_chain_ops_per_s", graph[shape::chain].median());
   json.add("graph_fan_ops_per_s", graph[shape::fan].median());
+  json.add("buffer_inferred_ops_per_s", buffer_inferred.median());
+  json.add("buffer_explicit_ops_per_s", buffer_explicit.median());
+  json.add("buffer_deps_per_op", buffer_deps.median());
   json.add("graph_timed_ops_per_s", timed.median());
   json.add("graph_traced_ops_per_s", traced.median());
   json.add("timing_cost_ratio", graph[shape::random].median() / timed.median());

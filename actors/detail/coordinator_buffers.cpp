@@ -198,18 +198,28 @@ void coordinator_state::infer_uses(const std::vector<buffer_use>& uses,
     }
   }
   // Each dependency once, a data one winning; tails apart (they are waited for by point).
+  // What describe says keeps each dependency once per buffer.
   std::sort(out.inferred.begin(), out.inferred.end(),
             [](const inferred_dep& a, const inferred_dep& b) {
-              return a.dep < b.dep || (a.dep == b.dep && !a.order_only && b.order_only);
+              if (a.dep != b.dep) return a.dep < b.dep;
+              if (a.buffer.slot != b.buffer.slot) return a.buffer.slot < b.buffer.slot;
+              return !a.order_only && b.order_only;
             });
-  op_id last;
-  for (const inferred_dep& d : out.inferred) {
-    if (d.dep == last) continue;
-    last = d.dep;
-    if (tails_.count(d.dep) != 0) {
-      out.tails.push_back(d.dep);
+  out.inferred.erase(std::unique(out.inferred.begin(), out.inferred.end(),
+                                 [](const inferred_dep& a, const inferred_dep& b) {
+                                   return a.dep == b.dep && a.buffer == b.buffer;
+                                 }),
+                     out.inferred.end());
+  for (std::size_t i = 0; i < out.inferred.size();) {
+    const op_id dep = out.inferred[i].dep;
+    bool data = false;  // through any of its buffers
+    for (; i < out.inferred.size() && out.inferred[i].dep == dep; ++i) {
+      data = data || !out.inferred[i].order_only;
+    }
+    if (tails_.count(dep) != 0) {
+      out.tails.push_back(dep);
     } else {
-      (d.order_only ? out.order : out.data).push_back(d.dep);
+      (data ? out.data : out.order).push_back(dep);
     }
   }
 }
@@ -265,18 +275,26 @@ void coordinator_state::buffer_user_ended(op_id id, op_record& r, op_state state
       tails_[id] = op_position{r.stream, r.point};
       hand_over(id, {id});
     }
-    // Ended before it ran: its uses are in the histories (a write of it took the place of
-    // the users before it), so what it came after stands in for it there.
-    if (!lost_ && r.stream == no_stream && (!r.inferred.empty() || !r.after_ops.empty())) {
-      std::vector<op_id>& before = ghosts_[id];
-      for (const inferred_dep& d : r.inferred) before.push_back(d.dep);
-      before.insert(before.end(), r.after_ops.begin(), r.after_ops.end());
+    // Ended before it ran (note_ghost made it a ghost): what it came after, and what the
+    // ghosts among those came after, stands in for it.
+    if (r.stream == no_stream && ghosts_.count(id) != 0) {
       std::vector<op_id> through;
       expand_ghost(id, through);
       hand_over(id, through);
       if (ghosts_.size() > 64 + 2 * ghosts_pruned_at_) prune_ghosts();
     }
   }
+}
+
+void coordinator_state::note_ghost(op_id id, const op_record& r, op_state state) {
+  // Its uses are in the histories (a write of it took the place of the users before it):
+  // kept as a ghost, with what it came after. All of a batch of ends first, so that a ghost
+  // ended with one before it sees that one as a ghost too.
+  if (lost_ || state == op_state::completed || r.stream != no_stream || r.uses.empty()) return;
+  if (r.inferred.empty() && r.after_ops.empty()) return;
+  std::vector<op_id>& before = ghosts_[id];
+  for (const inferred_dep& d : r.inferred) before.push_back(d.dep);
+  before.insert(before.end(), r.after_ops.begin(), r.after_ops.end());
 }
 
 void coordinator_state::expand_ghost(op_id ghost, std::vector<op_id>& out) const {

@@ -424,7 +424,13 @@ void coordinator_state::finish() {
   const std::int64_t now = now_ns();
   bool unfinished = false;  // something ended without completing
   for (const ended_op& e : ended_) {
-    unfinished = unfinished || e.state != op_state::completed;
+    if (e.state == op_state::completed) continue;
+    unfinished = true;
+    if (auto found = records_.find(e.id); found != records_.end()) {
+      note_ghost(e.id, found->second, e.state);
+    }
+  }
+  for (const ended_op& e : ended_) {
     switch (e.state) {
       case op_state::completed: ++completed_; break;
       case op_state::failed: ++failed_; break;
@@ -476,12 +482,16 @@ void coordinator_state::finish() {
       }
     }
     if (options_.ended_kept > 0) {
-      // The record goes now: its text and dependencies move to the ended ring.
+      // The record goes now: its text, dependencies and uses move to the ended ring.
       std::string description = std::move(r.description);
       std::vector<op_id> deps = std::move(r.deps);
+      std::vector<buffer_use> uses = std::move(r.uses);
+      std::vector<inferred_dep> inferred = std::move(r.inferred);
       op_info info = info_of(e.id, r);
       info.description = std::move(description);
       info.deps = std::move(deps);
+      info.uses = std::move(uses);
+      info.inferred = std::move(inferred);
       info.state = e.state;
       info.cause = e.cause;
       info.ended_ns = now;

@@ -268,6 +268,9 @@ class coordinator_state {
   // An operation with uses ended: what it was to write is poisoned unless it completed; a
   // release's buffer is reclaimed (or kept back after a loss).
   void buffer_user_ended(op_id id, op_record& r, op_state state, const caf::error& cause);
+  // Before buffer_user_ended, for every operation of a batch of ends: one that never ran
+  // becomes a ghost.
+  void note_ghost(op_id id, const op_record& r, op_state state);
   // Where `op`, one of an operation's after_ops, stands for it: ended and off the device
   // (nothing to wait for), not on a stream yet (the operation waits), or at a position (point
   // 0: on its way there).
