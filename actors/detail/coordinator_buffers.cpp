@@ -48,8 +48,8 @@ caf::result<buffer_handle> coordinator_state::allocate_buffer(std::optional<stre
               // Lost or shut down meanwhile: the memory goes back in the stream's order.
               self_->request(actors_[slot], caf::infinite, free_atom::value, memory)
                   .then([](const ticket&) {}, [this](caf::error&) { ++failed_frees_; });
-              promise.deliver(refusal() ? refusal()
-                                        : make_error(errc::device_lost, "allocate: device lost"));
+              caf::error why = refusal();
+              promise.deliver(why ? why : make_error(errc::device_lost, "allocate: device lost"));
               return;
             }
             buffer_table::entry* e = buffers_->add(memory.size, memory.address, false);

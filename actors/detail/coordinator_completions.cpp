@@ -178,4 +178,23 @@ void coordinator_state::settle(op_id id, const caf::error& why) {
   }
 }
 
+void coordinator_state::wake_deferred() {
+  // An operation the device finished waits (deferred) for its dependencies to end. A
+  // completion wakes it (settle_and_wake); a failure cancels it, unless the dependency was
+  // only an order one: then the failure's end is what it waited for.
+  std::vector<op_id> due;
+  for (const auto& [id, why] : deferred_) {
+    if (graph_.deps_ended(id)) due.push_back(id);
+  }
+  std::sort(due.begin(), due.end());
+  for (op_id id : due) {
+    auto it = deferred_.find(id);
+    if (it == deferred_.end()) continue;
+    caf::error why = std::move(it->second);
+    deferred_.erase(it);
+    settle_and_wake(id, std::move(why));
+  }
+  finish();
+}
+
 }  // namespace cudactor::detail

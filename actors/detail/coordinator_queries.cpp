@@ -1,5 +1,6 @@
 // The coordinator's answers about operations rather than their running: subscriptions,
-// describe, cancel, deadlock detection and the counters.
+// describe, cancel, deadlock detection, the counters, and the stream pool's (choose, wait
+// for a ready stream).
 #include <caf/all.hpp>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/coordinator_state.hpp"
 #include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
 
 namespace cudactor::detail {
 
@@ -399,6 +401,76 @@ void coordinator_state::profile(op_id id, const op_record& r, op_state state, st
     t.ended_ns = now;
     context_.trace->add(t);
   }
+}
+
+// --- the pool ------------------------------------------------------------------------------
+
+caf::result<stream_id> coordinator_state::choose_now(op_priority priority, op_workload workload) {
+  if (auto why = refusal()) return why;
+  if (auto bad = check_input(priority)) return bad;
+  if (auto bad = check_input(workload)) return bad;
+  if (auto chosen = pool_.choose(priority, workload)) return pool_.at(*chosen).id;
+  // Every stream is at its cap or held: the least loaded one of the operation's class if
+  // there is one, else of all (work given to it now waits there the least).
+  std::optional<std::uint32_t> best;
+  for (int pass = 0; pass < 2 && !best; ++pass) {
+    for (std::uint32_t i = 0; i < pool_.size(); ++i) {
+      if (pass == 0 && pool_.at(i).priority != stream_pool::class_of(priority)) continue;
+      if (!best || pool_.load_of(i) < pool_.load_of(*best)) best = i;
+    }
+  }
+  return pool_.at(*best).id;
+}
+
+caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeout) {
+  if (auto why = refusal()) return why;
+  if (timeout.count() < 0) {
+    return make_error(errc::invalid_argument, "wait_ready: a negative time limit (" +
+                                                  std::to_string(timeout.count()) + " ns)");
+  }
+  if (auto idle = pool_.any_idle()) return pool_.at(*idle).id;
+  const std::uint64_t token = end_waits_.reserve();
+  auto promise = self_->make_response_promise<stream_id>();
+  ready_waiters_.emplace(token, promise);
+  self_->delayed_send(self_, timeout, expire_atom::value, token);
+  return promise;
+}
+
+void coordinator_state::expire(std::uint64_t token) {
+  if (const std::uint64_t* where = end_waits_.find(token)) {
+    const op_id id{*where};
+    end_waits_.forget(token);
+    auto range = end_waiters_.equal_range(id);
+    for (auto i = range.first; i != range.second; ++i) {
+      if (i->second.id != token) continue;
+      const op_graph::node* n = graph_.find(id);
+      i->second.promise.deliver(make_error(
+          errc::timeout, to_string(id) + " did not end in time (it is " +
+                             std::string{n != nullptr ? to_string(n->state) : "gone"} + ")"));
+      end_waiters_.erase(i);
+      break;
+    }
+    return;
+  }
+  auto found = ready_waiters_.find(token);
+  if (found == ready_waiters_.end()) return;
+  std::string busy;
+  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
+    const auto& s = pool_.at(i);
+    busy += (i == 0 ? "" : ", ") + std::string{"stream "} + std::to_string(s.id.value) + ": " +
+            std::to_string(pool_.load_of(i)) + " in flight" +
+            (s.reserved_by.empty() ? "" : ", held by " + to_string(s.reserved_by));
+  }
+  found->second.deliver(make_error(errc::timeout, "no stream became idle in time (" + busy + ")"));
+  ready_waiters_.erase(found);
+}
+
+void coordinator_state::serve_ready_waiters() {
+  if (ready_waiters_.empty()) return;
+  const auto idle = pool_.any_idle();
+  if (!idle) return;
+  for (auto& [token, promise] : ready_waiters_) promise.deliver(pool_.at(*idle).id);
+  ready_waiters_.clear();
 }
 
 }  // namespace cudactor::detail

@@ -505,25 +505,6 @@ void coordinator_state::finish() {
   if (unfinished && !deferred_.empty()) wake_deferred();
 }
 
-void coordinator_state::wake_deferred() {
-  // An operation the device finished waits (deferred) for its dependencies to end. A
-  // completion wakes it (settle_and_wake); a failure cancels it, unless the dependency was
-  // only an order one: then the failure's end is what it waited for.
-  std::vector<op_id> due;
-  for (const auto& [id, why] : deferred_) {
-    if (graph_.deps_ended(id)) due.push_back(id);
-  }
-  std::sort(due.begin(), due.end());
-  for (op_id id : due) {
-    auto it = deferred_.find(id);
-    if (it == deferred_.end()) continue;
-    caf::error why = std::move(it->second);
-    deferred_.erase(it);
-    settle_and_wake(id, std::move(why));
-  }
-  finish();
-}
-
 void coordinator_state::notify(const op_listener& listener, const op_notice& notice) {
   pump_later();  // whose handler flushes the outbox
   auto [at, added] = outbox_index_.emplace(listener.address(), outbox_.size());
@@ -542,76 +523,6 @@ void coordinator_state::flush() {
   for (auto& [listener, notices] : outbox_) self_->send(listener, std::move(notices));
   outbox_.clear();
   outbox_index_.clear();
-}
-
-// --- the pool ------------------------------------------------------------------------------
-
-caf::result<stream_id> coordinator_state::choose_now(op_priority priority, op_workload workload) {
-  if (auto why = refusal()) return why;
-  if (auto bad = check_input(priority)) return bad;
-  if (auto bad = check_input(workload)) return bad;
-  if (auto chosen = pool_.choose(priority, workload)) return pool_.at(*chosen).id;
-  // Every stream is at its cap or held: the least loaded one of the operation's class if
-  // there is one, else of all (work given to it now waits there the least).
-  std::optional<std::uint32_t> best;
-  for (int pass = 0; pass < 2 && !best; ++pass) {
-    for (std::uint32_t i = 0; i < pool_.size(); ++i) {
-      if (pass == 0 && pool_.at(i).priority != stream_pool::class_of(priority)) continue;
-      if (!best || pool_.load_of(i) < pool_.load_of(*best)) best = i;
-    }
-  }
-  return pool_.at(*best).id;
-}
-
-caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeout) {
-  if (auto why = refusal()) return why;
-  if (timeout.count() < 0) {
-    return make_error(errc::invalid_argument, "wait_ready: a negative time limit (" +
-                                                  std::to_string(timeout.count()) + " ns)");
-  }
-  if (auto idle = pool_.any_idle()) return pool_.at(*idle).id;
-  const std::uint64_t token = end_waits_.reserve();
-  auto promise = self_->make_response_promise<stream_id>();
-  ready_waiters_.emplace(token, promise);
-  self_->delayed_send(self_, timeout, expire_atom::value, token);
-  return promise;
-}
-
-void coordinator_state::expire(std::uint64_t token) {
-  if (const std::uint64_t* where = end_waits_.find(token)) {
-    const op_id id{*where};
-    end_waits_.forget(token);
-    auto range = end_waiters_.equal_range(id);
-    for (auto i = range.first; i != range.second; ++i) {
-      if (i->second.id != token) continue;
-      const op_graph::node* n = graph_.find(id);
-      i->second.promise.deliver(make_error(
-          errc::timeout, to_string(id) + " did not end in time (it is " +
-                             std::string{n != nullptr ? to_string(n->state) : "gone"} + ")"));
-      end_waiters_.erase(i);
-      break;
-    }
-    return;
-  }
-  auto found = ready_waiters_.find(token);
-  if (found == ready_waiters_.end()) return;
-  std::string busy;
-  for (std::uint32_t i = 0; i < pool_.size(); ++i) {
-    const auto& s = pool_.at(i);
-    busy += (i == 0 ? "" : ", ") + std::string{"stream "} + std::to_string(s.id.value) + ": " +
-            std::to_string(pool_.load_of(i)) + " in flight" +
-            (s.reserved_by.empty() ? "" : ", held by " + to_string(s.reserved_by));
-  }
-  found->second.deliver(make_error(errc::timeout, "no stream became idle in time (" + busy + ")"));
-  ready_waiters_.erase(found);
-}
-
-void coordinator_state::serve_ready_waiters() {
-  if (ready_waiters_.empty()) return;
-  const auto idle = pool_.any_idle();
-  if (!idle) return;
-  for (auto& [token, promise] : ready_waiters_) promise.deliver(pool_.at(*idle).id);
-  ready_waiters_.clear();
 }
 
 caf::result<bool> coordinator_state::reset() {
