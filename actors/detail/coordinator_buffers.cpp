@@ -126,8 +126,9 @@ caf::result<op_id> coordinator_state::release_buffer(const buffer_id& id) {
     spec.placement.stream = pool_.at(e->home).id;
   }
   op_record& r = add_record(release, spec, gpu::work_fn{no_work}, false, now_ns());
-  r.after_ops = std::move(tails);
-  r.releases = id;
+  r.bufs = std::make_unique<op_buffers>();
+  r.bufs->after_ops = std::move(tails);
+  r.bufs->releases = id;
   e->state = buffer_table::phase::releasing;
   e->release = release;
   if (!e->handle.adopted) buffer_metrics_[e->home].released(e->handle.size);
@@ -247,7 +248,7 @@ void coordinator_state::buffer_user_ended(op_id id, op_record& r, op_state state
                                           const caf::error& cause) {
   if (r.type == op_type::release) {
     caf::error why;
-    buffer_table::entry* e = buffers_->find(r.releases, why);
+    buffer_table::entry* e = buffers_->find(r.bufs->releases, why);
     if (e == nullptr) return;
     if (state == op_state::completed) {
       if (!e->handle.adopted) buffer_metrics_[e->home].reclaimed(e->handle.size);
@@ -258,7 +259,7 @@ void coordinator_state::buffer_user_ended(op_id id, op_record& r, op_state state
     return;
   }
   if (state != op_state::completed) {
-    for (const buffer_use& u : r.uses) {
+    for (const buffer_use& u : r.bufs->uses) {
       if (!writes(u.access)) continue;
       caf::error why;
       buffer_table::entry* e = buffers_->find(u.buffer, why);
@@ -290,11 +291,12 @@ void coordinator_state::note_ghost(op_id id, const op_record& r, op_state state)
   // Its uses are in the histories (a write of it took the place of the users before it):
   // kept as a ghost, with what it came after. All of a batch of ends first, so that a ghost
   // ended with one before it sees that one as a ghost too.
-  if (lost_ || state == op_state::completed || r.stream != no_stream || r.uses.empty()) return;
-  if (r.inferred.empty() && r.after_ops.empty()) return;
+  if (lost_ || state == op_state::completed || r.stream != no_stream || !r.bufs) return;
+  const op_buffers& b = *r.bufs;
+  if (b.uses.empty() || (b.inferred.empty() && b.after_ops.empty())) return;
   std::vector<op_id>& before = ghosts_[id];
-  for (const inferred_dep& d : r.inferred) before.push_back(d.dep);
-  before.insert(before.end(), r.after_ops.begin(), r.after_ops.end());
+  for (const inferred_dep& d : b.inferred) before.push_back(d.dep);
+  before.insert(before.end(), b.after_ops.begin(), b.after_ops.end());
 }
 
 void coordinator_state::expand_ghost(op_id ghost, std::vector<op_id>& out) const {
@@ -357,7 +359,9 @@ void coordinator_state::hand_over(op_id ended, const std::vector<op_id>& instead
     if (dependent == nullptr || is_terminal(dependent->state) || dependent->position) continue;
     auto r = records_.find(d);
     if (r == records_.end()) continue;
-    r->second.after_ops.insert(r->second.after_ops.end(), instead.begin(), instead.end());
+    auto& bufs = r->second.bufs;
+    if (!bufs) bufs = std::make_unique<op_buffers>();
+    bufs->after_ops.insert(bufs->after_ops.end(), instead.begin(), instead.end());
     r->second.deps.insert(r->second.deps.end(), instead.begin(), instead.end());
   }
 }

@@ -51,9 +51,10 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   if (listener != nullptr) add_listener(r, *listener);
   if (!spec.uses.empty()) {
     record_uses(spec.uses, ranges, id, nullptr);
-    r.uses = std::move(spec.uses);
-    r.inferred = std::move(inferred.inferred);
-    r.after_ops = std::move(inferred.tails);
+    r.bufs = std::make_unique<op_buffers>();
+    r.bufs->uses = std::move(spec.uses);
+    r.bufs->inferred = std::move(inferred.inferred);
+    r.bufs->after_ops = std::move(inferred.tails);
     if (inferred.poisoned) poisoned(id, inferred.poisoned);
   }
   out = id;
@@ -278,11 +279,12 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     ids[i] = id;
     deps = {};
     if (!spec.uses.empty()) {
-      r.uses = std::move(spec.uses);
-      r.after_ops = std::move(inferences[i].tails);
-      r.inferred = std::move(inferences[i].inferred);
-      r.deps.insert(r.deps.end(), r.after_ops.begin(), r.after_ops.end());
-      for (inferred_dep& d : r.inferred) d.dep = real(d.dep);
+      r.bufs = std::make_unique<op_buffers>();
+      r.bufs->uses = std::move(spec.uses);
+      r.bufs->after_ops = std::move(inferences[i].tails);
+      r.bufs->inferred = std::move(inferences[i].inferred);
+      r.deps.insert(r.deps.end(), r.bufs->after_ops.begin(), r.bufs->after_ops.end());
+      for (inferred_dep& d : r.bufs->inferred) d.dep = real(d.dep);
     }
   }
   // The scratch histories, their users renamed, become the buffers' own.

@@ -59,8 +59,10 @@ op_info coordinator_state::info_of(op_id id, const op_record& r) const {
   out.point = r.point;
   out.registered_ns = r.registered_ns;
   out.dispatched_ns = r.dispatched_ns;
-  out.uses = r.uses;
-  out.inferred = r.inferred;
+  if (r.bufs) {
+    out.uses = r.bufs->uses;
+    out.inferred = r.bufs->inferred;
+  }
   return out;
 }
 
@@ -167,7 +169,7 @@ caf::result<op_state> coordinator_state::cancel(op_id id) {
   }
   if (found->second.type == op_type::release) {
     return make_error(errc::invalid_state,
-                      to_string(id) + " releases " + to_string(found->second.releases) +
+                      to_string(id) + " releases " + to_string(found->second.bufs->releases) +
                           ": a release cannot be withdrawn (the buffer takes no use any more)");
   }
   const op_state state = graph_.find(id)->state;

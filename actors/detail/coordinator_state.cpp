@@ -196,7 +196,7 @@ std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record&
     }
   });
   bool not_yet = false;
-  if (!r.after_ops.empty()) {  // buffer users it comes after on the device only
+  if (r.bufs) {  // buffer users it comes after on the device only
     for_each_after(r, [&](after_state st, const op_position& at) {
       if (st == after_state::not_yet) {
         not_yet = true;
@@ -261,7 +261,8 @@ void coordinator_state::pass_or_later() {
   }
 }
 
-std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slot) {
+std::vector<point_wait> coordinator_state::waits_for(op_id id, const op_record& r,
+                                                     std::uint32_t slot) {
   std::vector<point_wait> out;
   graph_.for_each_unfinished_dep(id, [&](op_id, const op_position& at, bool order_only) {
     assert(at.point != 0 || at.stream == slot);  // place() keeps it so
@@ -270,7 +271,7 @@ std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slo
     ++device_waits_;
     op_metrics_->device_waits(1);
   });
-  if (const op_record& r = records_.at(id); !r.after_ops.empty()) after_waits(r, slot, out);
+  if (r.bufs) after_waits(r, slot, out);
   return out;
 }
 
@@ -278,7 +279,7 @@ void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
   op_record& r = records_.at(id);
   dispatched_op op;
   op.fn = std::move(r.fn);
-  op.waits = waits_for(id, slot);
+  op.waits = waits_for(id, r, slot);
   op.timed = timing_;
   r.stream = slot;
   r.dispatched_ns = now;
@@ -286,7 +287,7 @@ void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
   send_to(slot, id, std::move(op));
   if (r.type == op_type::release) {
     caf::error why;
-    const buffer_table::entry* e = buffers_->find(r.releases, why);
+    const buffer_table::entry* e = buffers_->find(r.bufs->releases, why);
     if (e != nullptr && !e->handle.adopted) free_released(slot, e->memory);
   }
   op_metrics_->dispatched(r.type, r.priority);
@@ -442,7 +443,7 @@ void coordinator_state::finish() {
     op_record& r = found->second;
     op_metrics_->ended(r.type, r.priority, e.state, now - r.registered_ns);
     profile(e.id, r, e.state, now);
-    if (!r.uses.empty() || r.type == op_type::release) buffer_user_ended(e.id, r, e.state, e.cause);
+    if (r.bufs) buffer_user_ended(e.id, r, e.state, e.cause);
     op_notice notice;
     notice.id = e.id;
     notice.state = e.state;
@@ -452,7 +453,7 @@ void coordinator_state::finish() {
     notice.registered_ns = r.registered_ns;
     notice.dispatched_ns = r.dispatched_ns;
     notice.ended_ns = now;
-    notice.inferred = r.inferred;
+    if (r.bufs) notice.inferred = r.bufs->inferred;
     if (r.type == op_type::barrier) end_barrier(e.id, notice);
     for (const auto& listener : r.listeners) {
       if (std::find(all_listeners_.begin(), all_listeners_.end(), listener) ==
@@ -485,8 +486,12 @@ void coordinator_state::finish() {
       // The record goes now: its text, dependencies and uses move to the ended ring.
       std::string description = std::move(r.description);
       std::vector<op_id> deps = std::move(r.deps);
-      std::vector<buffer_use> uses = std::move(r.uses);
-      std::vector<inferred_dep> inferred = std::move(r.inferred);
+      std::vector<buffer_use> uses;
+      std::vector<inferred_dep> inferred;
+      if (r.bufs) {
+        uses = std::move(r.bufs->uses);
+        inferred = std::move(r.bufs->inferred);
+      }
       op_info info = info_of(e.id, r);
       info.description = std::move(description);
       info.deps = std::move(deps);

@@ -115,6 +115,16 @@ class coordinator_state {
  private:
   static constexpr std::uint32_t no_stream = ~std::uint32_t{0};
 
+  // What an operation has to do with buffers.
+  struct op_buffers {
+    std::vector<buffer_use> uses;        // declared
+    std::vector<inferred_dep> inferred;  // the dependencies inferred from them
+    // Besides its graph dependencies: buffer users it comes after on the device only (order),
+    // by where they sit: ended ones still running there (tails), and those that stand in for
+    // a user that ended before it ran.
+    std::vector<op_id> after_ops;
+    buffer_id releases;  // a release operation: the buffer it releases
+  };
   struct op_record {
     op_type type = op_type::kernel;
     op_priority priority = op_priority::normal;
@@ -135,13 +145,9 @@ class coordinator_state {
     std::int64_t started_ns = 0, finished_ns = 0;  // on the device (timing)
     std::uint64_t run = 0;                         // the run request it belongs to (0: none)
     std::uint32_t run_index = 0;                   // its place in that request's answer
-    std::vector<buffer_use> uses;                  // declared
-    std::vector<inferred_dep> inferred;            // the dependencies inferred from them
-    // Besides its graph dependencies: buffer users it comes after on the device only (order),
-    // by where they sit: ended ones still running there (tails), and those that stand in for
-    // a user that ended before it ran.
-    std::vector<op_id> after_ops;
-    buffer_id releases;  // a release operation: the buffer it releases
+    // Its buffer side, only for an operation that uses buffers or releases one: the record
+    // of every other stays as small as before buffers.
+    std::unique_ptr<op_buffers> bufs;
   };
   // A run request: the notices of its operations, gathered until the last has ended, then
   // handed to whoever asked (a response promise, or a client's function).
@@ -209,7 +215,7 @@ class coordinator_state {
   void send_to(std::uint32_t slot, op_id id, dispatched_op op);
   void send_staged();
   // Device waits for every dependency of `id` ticketed on another stream and not yet reached.
-  [[nodiscard]] std::vector<point_wait> waits_for(op_id id, std::uint32_t slot);
+  [[nodiscard]] std::vector<point_wait> waits_for(op_id id, const op_record& r, std::uint32_t slot);
   // A pass's tickets came back (the operations are on their stream), or it was refused.
   void dispatched(std::uint64_t epoch, std::uint32_t slot, const std::vector<op_id>& ids,
                   const std::vector<ticket>& tickets);
@@ -409,7 +415,8 @@ class coordinator_state {
 
 template <class F>
 void coordinator_state::for_each_after(const op_record& r, F&& f) const {
-  std::vector<op_id> stack(r.after_ops.begin(), r.after_ops.end());
+  if (!r.bufs) return;
+  std::vector<op_id> stack(r.bufs->after_ops.begin(), r.bufs->after_ops.end());
   std::unordered_set<std::uint64_t> seen;
   while (!stack.empty()) {
     const op_id t = stack.back();
