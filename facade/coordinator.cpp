@@ -64,6 +64,24 @@ void coordinator::on_end_with(op_id op, std::chrono::nanoseconds limit,
                                  cancel, await_atom::value, op);
 }
 
+void coordinator::allocate_with(std::uint64_t bytes, std::optional<stream_id> on,
+                                on_done<buffer_handle> done) const {
+  if (on) {
+    ask<buffer_handle>(std::move(done), alloc_atom::value, *on, bytes);
+  } else {
+    ask<buffer_handle>(std::move(done), alloc_atom::value, bytes);
+  }
+}
+
+void coordinator::adopt_with(std::uint64_t at, std::uint64_t bytes,
+                             on_done<buffer_handle> done) const {
+  ask<buffer_handle>(std::move(done), adopt_atom::value, at, bytes);
+}
+
+void coordinator::release_with(buffer_id buffer, on_done<op_id> done) const {
+  ask<op_id>(std::move(done), release_atom::value, buffer);
+}
+
 void coordinator::describe_with(op_id op, on_done<op_info> done) const {
   ask<op_info>(std::move(done), describe_atom::value, op);
 }

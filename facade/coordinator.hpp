@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cudactor/facade/address.hpp"
 #include "cudactor/facade/cancellation.hpp"
 #include "cudactor/facade/completion.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
@@ -75,6 +76,39 @@ class coordinator {
   auto depend(op_id op, op_id on, Token&& token = {}) const {
     return complete<op_state>(std::forward<Token>(token), [c = *this, op, on](on_done<op_state> d) {
       c.depend_with(op, on, std::move(d));
+    });
+  }
+
+  // --- buffers (docs/buffers.md) ------------------------------------------------------------
+  // A buffer of `bytes`, allocated in the order of a stream the coordinator picks, or of
+  // `on`. Operations declare their uses of it (op_spec::uses) and are ordered by them.
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
+  auto allocate(std::uint64_t bytes, Token&& token = {}) const {
+    return complete<buffer_handle>(
+        std::forward<Token>(token),
+        [c = *this, bytes](on_done<buffer_handle> d) { c.allocate_with(bytes, {}, std::move(d)); });
+  }
+  template <class Token = use_future_t>
+  auto allocate(std::uint64_t bytes, stream_id on, Token&& token = {}) const {
+    return complete<buffer_handle>(std::forward<Token>(token),
+                                   [c = *this, bytes, on](on_done<buffer_handle> d) {
+                                     c.allocate_with(bytes, on, std::move(d));
+                                   });
+  }
+  // Memory of the caller's, ordered like any buffer and never freed by cudactor.
+  template <class Token = use_future_t>
+  auto adopt(address memory, std::uint64_t bytes, Token&& token = {}) const {
+    return complete<buffer_handle>(std::forward<Token>(token), [c = *this, at = memory.value(),
+                                                                bytes](on_done<buffer_handle> d) {
+      c.adopt_with(at, bytes, std::move(d));
+    });
+  }
+  // Takes no use from now on; the release operation's id: it comes after every use on every
+  // stream, and when it has ended (on_end) the memory went back (adopted: is the caller's).
+  template <class Token = use_future_t>
+  auto release(buffer_id buffer, Token&& token = {}) const {
+    return complete<op_id>(std::forward<Token>(token), [c = *this, buffer](on_done<op_id> d) {
+      c.release_with(buffer, std::move(d));
     });
   }
 
@@ -191,6 +225,10 @@ class coordinator {
   void run_with(op_spec op, on_done<op_notice> done) const;
   void run_with(graph_spec graph, on_done<std::vector<op_notice>> done) const;
   void depend_with(op_id op, op_id on, on_done<op_state> done) const;
+  void allocate_with(std::uint64_t bytes, std::optional<stream_id> on,
+                     on_done<buffer_handle> done) const;
+  void adopt_with(std::uint64_t at, std::uint64_t bytes, on_done<buffer_handle> done) const;
+  void release_with(buffer_id buffer, on_done<op_id> done) const;
   void begin_with(op_id op, on_done<op_lease> done) const;
   void complete_with(op_id op, on_done<ticket> done) const;
   void fail_with(op_id op, std::string why, on_done<op_state> done) const;

@@ -35,7 +35,9 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   }
   if (auto bad = check_placement(spec)) return bad;
   std::vector<byte_range> ranges;
-  if (auto bad = check_uses(spec.uses, "the operation", ranges)) return bad;
+  if (!spec.uses.empty()) {
+    if (auto bad = check_uses(spec.uses, "the operation", ranges)) return bad;
+  }
   const op_id id{graph_.newest().value + 1};
   use_inference inferred;
   if (!spec.uses.empty()) {

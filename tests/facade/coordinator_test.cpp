@@ -5,6 +5,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
+#include <mutex>
+#include <thread>
 
 #include "cudactor/facade/coordinator.hpp"
 #include "facade/facade_fixture.hpp"
@@ -104,6 +106,58 @@ BOOST_AUTO_TEST_CASE(a_graph_runs_and_a_failure_reads_in_words_down_to_its_root)
   BOOST_TEST(get_within(chosen).value < 2u);
   auto ready = c.ready_streams();
   BOOST_TEST(get_within(ready));
+}
+
+BOOST_AUTO_TEST_CASE(buffers_order_their_users_and_are_released_after_the_last) {
+  cudactor::coordinator c{rt()};
+  auto fb = c.allocate(256);
+  const buffer_handle b = get_within(fb);
+  auto order = std::make_shared<std::vector<int>>();
+  auto mutex = std::make_shared<std::mutex>();
+  auto step = [order, mutex](int i, std::chrono::microseconds busy) {
+    return [order, mutex, i, busy](const gpu::launch_context&) {
+      std::this_thread::sleep_for(busy);
+      std::lock_guard<std::mutex> lock{*mutex};
+      order->push_back(i);
+      return gpu::status{};
+    };
+  };
+  // No dependency stated: the write, then the read, by their uses.
+  op_spec write = op_of(step(1, 2ms), {}, "write");
+  write.uses = {buffer_use::write(b.id)};
+  op_spec read = op_of(step(2, 0us), {}, "read");
+  read.uses = {buffer_use::read(b.id, 0, 128)};
+  auto fw = c.add(write);
+  const op_id w = get_within(fw);
+  auto end_r = c.run(read);
+  const op_notice nr = get_within(end_r);
+  BOOST_TEST((nr.state == op_state::completed));
+  BOOST_REQUIRE_EQUAL(nr.inferred.size(), 1u);
+  BOOST_TEST((nr.inferred[0].dep == w));
+  BOOST_TEST((nr.inferred[0].buffer == b.id));
+  BOOST_REQUIRE(order->size() == 2u);
+  BOOST_TEST((*order)[0] == 1);
+  auto fr = c.release(b.id);
+  auto released = c.on_end(get_within(fr));
+  BOOST_TEST((get_within(released).state == op_state::completed));
+  // Released: a use is refused, in words.
+  op_spec late = op_of(ok);
+  late.uses = {buffer_use::read(b.id)};
+  auto refused = c.add(late);
+  const failure why = failure_of(refused);
+  BOOST_TEST_MESSAGE(why.what());
+  BOOST_TEST((why == errc::invalid_state));
+  // Memory of the caller's, and a buffer on a named stream.
+  std::vector<std::uint8_t> mine(64);
+  auto fa = c.adopt(mine.data(), mine.size());
+  const buffer_handle a = get_within(fa);
+  BOOST_TEST(a.adopted);
+  BOOST_TEST(a.address == reinterpret_cast<std::uintptr_t>(mine.data()));
+  auto fr2 = c.release(a.id);
+  auto adopted_back = c.on_end(get_within(fr2));
+  BOOST_TEST((get_within(adopted_back).state == op_state::completed));
+  auto fs = c.allocate(64, stream_id{0});
+  BOOST_TEST((get_within(fs).stream == stream_id{0}));
 }
 
 BOOST_AUTO_TEST_CASE(unknown_ids_and_impossible_requests_are_named) {
