@@ -127,11 +127,4 @@ std::future<std::vector<op_notice>> client::submit(graph_spec graph) {
   return f;
 }
 
-bool all_completed(const std::vector<op_notice>& ends) noexcept {
-  for (const auto& n : ends) {
-    if (n.state != op_state::completed) return false;
-  }
-  return true;
-}
-
 }  // namespace cudactor

@@ -62,7 +62,4 @@ class client {
   std::shared_ptr<open_calls> open_;
 };
 
-// True when every operation of a graph completed.
-[[nodiscard]] bool all_completed(const std::vector<op_notice>& ends) noexcept;
-
 }  // namespace cudactor

@@ -3,10 +3,12 @@
 // cudactor doing its main job: a training-step control plane. Every step is one graph
 // submitted to the coordinator (demo/training_step.hpp): the next batch copied in, forward
 // and backward per layer, a gradient all-reduce per layer, the optimizer, a barrier, spread
-// over the coordinator's priority streams. The control plane is an ordinary loop using
-// cudactor::client: it submits a step, learns of its end through a future, checks it,
-// submits the next. A progress line runs meanwhile; metrics are served for Prometheus; at
-// the end a summary table, and the weights checked against the same arithmetic on the host
+// over the coordinator's priority streams. No operation states what it waits for: each
+// declares the buffers it reads and writes (the model's memory, adopted by the coordinator),
+// and the coordinator infers the order. The control plane is an ordinary loop using the
+// cudactor::coordinator facade: it submits a step, learns of its end through a future,
+// checks it, submits the next. A progress line runs meanwhile; metrics are served for Prometheus;
+// at the end a summary table, and the weights checked against the same arithmetic on the host
 // (non-finite weights fail it). SIGINT and SIGTERM end the run early with the same summary
 // and a complete trace file. Latencies go to a histogram (bounded memory however long the
 // run): its percentiles are bucket bounds, within 2.5% above the true value.
@@ -27,8 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "cudactor/actors/client.hpp"
 #include "cudactor/actors/runtime.hpp"
+#include "cudactor/facade/coordinator.hpp"
+#include "cudactor/facade/failure.hpp"
 #include "cudactor/metrics/cells.hpp"
 #include "kernels.hpp"
 #include "training_step.hpp"
@@ -213,8 +216,7 @@ int main(int argc, char** argv) {
       how_long.c_str(), model.ops_per_step(), shape.layers, shape.replicas, shape.width);
   const std::string endpoint = rt->metrics().endpoint();
   std::printf("backend: %s; streams: %zu; metrics: %s\n", rt->backend_reason().c_str(),
-              rt->options().streams,
-              endpoint.empty() ? "not served" : endpoint.c_str());
+              rt->options().streams, endpoint.empty() ? "not served" : endpoint.c_str());
   if (on_gpu && !demo::built_with_cuda()) {
     std::fprintf(stderr, "cudactor-demo: a GPU is present but this build has no CUDA kernels\n");
     return 1;
@@ -222,11 +224,12 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   metrics::duration_histogram latency{fine_latency_buckets()};
-  std::uint64_t ops = 0, failed = 0;
+  std::uint64_t ops = 0, failed = 0, inferred = 0;
   std::string first_failure;
   auto account = [&](const std::vector<op_notice>& ends) {
     for (const auto& n : ends) {
       ++ops;
+      inferred += n.inferred.size();
       if (n.state != op_state::completed) {
         if (failed++ == 0) first_failure = rt->system().render(n.cause);
         continue;
@@ -239,9 +242,10 @@ int main(int argc, char** argv) {
   std::size_t steps_done = 0;
   const auto start = std::chrono::steady_clock::now();
   auto last_print = start;
-  {
-    client control{*rt};
-    account(control.submit(model.prepare()).get());
+  try {
+    coordinator control{*rt};
+    model.adopt(control);
+    account(control.run(model.prepare()).get());
     const auto until = start + std::chrono::seconds{config.duration};
     const std::string of = config.steps != 0 ? "/" + std::to_string(config.steps) : "";
     for (std::uint64_t step = 0; !interrupted && failed == 0; ++step) {
@@ -249,7 +253,7 @@ int main(int argc, char** argv) {
         break;
       }
       model.fill_next(step);
-      account(control.submit(model.step_graph(step)).get());
+      account(control.run(model.step_graph(step)).get());
       ++steps_done;
       const auto now = std::chrono::steady_clock::now();
       if (!config.quiet && now - last_print > std::chrono::milliseconds{live ? 200 : 2000}) {
@@ -261,6 +265,10 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     }
+    model.release(control);
+  } catch (const failure& f) {
+    // A graph or a buffer refused: counted as the first failure, reported with the rest.
+    if (failed++ == 0) first_failure = f.what();
   }
   runtime::release_calling_thread();
   const double wall_s =
@@ -272,6 +280,8 @@ int main(int argc, char** argv) {
   std::printf("%-34s %.2f s\n", "wall time", wall_s);
   std::printf("%-34s %.1f\n", "steps/s", steps_done / wall_s);
   std::printf("%-34s %.0f\n", "ops/s", ops / wall_s);
+  std::printf("%-34s %llu (from declared buffer uses)\n", "dependencies inferred",
+              static_cast<unsigned long long>(inferred));
   std::printf("%-34s %s / %s us\n", "op latency p50 / p99", us(percentile(latency, 0.5)).c_str(),
               us(percentile(latency, 0.99)).c_str());
   for (const auto& family : rt->metrics().collect()) {

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <string>
+#include <utility>
 
 #include "kernels.hpp"
 
@@ -12,12 +14,13 @@ namespace cudactor::demo {
 namespace {
 
 op_spec op(op_type type, op_priority priority, op_workload workload, std::string what,
-           gpu::work_fn fn) {
+           std::vector<buffer_use> uses, gpu::work_fn fn) {
   op_spec s;
   s.type = type;
   s.priority = priority;
   s.workload = workload;
   s.description = std::move(what);
+  s.uses = std::move(uses);
   s.body = work::local(std::move(fn));
   return s;
 }
@@ -43,11 +46,11 @@ gpu::result<training_model> training_model::make(gpu::backend& device, model_sha
   }
   training_model m{shape};
   const std::size_t bytes = shape.width * sizeof(float);
-  auto managed = [&](std::vector<gpu::buffer>& into, std::size_t count) -> gpu::status {
+  auto managed = [&](std::vector<tracked>& into, std::size_t count) -> gpu::status {
     for (std::size_t i = 0; i < count; ++i) {
       auto b = device.allocate_managed(bytes);
       if (!b) return b.error();
-      into.push_back(std::move(b.value()));
+      into.push_back(tracked{std::move(b.value()), buffer_id{}});
     }
     return {};
   };
@@ -59,25 +62,49 @@ gpu::result<training_model> training_model::make(gpu::backend& device, model_sha
   for (int i = 0; i < 2; ++i) {
     auto b = device.allocate_pinned(bytes);
     if (!b) return b.error();
-    m.staged_.push_back(std::move(b.value()));
+    m.staged_.push_back(tracked{std::move(b.value()), buffer_id{}});
   }
-  for (std::size_t l = 0; l < shape.layers; ++l) std::fill_n(m.weights(l), shape.width, 1.0f);
+  for (std::size_t l = 0; l < shape.layers; ++l) {
+    std::fill_n(m.weights(l).data(), shape.width, 1.0f);
+  }
   return m;
 }
 
+void training_model::adopt(const coordinator& c) {
+  // Every request on its way before the first answer is awaited: one round trip in all.
+  std::vector<std::future<buffer_handle>> asked;
+  for_each_buffer([&](tracked& t) { asked.push_back(c.adopt(t.memory.data(), t.memory.size())); });
+  std::size_t i = 0;
+  for_each_buffer([&](tracked& t) { t.id = asked[i++].get().id; });
+}
+
+void training_model::release(const coordinator& c) {
+  std::vector<std::future<op_id>> asked;
+  for_each_buffer([&](tracked& t) {
+    if (!t.id.empty()) asked.push_back(c.release(std::exchange(t.id, buffer_id{})));
+  });
+  std::vector<std::future<op_notice>> ends;
+  for (auto& a : asked) ends.push_back(c.on_end(a.get()));
+  for (auto& e : ends) {
+    const op_notice n = e.get();
+    if (n.state != op_state::completed) throw failure{n.cause};
+  }
+}
+
 graph_spec training_model::prepare() {
-  fill_batch(staged(0), shape_.width, 0);
+  fill_batch(staged(0).data(), shape_.width, 0);
   graph_spec g;
-  float* dst = input(0);
-  const float* src = staged(0);
+  float* dst = input(0).data();
+  const float* src = staged(0).data();
   const std::size_t bytes = shape_.width * sizeof(float);
   g.add(op(op_type::memory_transfer, op_priority::high, op_workload::memory, "copy batch 0",
+           {buffer_use::read(staged(0).id), buffer_use::write(input(0).id)},
            [=](const gpu::launch_context& ctx) { return copy(ctx, dst, src, bytes); }));
   return g;
 }
 
 void training_model::fill_next(std::uint64_t step) {
-  fill_batch(staged(step + 1), shape_.width, step + 1);
+  fill_batch(staged(step + 1).data(), shape_.width, step + 1);
 }
 
 graph_spec training_model::step_graph(std::uint64_t step) const {
@@ -87,68 +114,73 @@ graph_spec training_model::step_graph(std::uint64_t step) const {
   const float lr = shape_.learning_rate;
   graph_spec g;
   std::vector<std::uint32_t> last;  // what the barrier waits for
+  // What layer l reads: this step's batch below the first layer, the activation below it.
+  auto below = [&](std::size_t l) -> const tracked& {
+    return l == 0 ? input(step) : activation(l - 1);
+  };
 
-  // The next step's batch, copied while this step computes.
+  // The next step's batch, copied while this step computes. It overwrites the buffer the
+  // step before this one read: the coordinator orders it after those reads.
   {
-    float* dst = input(step + 1);
-    const float* src = staged(step + 1);
+    const tracked& to = input(step + 1);
+    const tracked& from = staged(step + 1);
+    float* dst = to.data();
+    const float* src = from.data();
     last.push_back(g.add(op(
         op_type::memory_transfer, op_priority::high, op_workload::memory, "copy next batch",
+        {buffer_use::read(from.id), buffer_use::write(to.id)},
         [=](const gpu::launch_context& ctx) { return copy(ctx, dst, src, n * sizeof(float)); })));
   }
   // Forward: a[l] = w[l] * a[l-1], a[-1] being this step's batch.
-  std::vector<std::uint32_t> forward(layers);
   for (std::size_t l = 0; l < layers; ++l) {
-    float* out = activation(l);
-    const float* w = weights(l);
-    const float* in = l == 0 ? input(step) : activation(l - 1);
-    std::vector<std::uint32_t> after;
-    if (l > 0) after.push_back(forward[l - 1]);
-    forward[l] =
-        g.add(op(op_type::kernel, op_priority::normal, op_workload::compute,
-                 "forward " + std::to_string(l),
-                 [=](const gpu::launch_context& ctx) { return multiply(ctx, out, w, in, n); }),
-              std::move(after));
+    float* out = activation(l).data();
+    const float* w = weights(l).data();
+    const float* in = below(l).data();
+    g.add(op(op_type::kernel, op_priority::normal, op_workload::compute,
+             "forward " + std::to_string(l),
+             {buffer_use::read(weights(l).id), buffer_use::read(below(l).id),
+              buffer_use::write(activation(l).id)},
+             [=](const gpu::launch_context& ctx) { return multiply(ctx, out, w, in, n); }));
   }
-  // Backward, last layer first, one chain per replica: grad[l][r] = a[l-1] * factor(r).
-  std::vector<std::uint32_t> previous(replicas, forward[layers - 1]);
+  // Backward, last layer first, per replica: grad[l][r] = a[l-1] * factor(r). Each reads
+  // the activation below its layer, so it runs once the forward pass wrote it.
   for (std::size_t l = layers; l-- > 0;) {
-    std::vector<std::uint32_t> grads(replicas);
+    std::vector<buffer_use> reduce_uses;
     for (std::size_t r = 0; r < replicas; ++r) {
-      float* out = gradient(l, r);
-      const float* in = l == 0 ? input(step) : activation(l - 1);
+      float* out = gradient(l, r).data();
+      const float* in = below(l).data();
       const float f = replica_factor(r);
-      grads[r] =
-          g.add(op(op_type::kernel, op_priority::normal, op_workload::compute,
-                   "backward " + std::to_string(l),
-                   [=](const gpu::launch_context& ctx) { return scale(ctx, out, in, f, n); }),
-                {previous[r]});
-      previous[r] = grads[r];
+      g.add(op(op_type::kernel, op_priority::normal, op_workload::compute,
+               "backward " + std::to_string(l),
+               {buffer_use::read(below(l).id), buffer_use::write(gradient(l, r).id)},
+               [=](const gpu::launch_context& ctx) { return scale(ctx, out, in, f, n); }));
+      reduce_uses.push_back(buffer_use::read(gradient(l, r).id));
     }
     // The all-reduce of this layer's gradients starts as soon as they exist, while the
     // backward pass goes on below it.
     std::vector<const float*> inputs(replicas);
-    for (std::size_t r = 0; r < replicas; ++r) inputs[r] = gradient(l, r);
-    float* mean = reduced(l);
-    const auto reduce = g.add(op(op_type::all_reduce, op_priority::high, op_workload::mixed,
-                                 "all-reduce " + std::to_string(l),
-                                 [=](const gpu::launch_context& ctx) {
-                                   return mean_of(ctx, mean, inputs.data(), inputs.size(), n);
-                                 }),
-                              grads);
-    // The update must not change w[l] while forward (done) or backward of the layer above
-    // still reads it; backward reads activations only, so the all-reduce is enough.
-    float* w = weights(l);
+    for (std::size_t r = 0; r < replicas; ++r) inputs[r] = gradient(l, r).data();
+    float* mean = reduced(l).data();
+    reduce_uses.push_back(buffer_use::write(reduced(l).id));
+    g.add(op(op_type::all_reduce, op_priority::high, op_workload::mixed,
+             "all-reduce " + std::to_string(l), std::move(reduce_uses),
+             [=](const gpu::launch_context& ctx) {
+               return mean_of(ctx, mean, inputs.data(), inputs.size(), n);
+             }));
+    // The update changes w[l]: the coordinator orders it after the forward pass that read
+    // it, and after the all-reduce whose mean it reads.
+    float* w = weights(l).data();
     last.push_back(
         g.add(op(op_type::kernel, op_priority::normal, op_workload::compute,
                  "optimizer " + std::to_string(l),
-                 [=](const gpu::launch_context& ctx) { return axpy(ctx, w, -lr, mean, n); }),
-              {reduce}));
+                 {buffer_use::read(reduced(l).id), buffer_use::read_write(weights(l).id)},
+                 [=](const gpu::launch_context& ctx) { return axpy(ctx, w, -lr, mean, n); })));
   }
-  // Backward chains read activations the next step's forward overwrites: the barrier waits
-  // for them too (they precede the all-reduces, so the updates cover them). A real barrier
-  // over every stream, crossed on the device: the next step's work, wherever it goes, runs
-  // after every stream got here, and no host thread waits for it.
+  // The barrier ends the step: a real barrier over every stream, crossed on the device, so
+  // the next step's work, wherever it goes, runs after every stream got here, and no host
+  // thread waits for it. It names the step's last operations (the copy and the updates;
+  // the backward passes precede the all-reduces, so the updates cover them): a barrier uses
+  // no buffer, its order is stated.
   op_spec barrier;
   barrier.type = op_type::barrier;
   barrier.priority = op_priority::critical;
@@ -163,7 +195,7 @@ graph_spec training_model::step_graph(std::uint64_t step) const {
 double training_model::weight_sum() const {
   double sum = 0;
   for (std::size_t l = 0; l < shape_.layers; ++l) {
-    for (std::size_t i = 0; i < shape_.width; ++i) sum += weights(l)[i];
+    for (std::size_t i = 0; i < shape_.width; ++i) sum += weights(l).data()[i];
   }
   return sum;
 }
@@ -178,7 +210,7 @@ double training_model::max_difference(std::uint64_t steps, std::size_t samples) 
   double worst = 0;
   for (std::size_t l = 0; l < shape_.layers; ++l) {
     for (std::size_t k = 0; k < at.size(); ++k) {
-      const double got = weights(l)[at[k]];
+      const double got = weights(l).data()[at[k]];
       const double want = expected[l][k];
       // std::max would pass over a NaN: a weight that is not finite is infinitely wrong.
       if (!std::isfinite(got) || !std::isfinite(want)) return HUGE_VAL;

@@ -6,6 +6,11 @@
 // optimizer update, and a barrier that ends the step. Priorities follow what a real step
 // wants first: the copy and the all-reduces high, the compute normal, the barrier critical.
 //
+// No operation states what it waits for: each declares the buffers it reads and writes, and
+// the coordinator infers the order (docs/buffers.md), within a step and from one step to the
+// next (the next forward pass overwrites activations this step's backward pass reads). Only
+// the barrier names what it comes after: it is a point in time, not a use of data.
+//
 // The model is small and element-wise (a layer multiplies by its weights), so that each
 // step's numbers can be recomputed on the host and checked: reference() runs the same
 // arithmetic in plain loops, and the weights after N steps must equal it on either backend.
@@ -15,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cudactor/facade/coordinator.hpp"
 #include "cudactor/gpu/backend.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 
@@ -37,6 +43,14 @@ class training_model {
  public:
   // invalid_argument for a shape out of range; out_of_memory as the backend says.
   [[nodiscard]] static gpu::result<training_model> make(gpu::backend& device, model_shape shape);
+
+  // Hands every buffer of the model to the coordinator, adopted (the memory stays the
+  // model's), so that the graphs can declare their uses: before the first graph. Throws
+  // cudactor::failure when the coordinator refuses one.
+  void adopt(const coordinator& c);
+  // Releases them again, each after its last use, and returns once every release has ended:
+  // after the last graph, before the model goes. Throws cudactor::failure.
+  void release(const coordinator& c);
 
   // The graph of step `step`. It reads the batch that step `step - 1`'s graph copied (step
   // 0's is copied by prepare()) and copies the batch of `step + 1` from the other pinned
@@ -63,20 +77,33 @@ class training_model {
   }
 
  private:
+  // A buffer of the model and the id the coordinator knows it by once adopted.
+  struct tracked {
+    gpu::buffer memory;
+    buffer_id id;
+    [[nodiscard]] float* data() const noexcept { return memory.as<float>(); }
+  };
+
   explicit training_model(model_shape shape) : shape_(shape) {}
-  float* weights(std::size_t l) const { return weights_[l].as<float>(); }
-  float* activation(std::size_t l) const { return activations_[l].as<float>(); }
-  float* gradient(std::size_t l, std::size_t r) const {
-    return gradients_[l * shape_.replicas + r].as<float>();
+  const tracked& weights(std::size_t l) const { return weights_[l]; }
+  const tracked& activation(std::size_t l) const { return activations_[l]; }
+  const tracked& gradient(std::size_t l, std::size_t r) const {
+    return gradients_[l * shape_.replicas + r];
   }
-  float* reduced(std::size_t l) const { return reduced_[l].as<float>(); }
-  float* input(std::uint64_t step) const { return inputs_[step % 2].as<float>(); }
-  float* staged(std::uint64_t step) const { return staged_[step % 2].as<float>(); }
+  const tracked& reduced(std::size_t l) const { return reduced_[l]; }
+  const tracked& input(std::uint64_t step) const { return inputs_[step % 2]; }
+  const tracked& staged(std::uint64_t step) const { return staged_[step % 2]; }
+  template <class F>
+  void for_each_buffer(F f) {
+    for (auto* v : {&weights_, &activations_, &gradients_, &reduced_, &inputs_, &staged_}) {
+      for (tracked& t : *v) f(t);
+    }
+  }
 
   model_shape shape_;
-  std::vector<gpu::buffer> weights_, activations_, gradients_, reduced_;
-  std::vector<gpu::buffer> inputs_;  // device: the batch of even / odd steps
-  std::vector<gpu::buffer> staged_;  // pinned host: where those batches come from
+  std::vector<tracked> weights_, activations_, gradients_, reduced_;
+  std::vector<tracked> inputs_;  // device: the batch of even / odd steps
+  std::vector<tracked> staged_;  // pinned host: where those batches come from
 };
 
 // The weights at positions `at` of every layer after `steps` steps, computed on the host

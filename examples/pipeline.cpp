@@ -3,10 +3,16 @@
 // The classic stream pipeline: data cut into chunks, each chunk copied host -> device,
 // computed on, copied device -> host. The chunks are independent, so with several streams
 // one chunk's copy overlaps another's compute. The same graph runs twice, on a coordinator
-// with one stream and on one with three, and the example prints the speedup. The coordinator
-// places each chunk's three operations (copy in, compute, copy out) on whichever stream it
-// picks and makes them wait for each other on the device; the program only states the
-// dependencies.
+// with one stream and on one with three, and the example prints the speedup.
+//
+// The program states no dependency. Each operation declares the buffers it reads and writes
+// (docs/buffers.md): copy in reads its chunk of the pinned input and writes the chunk's
+// device buffer x, compute reads x and writes y, copy out reads y and writes its chunk of the
+// pinned output. The coordinator infers the order from those uses (copy in, then compute,
+// then copy out, per chunk; the chunks are disjoint ranges, so they do not order each other),
+// places each operation on whichever stream it picks and makes them wait for each other on
+// the device. The device buffers are allocated through the coordinator in a stream's order
+// and released after their last use; the pinned host memory is the program's, adopted.
 //
 // The compute is the shared demo kernels (demo/kernels.hpp): CUDA kernels when the toolkit
 // was found, host loops otherwise, the same floats on both. The output is checked against the
@@ -21,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "cudactor/actors/client.hpp"
 #include "cudactor/actors/runtime.hpp"
+#include "cudactor/facade/coordinator.hpp"
 #include "kernels.hpp"
 
 using namespace cudactor;
@@ -54,20 +60,100 @@ float expected(float x, std::size_t rounds) {
 
 float input_value(std::size_t i) { return static_cast<float>(i % 1024) / 256.0f - 2.0f; }
 
-op_spec operation(op_type type, op_workload workload, std::string name, gpu::work_fn fn) {
+op_spec operation(op_type type, op_workload workload, std::string name,
+                  std::vector<buffer_use> uses, gpu::work_fn fn) {
   op_spec s;
   s.type = type;
   s.workload = workload;
   s.description = std::move(name);
+  s.uses = std::move(uses);
   s.body = work::local(std::move(fn));
   return s;
+}
+
+// The device buffers of every chunk and the two adopted pinned host buffers, released
+// through the coordinator when the run is over: each release comes after the buffer's last
+// use, and the memory goes back (the pinned memory: is the program's again) once it ended.
+struct pipeline_buffers {
+  buffer_handle in, out;
+  std::vector<buffer_handle> x, y;
+
+  void release(const coordinator& c) {
+    std::vector<op_id> releases;
+    auto one = [&](const buffer_handle& b) {
+      if (!b.id.empty()) releases.push_back(c.release(b.id).get());
+    };
+    one(in);
+    one(out);
+    for (const auto& b : x) one(b);
+    for (const auto& b : y) one(b);
+    for (op_id r : releases) c.on_end(r).get();
+  }
+};
+
+// The graph of one attempt: three operations per chunk, ordered by their declared uses.
+graph_spec pipeline_graph(const pipeline_buffers& b, std::size_t n, std::size_t rounds) {
+  const std::size_t bytes = n * sizeof(float);
+  graph_spec g;
+  for (std::size_t c = 0; c < b.x.size(); ++c) {
+    float* dx = b.x[c].as<float>();
+    float* dy = b.y[c].as<float>();
+    const float* src = b.in.as<float>() + c * n;
+    float* dst = b.out.as<float>() + c * n;
+    g.add(
+        operation(op_type::memory_transfer, op_workload::memory, "copy in",
+                  {buffer_use::read(b.in.id, c * bytes, bytes), buffer_use::write(b.x[c].id)},
+                  [=](const gpu::launch_context& ctx) { return demo::copy(ctx, dx, src, bytes); }));
+    g.add(operation(op_type::kernel, op_workload::compute, "compute",
+                    {buffer_use::read(b.x[c].id), buffer_use::write(b.y[c].id)},
+                    [=](const gpu::launch_context& ctx) {
+                      auto s = demo::scale(ctx, dy, dx, 1.0f, n);
+                      for (std::size_t r = 0; s && r < rounds; ++r) {
+                        s = demo::axpy(ctx, dy, 0.5f, dx, n);
+                      }
+                      return s;
+                    }));
+    g.add(
+        operation(op_type::memory_transfer, op_workload::memory, "copy out",
+                  {buffer_use::read(b.y[c].id), buffer_use::write(b.out.id, c * bytes, bytes)},
+                  [=](const gpu::launch_context& ctx) { return demo::copy(ctx, dst, dy, bytes); }));
+  }
+  return g;
+}
+
+// The fastest of `repeat` attempts, in seconds; the result of the last one in `result`, how
+// many dependencies the coordinator inferred in the first in `first_inferred`. Throws
+// cudactor::failure when a request is refused or an operation does not complete.
+double attempts(const coordinator& c, const pipeline_config& config, pipeline_buffers& b,
+                std::vector<float>& result, std::size_t& first_inferred) {
+  const std::size_t n = config.width;
+  float* host_in = b.in.as<float>();
+  for (std::size_t i = 0; i < config.chunks * n; ++i) host_in[i] = input_value(i);
+  double best = -1;
+  for (std::size_t attempt = 0; attempt < config.repeat; ++attempt) {
+    graph_spec g = pipeline_graph(b, n, config.rounds);
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<op_notice> ends = c.run(std::move(g)).get();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::size_t inferred = 0;
+    for (const auto& e : ends) {
+      if (e.state != op_state::completed) throw failure{e.cause};
+      inferred += e.inferred.size();
+    }
+    if (attempt == 0) first_inferred = inferred;
+    if (best < 0 || seconds < best) best = seconds;
+  }
+  const float* host_out = b.out.as<float>();
+  result.assign(host_out, host_out + config.chunks * n);
+  return best;
 }
 
 // One run of the whole pipeline on a runtime whose coordinator has `streams` streams; the
 // wall time of the fastest attempt from submit to the last copy out, or a negative value
 // after printing why not.
 double run(const std::vector<std::string>& command_line, std::size_t streams,
-           std::vector<float>& result) {
+           std::vector<float>& result, std::size_t& inferred) {
   // The command line, then this run's stream count, all at one priority, and no metrics
   // endpoint (CAF takes the last value given).
   std::vector<std::string> args = command_line;
@@ -89,76 +175,38 @@ double run(const std::vector<std::string>& command_line, std::size_t streams,
   }
   auto& rt = *started.value();
   gpu::backend& device = rt.device();
-  const std::size_t n = config.width;
-  const std::size_t bytes = n * sizeof(float);
+  const std::size_t bytes = config.width * sizeof(float);
   double best = -1;
   {
-    // Pinned host memory for the copies, device memory (managed) per chunk.
+    // Pinned host memory for the copies, the program's own: adopted. Device memory per
+    // chunk, allocated by the coordinator in the order of a stream it picks.
     auto in = device.allocate_pinned(config.chunks * bytes);
     auto out = device.allocate_pinned(config.chunks * bytes);
-    std::vector<gpu::buffer> x, y;
-    for (std::size_t c = 0; c < config.chunks && in && out; ++c) {
-      auto bx = device.allocate_managed(bytes);
-      auto by = device.allocate_managed(bytes);
-      if (!bx || !by) break;
-      x.push_back(std::move(bx.value()));
-      y.push_back(std::move(by.value()));
-    }
-    if (!in || !out || x.size() != config.chunks) {
-      std::fprintf(stderr, "pipeline: out of memory for %zu chunks of %zu floats\n", config.chunks,
-                   n);
-      config.repeat = 0;  // nothing runs; the buffers go before the runtime shuts down
-    }
-    float* host_in = config.repeat != 0 ? in.value().as<float>() : nullptr;
-    float* host_out = config.repeat != 0 ? out.value().as<float>() : nullptr;
-    for (std::size_t i = 0; host_in != nullptr && i < config.chunks * n; ++i) {
-      host_in[i] = input_value(i);
-    }
-
-    client control{rt};
-    for (std::size_t attempt = 0; attempt < config.repeat; ++attempt) {
-      graph_spec g;
-      for (std::size_t c = 0; c < config.chunks; ++c) {
-        float* dx = x[c].as<float>();
-        float* dy = y[c].as<float>();
-        const float* src = host_in + c * n;
-        float* dst = host_out + c * n;
-        const std::size_t rounds = config.rounds;
-        const auto copy_in = g.add(operation(
-            op_type::memory_transfer, op_workload::memory, "copy in",
-            [=](const gpu::launch_context& ctx) { return demo::copy(ctx, dx, src, bytes); }));
-        const auto compute = g.add(operation(op_type::kernel, op_workload::compute, "compute",
-                                             [=](const gpu::launch_context& ctx) {
-                                               auto s = demo::scale(ctx, dy, dx, 1.0f, n);
-                                               for (std::size_t r = 0; s && r < rounds; ++r) {
-                                                 s = demo::axpy(ctx, dy, 0.5f, dx, n);
-                                               }
-                                               return s;
-                                             }),
-                                   {copy_in});
-        g.add(operation(
-                  op_type::memory_transfer, op_workload::memory, "copy out",
-                  [=](const gpu::launch_context& ctx) { return demo::copy(ctx, dst, dy, bytes); }),
-              {compute});
+    coordinator c{rt};
+    pipeline_buffers b;
+    try {
+      if (!in || !out) {
+        throw failure{errc::out_of_memory, "no pinned memory for " +
+                                               std::to_string(2 * config.chunks * bytes) +
+                                               " bytes of input and output"};
       }
-      const auto start = std::chrono::steady_clock::now();
-      const std::vector<op_notice> ends = control.submit(std::move(g)).get();
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (!all_completed(ends)) {
-        for (const auto& e : ends) {
-          if (e.state != op_state::completed) {
-            std::fprintf(stderr, "pipeline: an operation did not complete: %s\n",
-                         rt.system().render(e.cause).c_str());
-            break;
-          }
-        }
-        best = -1;
-        break;
+      b.in = c.adopt(in.value().data(), in.value().size()).get();
+      b.out = c.adopt(out.value().data(), out.value().size()).get();
+      for (std::size_t k = 0; k < config.chunks; ++k) {
+        b.x.push_back(c.allocate(bytes).get());
+        b.y.push_back(c.allocate(bytes).get());
       }
-      if (best < 0 || seconds < best) best = seconds;
+      best = attempts(c, config, b, result, inferred);
+    } catch (const failure& f) {
+      std::fprintf(stderr, "pipeline: %s\n", f.what());
+      best = -1;
     }
-    if (best >= 0) result.assign(host_out, host_out + config.chunks * n);
+    try {
+      b.release(c);  // before the pinned memory goes, with the runtime still up
+    } catch (const failure& f) {
+      std::fprintf(stderr, "pipeline: release: %s\n", f.what());
+      best = -1;
+    }
   }
   runtime::release_calling_thread();
   rt.shutdown();
@@ -183,8 +231,9 @@ int main(int argc, char** argv) {
 
   const std::vector<std::string> command_line(argv + 1, argv + argc);
   std::vector<float> one_result, three_result;
-  const double one = run(command_line, 1, one_result);
-  const double three = run(command_line, 3, three_result);
+  std::size_t one_inferred = 0, three_inferred = 0;
+  const double one = run(command_line, 1, one_result, one_inferred);
+  const double three = run(command_line, 3, three_result, three_inferred);
   if (one < 0 || three < 0) return 1;
 
   // Every output value against the host's arithmetic; and their sum, to print.
@@ -199,6 +248,9 @@ int main(int argc, char** argv) {
   std::printf("%-10d %12.2f\n", 1, one * 1e3);
   std::printf("%-10d %12.2f\n", 3, three * 1e3);
   std::printf("speedup of 3 streams over 1: %.2fx\n", one / three);
+  // Copy in -> compute -> copy out per chunk: two per chunk, none stated by the program.
+  std::printf("dependencies inferred from declared buffer uses: %zu (1 stream), %zu (3 streams)\n",
+              one_inferred, three_inferred);
   std::printf("result: sum %.3f over %zu values; %s\n", sum, one_result.size(),
               wrong == 0
                   ? "every value equals the host reference"

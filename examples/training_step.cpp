@@ -3,11 +3,13 @@
 // A training loop's control plane in its smallest form: each step is one graph (the next
 // batch copied in, forward and backward per layer, a gradient all-reduce per layer, the
 // optimizer, a barrier; demo/training_step.hpp builds it) handed to the coordinator through
-// cudactor::client. The loop waits on a future per step, as a training script would, and
-// never touches a stream: the coordinator spreads the operations over its priority streams
-// and orders them on the device. At the end the weights are checked against the same
-// arithmetic done on the host. cudactor-demo is this loop with a progress line, metrics and
-// a summary table around it.
+// cudactor::coordinator. The loop waits on a future per step, as a training script would,
+// and never touches a stream or states a dependency: the model's buffers are adopted by the
+// coordinator, every operation declares what it reads and writes, and the coordinator infers
+// the order, spreads the operations over its priority streams and orders them on the device.
+// At the end the buffers are released and the weights checked against the same arithmetic
+// done on the host. cudactor-demo is this loop with a progress line, metrics and a summary
+// table around it.
 //
 //   build/examples/training_step                 # 20 steps, 4 layers, 2 replicas
 //   build/examples/training_step --steps=100 --cudactor.backend=host
@@ -16,8 +18,8 @@
 #include <cstdio>
 #include <optional>
 
-#include "cudactor/actors/client.hpp"
 #include "cudactor/actors/runtime.hpp"
+#include "cudactor/facade/coordinator.hpp"
 #include "training_step.hpp"
 
 using namespace cudactor;
@@ -58,17 +60,25 @@ int main(int argc, char** argv) {
 
   int rc = 0;
   std::size_t steps = 0;
-  {
-    client control{rt};
-    bool ok = all_completed(control.submit(model->prepare()).get());
+  std::size_t inferred = 0;  // dependencies the coordinator inferred, over every step
+  try {
+    coordinator control{rt};
+    model->adopt(control);
+    bool ok = all_completed(control.run(model->prepare()).get());
     for (; ok && steps < config.steps; ++steps) {
       model->fill_next(steps);  // the batch the step copies in for the next one
-      std::vector<op_notice> ends = control.submit(model->step_graph(steps)).get();
+      std::vector<op_notice> ends = control.run(model->step_graph(steps)).get();
       ok = all_completed(ends);
       if (!ok) std::printf("step %zu failed\n", steps);
+      for (const op_notice& e : ends) inferred += e.inferred.size();
     }
+    model->release(control);
     if (!ok) rc = 1;
+  } catch (const failure& f) {
+    std::fprintf(stderr, "training_step: %s\n", f.what());
+    rc = 1;
   }
+  std::printf("dependencies inferred from declared buffer uses: %zu\n", inferred);
   if (rc == 0) {
     const double diff = model->max_difference(steps);
     std::printf("after %zu steps: weight sum %.6f, largest difference from the host %g\n", steps,

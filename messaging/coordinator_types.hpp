@@ -161,6 +161,14 @@ typename Inspector::result_type inspect(Inspector& f, op_notice& x) {
            x.registered_ns, x.dispatched_ns, x.ended_ns, x.arrivals, x.inferred);
 }
 
+// True when every operation of a graph completed.
+[[nodiscard]] inline bool all_completed(const std::vector<op_notice>& ends) noexcept {
+  for (const auto& n : ends) {
+    if (n.state != op_state::completed) return false;
+  }
+  return true;
+}
+
 // describe(op): the operation as the coordinator knows it.
 struct op_info {
   op_id id;

@@ -19,6 +19,10 @@ case $name in
     echo "$out" | grep -Eq '^1  *[0-9]+\.[0-9]+$' || fail "no time for one stream"
     echo "$out" | grep -Eq '^3  *[0-9]+\.[0-9]+$' || fail "no time for three streams"
     echo "$out" | grep -Eq '^speedup of 3 streams over 1: [0-9]+\.[0-9]+x$' || fail "no speedup"
+    # The program states no dependency: copy in -> compute -> copy out of each chunk, two
+    # per chunk, all inferred from the buffers the operations declare.
+    echo "$out" | grep -q '^dependencies inferred from declared buffer uses: 12 (1 stream), 12 (3 streams)$' ||
+      fail "not every dependency inferred"
     # x = (i % 1024) / 256 - 2 sums to -2 over each period of 1024 values, and y = x times
     # (1 + 8 x 0.5) = 5: 96 periods give -960.
     echo "$out" | grep -q '^result: sum -960.000 over 98304 values; every value equals the host reference$' ||
@@ -29,6 +33,12 @@ case $name in
     out=$("$program" --steps=12 $common)
     echo "$out"
     echo "$out" | grep -q "^training_step: 12 steps of 22 operations on $backend: requested" || fail "no header"
+    # 25 per step, none stated: forward 3 (each layer after the one below), backward 6 (per
+    # layer above the first and replica, after the forward pass below), all-reduce 8 (after
+    # each gradient), optimizer 8 (after its all-reduce and the forward pass that read its
+    # weights). Those on the step before have ended when the next is submitted.
+    echo "$out" | grep -q '^dependencies inferred from declared buffer uses: 300$' ||
+      fail "not every dependency inferred"
     echo "$out" | grep -Eq '^after 12 steps: weight sum [0-9.]+, largest difference from the host 0$' ||
       fail "weights differ from the host reference"
     ;;
