@@ -102,6 +102,7 @@ class buffer_uses {
 
   // Splits the segment holding `at` so that a segment begins there (at < size_).
   map::iterator split(std::uint64_t at);
+  void record_write(byte_range range, op_id op);
   void count(const segment& s, int sign) noexcept;
   [[nodiscard]] static bool alike(const segment& a, const segment& b);
   static void add_edge(std::vector<use_edge>& out, std::size_t from, op_id op, bool order_only);

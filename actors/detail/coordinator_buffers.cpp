@@ -173,7 +173,8 @@ void coordinator_state::infer_uses(const std::vector<buffer_use>& uses,
                                    const std::vector<byte_range>& ranges, op_id user,
                                    use_inference& out,
                                    std::unordered_map<std::uint32_t, buffer_uses>* scratch) {
-  std::vector<use_edge> edges;
+  std::vector<use_edge>& edges = edges_;
+  out.inferred.reserve(4 * uses.size());
   for (std::size_t i = 0; i < uses.size(); ++i) {
     const buffer_id& b = uses[i].buffer;
     const buffer_uses* history = nullptr;
@@ -213,13 +214,16 @@ void coordinator_state::infer_uses(const std::vector<buffer_use>& uses,
                                    return a.dep == b.dep && a.buffer == b.buffer;
                                  }),
                      out.inferred.end());
+  if (out.inferred.empty()) return;
+  out.data.reserve(out.inferred.size());
+  out.order.reserve(out.inferred.size());
   for (std::size_t i = 0; i < out.inferred.size();) {
     const op_id dep = out.inferred[i].dep;
     bool data = false;  // through any of its buffers
     for (; i < out.inferred.size() && out.inferred[i].dep == dep; ++i) {
       data = data || !out.inferred[i].order_only;
     }
-    if (tails_.count(dep) != 0) {
+    if (!tails_.empty() && tails_.count(dep) != 0) {
       out.tails.push_back(dep);
     } else {
       (data ? out.data : out.order).push_back(dep);

@@ -328,6 +328,7 @@ caf::error coordinator_state::infer_graph_uses(
     const op_id user{first.value + i};
     infer_uses(uses, ranges[i], user, inferences[i], &scratch);
     record_uses(uses, ranges[i], user, &scratch);
+    local[i].reserve(inferences[i].data.size() + inferences[i].order.size());
     for (op_id d : inferences[i].data) {
       if (d.value >= first.value)
         local[i].push_back(static_cast<std::uint32_t>(d.value - first.value));

@@ -94,11 +94,11 @@ void coordinator_state::run_graph(graph_spec& graph, graph_callback& done) {
   if (auto bad = start_run(graph, f)) f(std::vector<op_notice>(n, never_ran(bad)));
 }
 
-void coordinator_state::ran(const op_record& r, const op_notice& notice) {
+void coordinator_state::ran(const op_record& r, op_notice notice) {
   auto it = runs_.find(r.run);
   if (it == runs_.end()) return;
   run_waiter& w = it->second;
-  w.ends[r.run_index] = notice;
+  w.ends[r.run_index] = std::move(notice);
   if (--w.left != 0) return;
   auto done = std::move(w.done);
   auto ends = std::move(w.ends);

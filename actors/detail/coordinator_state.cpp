@@ -462,8 +462,8 @@ void coordinator_state::finish() {
       }
     }
     for (const auto& listener : all_listeners_) notify(listener, notice);
-    if (r.run != 0) ran(r, notice);
     if (!end_waiters_.empty()) tell_end_waiters(notice);
+    if (r.run != 0) ran(r, std::move(notice));  // the last to need it
     if (r.manual) {
       for (auto it = begin_waiters_.begin(); it != begin_waiters_.end(); ++it) {
         if (it->id == e.id) {

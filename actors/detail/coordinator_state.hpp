@@ -193,7 +193,7 @@ class coordinator_state {
   caf::error start_run(op_spec& spec, std::function<void(std::vector<op_notice>)> done);
   caf::error start_run(graph_spec& graph, std::function<void(std::vector<op_notice>)> done);
   // An operation of run request `r` ended: its notice goes in, the answer once it is full.
-  void ran(const op_record& r, const op_notice& notice);
+  void ran(const op_record& r, op_notice notice);
   void add_listener(op_record& r, const op_listener& listener);
 
   // Hands ready operations to streams while they have room (one message per stream per
@@ -268,6 +268,7 @@ class coordinator_state {
     std::vector<inferred_dep> inferred;
     caf::error poisoned;
   };
+  std::vector<use_edge> edges_;  // infer_uses' scratch, kept for its storage
   // Whether `op`, a user in a history, is still to be waited for: it has not ended, or it
   // ended while its work may still run on the device (a tail).
   [[nodiscard]] bool waited(op_id op) const;
