@@ -59,7 +59,9 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
       },
       [&st](reset_atom) { return st.reset(); },
       [&st](shutdown_atom) { st.shut_down(); },
-      [&st](progress_atom, const completion_batch& batch) { st.on_progress(batch); },
+      [&st](progress_atom, const completion_batch& batch, std::uint64_t incarnation) {
+        st.on_progress(batch, incarnation);
+      },
   };
 }
 

@@ -67,7 +67,7 @@ using stream_actor = caf::typed_actor<
     caf::replies_to<hold_end_atom, timeline_point, caf::error>::with<ticket>,
     caf::replies_to<reset_atom>::with<stream_view>,
     // runtime and poller
-    caf::reacts_to<shutdown_atom>, caf::reacts_to<progress_atom, completion_batch>,
+    caf::reacts_to<shutdown_atom>, caf::reacts_to<progress_atom, completion_batch, std::uint64_t>,
     // the actor's own timers for bounded waits
     caf::reacts_to<expire_atom, std::uint64_t>>;
 

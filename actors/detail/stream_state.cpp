@@ -54,13 +54,16 @@ void stream_state::init(self_pointer self, const stream_context& context,
 void stream_state::follow_stream() {
   // The poller's per-tick report, forwarded as one message. A weak handle: the subscription
   // must not keep the actor alive.
+  // Tagged with the stream's incarnation: a report already on its way when the stream is
+  // replaced (a reset after a loss) must not break the new one.
   auto weak = caf::actor_cast<caf::actor_addr>(self_);
   const stream_id id = options_.id;
-  auto subscribed =
-      context_.poller->subscribe(stream_.ref(), [weak, id](const gpu::stream_progress& progress) {
+  const std::uint64_t incarnation = ++incarnation_;
+  auto subscribed = context_.poller->subscribe(
+      stream_.ref(), [weak, id, incarnation](const gpu::stream_progress& progress) {
         auto strong = caf::actor_cast<stream_actor>(weak);
         if (!strong) return;
-        caf::anon_send(strong, progress_atom::value, to_batch(id, progress));
+        caf::anon_send(strong, progress_atom::value, to_batch(id, progress), incarnation);
       });
   if (!subscribed.ok()) broken_ = to_error(subscribed);
 }
@@ -372,7 +375,8 @@ caf::error stream_state::timing_failure(const point_record& record) const {
   return {};
 }
 
-void stream_state::on_progress(const completion_batch& batch) {
+void stream_state::on_progress(const completion_batch& batch, std::uint64_t incarnation) {
+  if (incarnation != incarnation_) return;  // about a stream replaced since
   caf::error lost;
   for (const auto& f : batch.failures) {
     note_failure(f.point, f.error);

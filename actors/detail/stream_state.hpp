@@ -121,7 +121,9 @@ class stream_state {
   // A bounded wait's limit passed / its sender withdrew it: answered timeout / cancelled.
   void expire(std::uint64_t id);
   bool withdraw(std::uint64_t key);
-  void on_progress(const completion_batch& batch);
+  // The poller's report on the stream of incarnation `incarnation`; one about a stream this
+  // actor no longer owns (reported before a reset, delivered after it) is dropped.
+  void on_progress(const completion_batch& batch, std::uint64_t incarnation);
 
   void subscribe(const completion_listener& listener);
   void unsubscribe(const caf::actor_addr& listener);
@@ -203,6 +205,7 @@ class stream_state {
   timeline_point completed_ = 0;      // newest point the stream has passed
   std::deque<pending_op> queue_;      // accepted, held back by the cap or waiting for events
   timeline_point held_ = 0;           // a hold's point: nothing goes on the stream until it ends
+  std::uint64_t incarnation_ = 0;     // of the stream owned: one more at every new stream
   std::deque<point_record> records_;  // one per point in (completed_, issued_]
 
   std::multimap<timeline_point, awaiter> awaiters_;

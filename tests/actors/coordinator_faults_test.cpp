@@ -98,4 +98,36 @@ BOOST_AUTO_TEST_CASE(a_lost_device_fails_everything_and_work_is_refused_until_re
   BOOST_TEST((told(again).state == op_state::completed));
 }
 
+// The poller's report of the loss can reach a stream actor after the stream was replaced (it
+// was on its way when the reset came): it is about the old stream and must not break the new.
+BOOST_AUTO_TEST_CASE(a_report_about_the_stream_before_a_reset_does_not_break_the_new_one) {
+  auto manual = add(spec_of({}));
+  auto lease = ask<op_lease>(co(), begin_atom::value, manual);
+  BOOST_REQUIRE_MESSAGE(lease, why(lease));
+  auto& host = static_cast<gpu::host_backend&>(rt().device());
+  BOOST_REQUIRE(host.inject_device_fault(lease->handle(), "illegal address").ok());
+  BOOST_REQUIRE(ask<ticket>(co(), enqueued_atom::value, manual) || true);
+  (void)collect({manual});
+  BOOST_REQUIRE(rt().device().reset().ok());
+  auto reset = ask<bool>(co(), reset_atom::value);
+  BOOST_REQUIRE_MESSAGE(reset && *reset, why(reset));
+  // Late reports of the loss, as the poller sent them about each stream's first incarnation
+  // (the one before the reset); each is followed by a request from the same sender, so it
+  // has been handled when the answer comes.
+  for (std::size_t i = 0; i < rt().streams().size(); ++i) {
+    completion_batch late;
+    late.stream = stream_id{static_cast<std::uint32_t>(i)};
+    late.failures.push_back(
+        op_failure{1, make_error(errc::device_lost, "illegal address, reported late")});
+    late.broken = make_error(errc::device_lost, "illegal address, reported late");
+    self()->send(rt().stream(i), progress_atom::value, late, std::uint64_t{1});
+    BOOST_REQUIRE(ask<stream_status>(rt().stream(i), status_atom::value));
+  }
+  std::vector<op_id> after;
+  for (int i = 0; i < 16; ++i) after.push_back(add(spec_of(noop())));
+  for (auto& [id, n] : collect(after)) {
+    BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
