@@ -20,8 +20,16 @@ echo "$out" | grep -q '^steps  *40$' || fail "not 40 steps"
 echo "$out" | grep -Eq '^ops/s  *[1-9][0-9]*$' || fail "no ops/s"
 echo "$out" | grep -Eq '^op latency p50 / p99  *[0-9.]+ / [0-9.]+ us$' || fail "no latency"
 echo "$out" | grep -Eq '^detection delay  *mean [0-9.]+ us' || fail "no detection delay"
+# No dependency is stated but the barrier's; the coordinator infers 32 per step: forward 3
+# (each layer above the first after the one below), backward 9 (3 layers above the first x 3
+# replicas, after the forward pass below), all-reduce 12 (each after its 3 gradients),
+# optimizer 8 (after its all-reduce and the forward pass that read its weights). What the
+# step before used has ended when the next is submitted, so it adds none.
+echo "$out" | grep -q '^dependencies inferred  *1280 (from declared buffer uses)$' ||
+  fail "not every dependency inferred"
 # 2 + 4 layers x (3 + 3 replicas) = 26 ops per step (the header says so), one copy before the
-# first step: 40 x 26 + 1 ops on the three streams.
+# first step, and at the end a release of each of the model's 4 x (3 + 3) + 4 = 28 buffers:
+# 40 x 26 + 1 + 28 ops on the three streams.
 # stream, ops, kernels, transfers, failed, busy %, running % (timed: the trace turns timing on)
 # The step barrier sits on all three streams (device mode) and is counted on its first; the
 # third stream's role (coordination, the workload strategy's) has no other work since the
@@ -31,7 +39,7 @@ streams=$(echo "$out" | grep -Ec '^#[0-9]+ +[1-9][0-9]* +[0-9]+ +[0-9]+ +0 +[0-9
 listed=$(echo "$out" | grep -Ec '^#[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +0 +[0-9.]+ +[0-9.]+$') || true
 [ "$listed" -eq 3 ] || fail "expected 3 streams listed, found $listed"
 total=$(echo "$out" | awk '/^#[0-9]+ / { s += $2 } END { print s }')
-[ "$total" -eq 1041 ] || fail "expected 1041 ops on the streams, found $total"
+[ "$total" -eq 1069 ] || fail "expected 1069 ops on the streams, found $total"
 # Kernels: 4 layers x 40 steps x (forward + 3 backward + optimizer) = 800; 41 copies.
 kernels=$(echo "$out" | awk '/^#[0-9]+ / { s += $3 } END { print s }')
 [ "$kernels" -eq 800 ] || fail "expected 800 kernels, found $kernels"
@@ -42,7 +50,7 @@ echo "$out" | grep -Eq '^backward 2 +120 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' |
 echo "$out" | grep -Eq '^step barrier +40 ' || fail "no barrier totals"
 # The trace: one complete event per operation, and the JSON closed.
 events=$(grep -c '"ph":"X"' "$trace") || true
-[ "$events" -eq 1041 ] || fail "expected 1041 operations in the trace, found $events"
+[ "$events" -eq 1069 ] || fail "expected 1069 operations in the trace (the releases too), found $events"
 tail -c 4 "$trace" | grep -q ']}' || fail "the trace is not closed"
 echo "$out" | grep -Eq 'largest difference from the host reference 0: exact$' ||
   fail "weights differ from the host reference"
