@@ -1,0 +1,348 @@
+// The host backend's collective engine, ranks as threads of this process over TCP on
+// 127.0.0.1, meeting through a memory_store: every collective kind, reduction and element
+// type against values computed here; a rank that never comes fails the others within the
+// timeout, naming the call; an abort ends a call in progress and breaks the communicator; a
+// new generation works after a broken one. (collective_test runs ranks as processes.)
+#define BOOST_TEST_MODULE gloo_communicator
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cudactor/gpu/element_math.hpp"
+#include "cudactor/gpu/gloo_communicator.hpp"
+
+using namespace cudactor::gpu;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Makes `size` ranks of one group and runs body(rank, communicator) on each, in threads.
+// Returns the communicators' outcomes of making, per rank.
+std::vector<status> on_ranks(int size, const std::string& name, std::uint64_t generation,
+                             rendezvous_store& store, std::chrono::milliseconds timeout,
+                             const std::function<void(int, communicator&)>& body) {
+  std::vector<status> made(static_cast<std::size_t>(size));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      gloo_options o;
+      o.name = name;
+      o.generation = generation;
+      o.rank = r;
+      o.size = size;
+      o.timeout = timeout;
+      o.rendezvous_timeout = 10s;
+      auto c = make_gloo_communicator(o, store);
+      if (!c) {
+        made[static_cast<std::size_t>(r)] = c.error();
+        return;
+      }
+      body(r, *c.value());
+    });
+  }
+  for (auto& t : threads) t.join();
+  return made;
+}
+
+// Element i of rank r's input, exact in every type: small integers.
+double input(int r, std::size_t i) {
+  return static_cast<double>((r + 1) + static_cast<int>(i % 5));
+}
+
+void put(element_type t, void* p, std::size_t i, double v) {
+  switch (t) {
+    case element_type::f32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
+    case element_type::f64: static_cast<double*>(p)[i] = v; break;
+    case element_type::f16:
+      static_cast<std::uint16_t*>(p)[i] = float_to_half(static_cast<float>(v));
+      break;
+    case element_type::bf16:
+      static_cast<std::uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v));
+      break;
+    case element_type::i32: static_cast<std::int32_t*>(p)[i] = static_cast<std::int32_t>(v); break;
+    case element_type::i64: static_cast<std::int64_t*>(p)[i] = static_cast<std::int64_t>(v); break;
+    case element_type::u8: static_cast<std::uint8_t*>(p)[i] = static_cast<std::uint8_t>(v); break;
+  }
+}
+
+double get(element_type t, const void* p, std::size_t i) {
+  switch (t) {
+    case element_type::f32: return static_cast<const float*>(p)[i];
+    case element_type::f64: return static_cast<const double*>(p)[i];
+    case element_type::f16: return half_to_float(static_cast<const std::uint16_t*>(p)[i]);
+    case element_type::bf16: return bf16_to_float(static_cast<const std::uint16_t*>(p)[i]);
+    case element_type::i32: return static_cast<const std::int32_t*>(p)[i];
+    case element_type::i64: return static_cast<double>(static_cast<const std::int64_t*>(p)[i]);
+    case element_type::u8: return static_cast<const std::uint8_t*>(p)[i];
+  }
+  return 0;
+}
+
+bool is_integer(element_type t) {
+  return t == element_type::i32 || t == element_type::i64 || t == element_type::u8;
+}
+
+// The reduction over ranks 0..size-1 of element i, as the engine must compute it: floats
+// exactly (every value and partial result is a small integer or half of one), integers in
+// their own width (u8 products wrap modulo 256, as the engine's do at every step).
+double reduced(reduce_op op, element_type t, int size, std::size_t i) {
+  if (is_integer(t)) {
+    std::int64_t acc = static_cast<std::int64_t>(input(0, i));
+    for (int r = 1; r < size; ++r) {
+      const auto v = static_cast<std::int64_t>(input(r, i));
+      switch (op) {
+        case reduce_op::sum:
+        case reduce_op::avg: acc += v; break;
+        case reduce_op::prod: acc *= v; break;
+        case reduce_op::min: acc = std::min(acc, v); break;
+        case reduce_op::max: acc = std::max(acc, v); break;
+      }
+      if (t == element_type::u8) acc &= 0xff;
+    }
+    if (op == reduce_op::avg) acc /= size;
+    return static_cast<double>(acc);
+  }
+  double acc = input(0, i);
+  for (int r = 1; r < size; ++r) {
+    const double v = input(r, i);
+    switch (op) {
+      case reduce_op::sum:
+      case reduce_op::avg: acc += v; break;
+      case reduce_op::prod: acc *= v; break;
+      case reduce_op::min: acc = std::min(acc, v); break;
+      case reduce_op::max: acc = std::max(acc, v); break;
+    }
+  }
+  if (op == reduce_op::avg) acc /= size;
+  return acc;
+}
+
+constexpr element_type all_types[] = {element_type::f32,  element_type::f64, element_type::f16,
+                                      element_type::bf16, element_type::i32, element_type::i64,
+                                      element_type::u8};
+constexpr reduce_op all_ops[] = {reduce_op::sum, reduce_op::prod, reduce_op::min, reduce_op::max,
+                                 reduce_op::avg};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_kind_op_and_type_equals_the_values_computed_here) {
+  constexpr int size = 4;
+  constexpr std::size_t count = 37;  // not a multiple of anything Gloo segments by
+  memory_store store;
+  std::vector<std::string> wrong[size];
+  std::size_t checked[size] = {};
+  const auto made = on_ranks(size, "kinds", 1, store, 10s, [&](int r, communicator& c) {
+    auto& bad = wrong[r];
+    auto expect = [&](bool ok, const std::string& what) {
+      if (!ok && bad.size() < 10) bad.push_back(what);
+      ++checked[r];
+    };
+    for (element_type t : all_types) {
+      const std::size_t es = element_size(t);
+      std::vector<char> send(count * size * es), recv(count * size * es);
+      for (std::size_t i = 0; i < count * size; ++i) put(t, send.data(), i, input(r, i % count));
+      const std::string ty{to_string(t)};
+      for (reduce_op op : all_ops) {
+        const std::string name = ty + " " + std::string{to_string(op)};
+        // all_reduce, out of place then in place
+        collective_call call{
+            collective_kind::all_reduce, op, t, send.data(), recv.data(), count, 0};
+        auto s = c.run(call);
+        expect(s.ok(), "all_reduce " + name + ": " + s.to_string());
+        for (std::size_t i = 0; i < count; ++i) {
+          expect(get(t, recv.data(), i) == reduced(op, t, size, i), "all_reduce " + name);
+        }
+        std::vector<char> inplace(send.begin(), send.begin() + static_cast<long>(count * es));
+        call.send = call.recv = inplace.data();
+        s = c.run(call);
+        expect(s.ok(), "in-place all_reduce " + name + ": " + s.to_string());
+        for (std::size_t i = 0; i < count; ++i) {
+          expect(get(t, inplace.data(), i) == reduced(op, t, size, i), "in-place " + name);
+        }
+        // reduce to root 2: the root's output only
+        std::fill(recv.begin(), recv.end(), 0);
+        call = collective_call{collective_kind::reduce, op, t, send.data(), recv.data(), count, 2};
+        s = c.run(call);
+        expect(s.ok(), "reduce " + name + ": " + s.to_string());
+        for (std::size_t i = 0; i < count && r == 2; ++i) {
+          expect(get(t, recv.data(), i) == reduced(op, t, size, i), "reduce " + name);
+        }
+        for (std::size_t i = 0; i < count && r != 2; ++i) {
+          expect(get(t, recv.data(), i) == 0, "reduce " + name + " wrote a non-root's output");
+        }
+        // reduce_scatter: this rank's part of the reduction of count x size elements
+        call = collective_call{
+            collective_kind::reduce_scatter, op, t, send.data(), recv.data(), count, 0};
+        s = c.run(call);
+        expect(s.ok(), "reduce_scatter " + name + ": " + s.to_string());
+        for (std::size_t i = 0; i < count; ++i) {
+          const std::size_t whole = static_cast<std::size_t>(r) * count + i;
+          expect(get(t, recv.data(), i) == reduced(op, t, size, whole % count),
+                 "reduce_scatter " + name);
+        }
+      }
+      // broadcast from root 1, in place on every rank
+      std::vector<char> b(count * es);
+      for (std::size_t i = 0; i < count; ++i) put(t, b.data(), i, r == 1 ? input(1, i) : 0);
+      auto s = c.run({collective_kind::broadcast, reduce_op::sum, t, nullptr, b.data(), count, 1});
+      expect(s.ok(), "broadcast " + ty + ": " + s.to_string());
+      for (std::size_t i = 0; i < count; ++i) {
+        expect(get(t, b.data(), i) == input(1, i), "broadcast " + ty);
+      }
+      // all_gather: rank q's elements at q x count
+      s = c.run(
+          {collective_kind::all_gather, reduce_op::sum, t, send.data(), recv.data(), count, 0});
+      expect(s.ok(), "all_gather " + ty + ": " + s.to_string());
+      for (int q = 0; q < size; ++q) {
+        for (std::size_t i = 0; i < count; ++i) {
+          expect(get(t, recv.data(), static_cast<std::size_t>(q) * count + i) == input(q, i),
+                 "all_gather " + ty);
+        }
+      }
+    }
+    const auto s = c.run(
+        {collective_kind::barrier, reduce_op::sum, element_type::f32, nullptr, nullptr, 0, 0});
+    expect(s.ok(), "barrier: " + s.to_string());
+    // Every rank ran the same calls: the sequences agree.
+    expect(c.sequence() == 7 * (5 * 4 + 2) + 1, "sequence " + std::to_string(c.sequence()));
+  });
+  for (int r = 0; r < size; ++r) {
+    BOOST_TEST_INFO("rank " << r);
+    BOOST_TEST(made[r].ok(), made[r].to_string());
+    // Per type: 5 reductions x (2 all_reduce, reduce, reduce_scatter), broadcast, all_gather;
+    // then the barrier and the sequence.
+    BOOST_TEST(checked[r] == 7 * (5 * (4 + 4 * count) + (1 + count) + (1 + size * count)) + 2);
+    for (const auto& w : wrong[r]) BOOST_ERROR("rank " << r << ": " << w);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_calls_are_refused_before_anything_is_sent) {
+  memory_store store;
+  on_ranks(2, "bad", 1, store, 5s, [&](int, communicator& c) {
+    float x[4] = {};
+    BOOST_TEST((c.run({collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 0, 0})
+                    .code() == errc::invalid_argument));
+    BOOST_TEST((
+        c.run({collective_kind::broadcast, reduce_op::sum, element_type::f32, x, x, 4, 2}).code() ==
+        errc::invalid_argument));
+    BOOST_TEST((c.run({collective_kind::all_gather, reduce_op::sum, element_type::f32, x, x, 2, 0})
+                    .code() == errc::invalid_argument));
+    BOOST_TEST((c.run({collective_kind::all_reduce, static_cast<reduce_op>(9), element_type::f32, x,
+                       x, 4, 0})
+                    .code() == errc::invalid_argument));
+    // Refused calls start nothing: the ranks are still in step.
+    BOOST_TEST(c.sequence() == 0u);
+    BOOST_TEST(c.broken().ok());
+    BOOST_TEST(
+        c.run({collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 4, 0}).ok());
+  });
+  gloo_options o;
+  o.name = "a/b";
+  BOOST_TEST((make_gloo_communicator(o, store).error().code() == errc::invalid_argument));
+  o.name = "ok";
+  o.rank = 2;
+  o.size = 2;
+  BOOST_TEST((make_gloo_communicator(o, store).error().code() == errc::invalid_argument));
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_that_never_comes_fails_the_rendezvous_within_its_limit) {
+  memory_store store;
+  gloo_options o;
+  o.name = "alone";
+  o.rank = 0;
+  o.size = 2;
+  o.rendezvous_timeout = 300ms;
+  const auto start = std::chrono::steady_clock::now();
+  auto c = make_gloo_communicator(o, store);
+  const auto took = std::chrono::steady_clock::now() - start;
+  BOOST_REQUIRE(!c);
+  BOOST_TEST((c.error().code() == errc::timeout || c.error().code() == errc::op_failed),
+             c.error().to_string());
+  BOOST_TEST(c.error().to_string().find("alone") != std::string::npos, c.error().to_string());
+  BOOST_TEST((took < 10s));
+}
+
+BOOST_AUTO_TEST_CASE(a_rank_that_stops_calling_fails_the_others_and_a_new_generation_works) {
+  memory_store store;
+  std::vector<status> outcome(3);
+  std::vector<status> after(3);
+  on_ranks(3, "group", 1, store, 500ms, [&](int r, communicator& c) {
+    float x[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    const collective_call call{
+        collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 8, 0};
+    BOOST_REQUIRE(c.run(call).ok());
+    if (r == 2) return;  // rank 2 does not take part in the second call
+    const auto start = std::chrono::steady_clock::now();
+    outcome[static_cast<std::size_t>(r)] = c.run(call);
+    BOOST_TEST(((std::chrono::steady_clock::now() - start) < 10s));
+    // Broken now: the next call fails at once with the same cause.
+    after[static_cast<std::size_t>(r)] = c.run(call);
+  });
+  for (int r = 0; r < 2; ++r) {
+    BOOST_TEST(!outcome[r].ok());
+    BOOST_TEST(outcome[r].to_string().find("all_reduce #2") != std::string::npos,
+               outcome[r].to_string());
+    BOOST_TEST(after[r].to_string() == outcome[r].to_string());
+  }
+  // The group rebuilt: generation 2 meets under its own keys and runs.
+  on_ranks(3, "group", 2, store, 5s, [&](int, communicator& c) {
+    std::int64_t x[3] = {1, 2, 3};
+    BOOST_TEST(
+        c.run({collective_kind::all_reduce, reduce_op::sum, element_type::i64, x, x, 3, 0}).ok());
+    BOOST_TEST(x[0] == 3);
+    BOOST_TEST(x[2] == 9);
+    BOOST_TEST(c.generation() == 2u);
+  });
+}
+
+BOOST_AUTO_TEST_CASE(an_abort_fails_the_peers_call_and_every_later_call_here) {
+  memory_store store;
+  std::promise<void> finished;
+  auto finished_ready = finished.get_future();
+  std::vector<status> outcome(2);
+  on_ranks(2, "abort", 1, store, 20s, [&](int r, communicator& c) {
+    double x[4] = {};
+    const collective_call call{
+        collective_kind::all_reduce, reduce_op::sum, element_type::f64, x, x, 4, 0};
+    if (r == 0) {
+      // Aborted before it takes part: rank 1's all_reduce, waiting for it, fails when the
+      // connections close, long before its 20 s timeout. Rank 0 keeps the communicator
+      // object until then: only the abort ends rank 1's call.
+      std::this_thread::sleep_for(200ms);
+      c.abort("the test stopped it");
+      outcome[0] = c.run(call);
+      finished_ready.wait();
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    outcome[1] = c.run(call);
+    BOOST_TEST(((std::chrono::steady_clock::now() - start) < 10s));
+    finished.set_value();
+  });
+  BOOST_TEST((outcome[0].code() == errc::cancelled), outcome[0].to_string());
+  BOOST_TEST(outcome[0].to_string().find("the test stopped it") != std::string::npos);
+  BOOST_TEST(!outcome[1].ok());
+  BOOST_TEST(outcome[1].to_string().find("rank 1 of 'abort': all_reduce #1") != std::string::npos,
+             outcome[1].to_string());
+}
+
+BOOST_AUTO_TEST_CASE(half_floats_round_to_nearest_even) {
+  BOOST_TEST(half_to_float(float_to_half(1.0f)) == 1.0f);
+  BOOST_TEST(half_to_float(float_to_half(65504.0f)) == 65504.0f);
+  BOOST_TEST(std::isinf(half_to_float(float_to_half(65520.0f))));
+  BOOST_TEST(half_to_float(float_to_half(1.0f + 1.0f / 2048)) == 1.0f);  // tie: to even
+  BOOST_TEST(half_to_float(float_to_half(1.0f + 3.0f / 2048)) == 1.0f + 2.0f / 1024);
+  BOOST_TEST(half_to_float(float_to_half(5.960464477539063e-08f)) == 5.960464477539063e-08f);
+  BOOST_TEST(half_to_float(float_to_half(-2.5f)) == -2.5f);
+  BOOST_TEST(bf16_to_float(float_to_bf16(3.0f)) == 3.0f);
+  BOOST_TEST(bf16_to_float(float_to_bf16(1.0f + 1.0f / 256)) == 1.0f);  // tie: to even
+  BOOST_TEST(std::isnan(bf16_to_float(float_to_bf16(std::nanf("")))));
+}
