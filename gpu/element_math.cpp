@@ -8,6 +8,15 @@
 namespace cudactor::gpu {
 namespace {
 
+// The bits of `x` as a `To` of the same size (std::bit_cast is C++20).
+template <class To, class From>
+To reinterpret(From x) noexcept {
+  static_assert(sizeof(To) == sizeof(From));
+  To out;
+  std::memcpy(&out, &x, sizeof out);
+  return out;
+}
+
 // How an element of each type is read and written, as the arithmetic type it is computed in.
 template <class T>
 struct plain {
@@ -103,14 +112,11 @@ float half_to_float(std::uint16_t h) noexcept {
     }
     bits |= (exponent << 23) | ((mantissa & 0x3ffu) << 13);
   }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
+  return reinterpret<float>(bits);
 }
 
 std::uint16_t float_to_half(float f) noexcept {
-  std::uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
+  const auto x = reinterpret<std::uint32_t>(f);
   const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
   const std::uint32_t magnitude = x & 0x7fffffffu;
   if (magnitude > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
@@ -118,8 +124,7 @@ std::uint16_t float_to_half(float f) noexcept {
   if (magnitude < 0x38800000u) {
     // Below the smallest normal half (2^-14): a multiple of 2^-24, rounded to nearest even
     // (nearbyint in the default rounding mode).
-    float m;
-    std::memcpy(&m, &magnitude, sizeof m);
+    const float m = reinterpret<float>(magnitude);
     return static_cast<std::uint16_t>(sign |
                                       static_cast<std::uint16_t>(std::nearbyint(m * 16777216.0f)));
   }
@@ -130,15 +135,11 @@ std::uint16_t float_to_half(float f) noexcept {
 }
 
 float bf16_to_float(std::uint16_t b) noexcept {
-  const std::uint32_t bits = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
+  return reinterpret<float>(static_cast<std::uint32_t>(b) << 16);
 }
 
 std::uint16_t float_to_bf16(float f) noexcept {
-  std::uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
+  auto x = reinterpret<std::uint32_t>(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
   x += 0x7fffu + ((x >> 16) & 1u);  // nearest, ties to even
   return static_cast<std::uint16_t>(x >> 16);

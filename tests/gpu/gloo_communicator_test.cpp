@@ -93,34 +93,30 @@ bool is_integer(element_type t) {
 // The reduction over ranks 0..size-1 of element i, as the engine must compute it: floats
 // exactly (every value and partial result is a small integer or half of one), integers in
 // their own width (u8 products wrap modulo 256, as the engine's do at every step).
+template <class T>
+T combine(reduce_op op, T acc, T v) {
+  switch (op) {
+    case reduce_op::sum:
+    case reduce_op::avg: return acc + v;
+    case reduce_op::prod: return acc * v;
+    case reduce_op::min: return std::min(acc, v);
+    case reduce_op::max: return std::max(acc, v);
+  }
+  return acc;
+}
+
 double reduced(reduce_op op, element_type t, int size, std::size_t i) {
   if (is_integer(t)) {
-    std::int64_t acc = static_cast<std::int64_t>(input(0, i));
+    auto acc = static_cast<std::int64_t>(input(0, i));
     for (int r = 1; r < size; ++r) {
-      const auto v = static_cast<std::int64_t>(input(r, i));
-      switch (op) {
-        case reduce_op::sum:
-        case reduce_op::avg: acc += v; break;
-        case reduce_op::prod: acc *= v; break;
-        case reduce_op::min: acc = std::min(acc, v); break;
-        case reduce_op::max: acc = std::max(acc, v); break;
-      }
+      acc = combine(op, acc, static_cast<std::int64_t>(input(r, i)));
       if (t == element_type::u8) acc &= 0xff;
     }
     if (op == reduce_op::avg) acc /= size;
     return static_cast<double>(acc);
   }
   double acc = input(0, i);
-  for (int r = 1; r < size; ++r) {
-    const double v = input(r, i);
-    switch (op) {
-      case reduce_op::sum:
-      case reduce_op::avg: acc += v; break;
-      case reduce_op::prod: acc *= v; break;
-      case reduce_op::min: acc = std::min(acc, v); break;
-      case reduce_op::max: acc = std::max(acc, v); break;
-    }
-  }
+  for (int r = 1; r < size; ++r) acc = combine(op, acc, input(r, i));
   if (op == reduce_op::avg) acc /= size;
   return acc;
 }
