@@ -2,16 +2,20 @@
 //
 // One rank's handle on a group of ranks that run collectives together (gpu/collective_types.hpp),
 // behind one interface whatever the engine: Gloo over TCP for the host backend
-// (gpu/gloo_communicator.hpp), NCCL for CUDA. Every rank calls the same collectives in the same
-// order; a call returns when this rank's part is done. A call that fails (a peer gone, the
-// engine's timeout passed, an abort) breaks the communicator: every later call fails at once
-// with the same cause, until a new one is made. The actors never see an engine, only this.
+// (gpu/gloo_communicator.hpp), NCCL for CUDA. A collective is a stream's work like any other
+// (collective_work): it runs in the stream's order, and its completion is the stream's next
+// point. Every rank calls the same collectives in the same order. A call that fails (a peer
+// gone, the engine's timeout passed, an abort) breaks the communicator: every later call fails
+// at once with the same cause, until a new one is made. The actors never see an engine.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "cudactor/gpu/collective_types.hpp"
+#include "cudactor/gpu/launch_context.hpp"
 #include "cudactor/gpu/status.hpp"
 
 namespace cudactor::gpu {
@@ -29,9 +33,12 @@ class communicator {
   // diagnosis compares them).
   [[nodiscard]] virtual std::uint64_t sequence() const noexcept = 0;
 
-  // Runs `call` on this rank; blocks the calling thread (a host stream's worker, never an
-  // actor) until this rank's part is done, failed, or the engine's timeout passed.
-  [[nodiscard]] virtual status run(const collective_call& call) = 0;
+  // Runs `call` on this rank as the work of the stream `on` names. A host engine runs it on
+  // the calling thread (the host stream's worker, never an actor's) and returns when this
+  // rank's part is done, failed, or its timeout passed; a device engine enqueues it on
+  // on.native_stream() and returns once it is launched. not_supported for a stream of a
+  // backend the engine does not serve.
+  [[nodiscard]] virtual status run(const collective_call& call, const launch_context& on) = 0;
 
   // Why the communicator can run nothing more (ok while it can).
   [[nodiscard]] virtual status broken() const = 0;
@@ -39,5 +46,12 @@ class communicator {
   // ends as soon as the engine lets it (at the latest at its timeout).
   virtual void abort(const std::string& why) = 0;
 };
+
+// The work that runs `call` on `c` when a stream reaches it (backend::enqueue). The
+// communicator is shared: the work keeps it alive until it has run.
+[[nodiscard]] inline work_fn collective_work(std::shared_ptr<communicator> c,
+                                             collective_call call) {
+  return [c = std::move(c), call](const launch_context& on) { return c->run(call, on); };
+}
 
 }  // namespace cudactor::gpu

@@ -35,7 +35,8 @@ struct gloo_options {
 };
 
 // Connects this rank to every other (each must call it with the same name, generation and
-// size, and its own rank). invalid_argument for options out of range; timeout when a rank
+// size, and its own rank). The first call makes the process ignore SIGPIPE unless it handles
+// it already: a peer that goes away mid-write must fail the call, not kill the process. invalid_argument for options out of range; timeout when a rank
 // does not show up within rendezvous_timeout; op_failed when the transport fails.
 [[nodiscard]] result<std::unique_ptr<communicator>> make_gloo_communicator(
     const gloo_options& options, rendezvous_store& store);

@@ -12,12 +12,14 @@
 #include <cstring>
 #include <functional>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cudactor/gpu/element_math.hpp"
 #include "cudactor/gpu/gloo_communicator.hpp"
+#include "cudactor/gpu/host_backend.hpp"
 
 using namespace cudactor::gpu;
 using namespace std::chrono_literals;
@@ -50,6 +52,33 @@ std::vector<status> on_ranks(int size, const std::string& name, std::uint64_t ge
   }
   for (auto& t : threads) t.join();
   return made;
+}
+
+// What the rank threads check: Boost.Test's tools are not thread-safe (two threads in
+// BOOST_TEST at once corrupt its checkpoint: a length_error and an abort, 1 run in 40), so the
+// ranks record here and the test's own thread reports.
+class rank_checks {
+ public:
+  void expect(bool ok, const std::string& what) {
+    std::lock_guard<std::mutex> lock{mutex_};
+    ++count_;
+    if (!ok && failed_.size() < 20) failed_.push_back(what);
+  }
+  // On the test's thread, after the ranks have joined.
+  void report(std::size_t at_least) {
+    BOOST_TEST(count_ >= at_least);
+    for (const auto& f : failed_) BOOST_ERROR(f);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::size_t count_ = 0;
+  std::vector<std::string> failed_;
+};
+
+// A call made on this thread, as a host stream's worker makes it.
+status run_here(communicator& c, const collective_call& call) {
+  return c.run(call, launch_context{backend_kind::host, stream_ref{}, nullptr});
 }
 
 // Element i of rank r's input, exact in every type: small integers.
@@ -151,14 +180,14 @@ BOOST_AUTO_TEST_CASE(every_kind_op_and_type_equals_the_values_computed_here) {
         // all_reduce, out of place then in place
         collective_call call{
             collective_kind::all_reduce, op, t, send.data(), recv.data(), count, 0};
-        auto s = c.run(call);
+        auto s = run_here(c, call);
         expect(s.ok(), "all_reduce " + name + ": " + s.to_string());
         for (std::size_t i = 0; i < count; ++i) {
           expect(get(t, recv.data(), i) == reduced(op, t, size, i), "all_reduce " + name);
         }
         std::vector<char> inplace(send.begin(), send.begin() + static_cast<long>(count * es));
         call.send = call.recv = inplace.data();
-        s = c.run(call);
+        s = run_here(c, call);
         expect(s.ok(), "in-place all_reduce " + name + ": " + s.to_string());
         for (std::size_t i = 0; i < count; ++i) {
           expect(get(t, inplace.data(), i) == reduced(op, t, size, i), "in-place " + name);
@@ -166,7 +195,7 @@ BOOST_AUTO_TEST_CASE(every_kind_op_and_type_equals_the_values_computed_here) {
         // reduce to root 2: the root's output only
         std::fill(recv.begin(), recv.end(), 0);
         call = collective_call{collective_kind::reduce, op, t, send.data(), recv.data(), count, 2};
-        s = c.run(call);
+        s = run_here(c, call);
         expect(s.ok(), "reduce " + name + ": " + s.to_string());
         for (std::size_t i = 0; i < count && r == 2; ++i) {
           expect(get(t, recv.data(), i) == reduced(op, t, size, i), "reduce " + name);
@@ -177,7 +206,7 @@ BOOST_AUTO_TEST_CASE(every_kind_op_and_type_equals_the_values_computed_here) {
         // reduce_scatter: this rank's part of the reduction of count x size elements
         call = collective_call{
             collective_kind::reduce_scatter, op, t, send.data(), recv.data(), count, 0};
-        s = c.run(call);
+        s = run_here(c, call);
         expect(s.ok(), "reduce_scatter " + name + ": " + s.to_string());
         for (std::size_t i = 0; i < count; ++i) {
           const std::size_t whole = static_cast<std::size_t>(r) * count + i;
@@ -188,14 +217,15 @@ BOOST_AUTO_TEST_CASE(every_kind_op_and_type_equals_the_values_computed_here) {
       // broadcast from root 1, in place on every rank
       std::vector<char> b(count * es);
       for (std::size_t i = 0; i < count; ++i) put(t, b.data(), i, r == 1 ? input(1, i) : 0);
-      auto s = c.run({collective_kind::broadcast, reduce_op::sum, t, nullptr, b.data(), count, 1});
+      auto s =
+          run_here(c, {collective_kind::broadcast, reduce_op::sum, t, nullptr, b.data(), count, 1});
       expect(s.ok(), "broadcast " + ty + ": " + s.to_string());
       for (std::size_t i = 0; i < count; ++i) {
         expect(get(t, b.data(), i) == input(1, i), "broadcast " + ty);
       }
       // all_gather: rank q's elements at q x count
-      s = c.run(
-          {collective_kind::all_gather, reduce_op::sum, t, send.data(), recv.data(), count, 0});
+      s = run_here(
+          c, {collective_kind::all_gather, reduce_op::sum, t, send.data(), recv.data(), count, 0});
       expect(s.ok(), "all_gather " + ty + ": " + s.to_string());
       for (int q = 0; q < size; ++q) {
         for (std::size_t i = 0; i < count; ++i) {
@@ -204,8 +234,8 @@ BOOST_AUTO_TEST_CASE(every_kind_op_and_type_equals_the_values_computed_here) {
         }
       }
     }
-    const auto s = c.run(
-        {collective_kind::barrier, reduce_op::sum, element_type::f32, nullptr, nullptr, 0, 0});
+    const auto s = run_here(
+        c, {collective_kind::barrier, reduce_op::sum, element_type::f32, nullptr, nullptr, 0, 0});
     expect(s.ok(), "barrier: " + s.to_string());
     // Every rank ran the same calls: the sequences agree.
     expect(c.sequence() == 7 * (5 * 4 + 2) + 1, "sequence " + std::to_string(c.sequence()));
@@ -222,24 +252,29 @@ BOOST_AUTO_TEST_CASE(every_kind_op_and_type_equals_the_values_computed_here) {
 
 BOOST_AUTO_TEST_CASE(bad_calls_are_refused_before_anything_is_sent) {
   memory_store store;
+  rank_checks k;
   on_ranks(2, "bad", 1, store, 5s, [&](int, communicator& c) {
     float x[4] = {};
-    BOOST_TEST((c.run({collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 0, 0})
-                    .code() == errc::invalid_argument));
-    BOOST_TEST((
-        c.run({collective_kind::broadcast, reduce_op::sum, element_type::f32, x, x, 4, 2}).code() ==
-        errc::invalid_argument));
-    BOOST_TEST((c.run({collective_kind::all_gather, reduce_op::sum, element_type::f32, x, x, 2, 0})
-                    .code() == errc::invalid_argument));
-    BOOST_TEST((c.run({collective_kind::all_reduce, static_cast<reduce_op>(9), element_type::f32, x,
-                       x, 4, 0})
-                    .code() == errc::invalid_argument));
+    auto refused = [&](const collective_call& call, const char* what) {
+      k.expect(run_here(c, call).code() == errc::invalid_argument, what);
+    };
+    refused({collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 0, 0},
+            "no element");
+    refused({collective_kind::broadcast, reduce_op::sum, element_type::f32, x, x, 4, 2},
+            "a root outside the group");
+    refused({collective_kind::all_gather, reduce_op::sum, element_type::f32, x, x, 2, 0},
+            "an in-place all_gather");
+    refused({collective_kind::all_reduce, static_cast<reduce_op>(9), element_type::f32, x, x, 4, 0},
+            "an unknown reduction");
     // Refused calls start nothing: the ranks are still in step.
-    BOOST_TEST(c.sequence() == 0u);
-    BOOST_TEST(c.broken().ok());
-    BOOST_TEST(
-        c.run({collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 4, 0}).ok());
+    k.expect(c.sequence() == 0u, "refused calls counted");
+    k.expect(c.broken().ok(), "broken by a refused call");
+    k.expect(
+        run_here(c, {collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 4, 0})
+            .ok(),
+        "a good call after the refused ones");
   });
+  k.report(14);
   gloo_options o;
   o.name = "a/b";
   BOOST_TEST((make_gloo_communicator(o, store).error().code() == errc::invalid_argument));
@@ -257,12 +292,12 @@ BOOST_AUTO_TEST_CASE(a_rank_that_never_comes_fails_the_rendezvous_within_its_lim
   o.size = 2;
   o.rendezvous_timeout = 300ms;
   const auto start = std::chrono::steady_clock::now();
-  auto c = make_gloo_communicator(o, store);
+  auto made = make_gloo_communicator(o, store);
+  const status why = made ? status{} : made.error();
   const auto took = std::chrono::steady_clock::now() - start;
-  BOOST_REQUIRE(!c);
-  BOOST_TEST((c.error().code() == errc::timeout || c.error().code() == errc::op_failed),
-             c.error().to_string());
-  BOOST_TEST(c.error().to_string().find("alone") != std::string::npos, c.error().to_string());
+  BOOST_REQUIRE(!why.ok());
+  BOOST_TEST((why.code() == errc::timeout || why.code() == errc::op_failed), why.to_string());
+  BOOST_TEST(why.to_string().find("alone") != std::string::npos, why.to_string());
   BOOST_TEST((took < 10s));
 }
 
@@ -270,18 +305,21 @@ BOOST_AUTO_TEST_CASE(a_rank_that_stops_calling_fails_the_others_and_a_new_genera
   memory_store store;
   std::vector<status> outcome(3);
   std::vector<status> after(3);
+  rank_checks k;
   on_ranks(3, "group", 1, store, 500ms, [&](int r, communicator& c) {
     float x[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     const collective_call call{
         collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 8, 0};
-    BOOST_REQUIRE(c.run(call).ok());
-    if (r == 2) return;  // rank 2 does not take part in the second call
+    const bool first = run_here(c, call).ok();
+    k.expect(first, "the first all_reduce");
+    if (!first || r == 2) return;  // rank 2 does not take part in the second call
     const auto start = std::chrono::steady_clock::now();
-    outcome[static_cast<std::size_t>(r)] = c.run(call);
-    BOOST_TEST(((std::chrono::steady_clock::now() - start) < 10s));
+    outcome[static_cast<std::size_t>(r)] = run_here(c, call);
+    k.expect((std::chrono::steady_clock::now() - start) < 10s, "the failure took 10 s or more");
     // Broken now: the next call fails at once with the same cause.
-    after[static_cast<std::size_t>(r)] = c.run(call);
+    after[static_cast<std::size_t>(r)] = run_here(c, call);
   });
+  k.report(5);
   for (int r = 0; r < 2; ++r) {
     BOOST_TEST(!outcome[r].ok());
     BOOST_TEST(outcome[r].to_string().find("all_reduce #2") != std::string::npos,
@@ -289,14 +327,17 @@ BOOST_AUTO_TEST_CASE(a_rank_that_stops_calling_fails_the_others_and_a_new_genera
     BOOST_TEST(after[r].to_string() == outcome[r].to_string());
   }
   // The group rebuilt: generation 2 meets under its own keys and runs.
+  rank_checks k2;
   on_ranks(3, "group", 2, store, 5s, [&](int, communicator& c) {
     std::int64_t x[3] = {1, 2, 3};
-    BOOST_TEST(
-        c.run({collective_kind::all_reduce, reduce_op::sum, element_type::i64, x, x, 3, 0}).ok());
-    BOOST_TEST(x[0] == 3);
-    BOOST_TEST(x[2] == 9);
-    BOOST_TEST(c.generation() == 2u);
+    k2.expect(
+        run_here(c, {collective_kind::all_reduce, reduce_op::sum, element_type::i64, x, x, 3, 0})
+            .ok(),
+        "generation 2's all_reduce");
+    k2.expect(x[0] == 3 && x[2] == 9, "generation 2's values");
+    k2.expect(c.generation() == 2u, "generation 2");
   });
+  k2.report(9);
 }
 
 BOOST_AUTO_TEST_CASE(an_abort_fails_the_peers_call_and_every_later_call_here) {
@@ -304,6 +345,7 @@ BOOST_AUTO_TEST_CASE(an_abort_fails_the_peers_call_and_every_later_call_here) {
   std::promise<void> finished;
   auto finished_ready = finished.get_future();
   std::vector<status> outcome(2);
+  std::chrono::steady_clock::duration took{};
   on_ranks(2, "abort", 1, store, 20s, [&](int r, communicator& c) {
     double x[4] = {};
     const collective_call call{
@@ -314,20 +356,119 @@ BOOST_AUTO_TEST_CASE(an_abort_fails_the_peers_call_and_every_later_call_here) {
       // object until then: only the abort ends rank 1's call.
       std::this_thread::sleep_for(200ms);
       c.abort("the test stopped it");
-      outcome[0] = c.run(call);
+      outcome[0] = run_here(c, call);
       finished_ready.wait();
       return;
     }
     const auto start = std::chrono::steady_clock::now();
-    outcome[1] = c.run(call);
-    BOOST_TEST(((std::chrono::steady_clock::now() - start) < 10s));
+    outcome[1] = run_here(c, call);
+    took = std::chrono::steady_clock::now() - start;
     finished.set_value();
   });
+  BOOST_TEST((took < 10s));  // well before the 20 s timeout
   BOOST_TEST((outcome[0].code() == errc::cancelled), outcome[0].to_string());
   BOOST_TEST(outcome[0].to_string().find("the test stopped it") != std::string::npos);
   BOOST_TEST(!outcome[1].ok());
   BOOST_TEST(outcome[1].to_string().find("rank 1 of 'abort': all_reduce #1") != std::string::npos,
              outcome[1].to_string());
+}
+
+// A collective as a stream's work: on each rank's own host backend, the work before it on the
+// stream has written its input, the work after it reads its output, and a failed collective
+// is the stream's failure at that point while the stream goes on.
+BOOST_AUTO_TEST_CASE(collectives_run_in_stream_order_on_host_streams) {
+  constexpr int size = 3;
+  constexpr std::size_t count = 1000;
+  memory_store store;
+  std::vector<std::string> wrong(size);
+  std::vector<status> failed_sync(size), later_sync(size);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < size; ++r) {
+    ranks.emplace_back([&, r] {
+      auto fail = [&](const std::string& what) {
+        if (wrong[r].empty()) wrong[r] = what;
+      };
+      gloo_options o;
+      o.name = "streams";
+      o.rank = r;
+      o.size = size;
+      o.timeout = 5s;
+      auto made = make_gloo_communicator(o, store);
+      if (!made) return fail(made.error().to_string());
+      std::shared_ptr<communicator> comm = std::move(made.value());
+      host_backend device;
+      auto s = device.create_stream({"rank-" + std::to_string(r)});
+      if (!s) return fail(s.error().to_string());
+      std::vector<float> data(count), seen(count);
+      // Written by the stream's work before the collective, read by its work after.
+      (void)device.enqueue(s.value().ref(), [&](const launch_context&) {
+        for (std::size_t i = 0; i < count; ++i) data[i] = static_cast<float>(r + 1) * (i % 7);
+        return status{};
+      });
+      (void)device.enqueue(
+          s.value().ref(),
+          collective_work(comm, {collective_kind::all_reduce, reduce_op::sum, element_type::f32,
+                                 data.data(), data.data(), count, 0}));
+      (void)device.enqueue(s.value().ref(), [&](const launch_context&) {
+        seen = data;
+        return status{};
+      });
+      if (auto done = device.synchronize(s.value().ref()); !done.ok()) {
+        return fail(done.to_string());
+      }
+      for (std::size_t i = 0; i < count; ++i) {
+        // (1 + 2 + 3) x (i % 7)
+        if (seen[i] != 6.0f * static_cast<float>(i % 7))
+          return fail("element " + std::to_string(i));
+      }
+      // Rank 2 aborts: the others' next collective fails, as does its own; the work after
+      // it on each stream still runs.
+      if (r == 2) comm->abort("rank 2 leaves");
+      bool after = false;
+      (void)device.enqueue(s.value().ref(),
+                           collective_work(comm, {collective_kind::barrier, reduce_op::sum,
+                                                  element_type::f32, nullptr, nullptr, 0, 0}));
+      // The stream reports a failed work at its next point.
+      auto point = device.signal(s.value().ref());
+      if (!point) return fail(point.error().to_string());
+      (void)device.enqueue(s.value().ref(), [&](const launch_context&) {
+        after = true;
+        return status{};
+      });
+      auto later = device.signal(s.value().ref());
+      if (!later) return fail(later.error().to_string());
+      if (auto done = device.synchronize(s.value().ref()); !done.ok()) {
+        return fail(done.to_string());
+      }
+      auto timeline = device.timeline_of(s.value().ref());
+      if (!timeline) return fail(timeline.error().to_string());
+      failed_sync[r] = timeline.value()->query(point.value()).error;
+      later_sync[r] = timeline.value()->query(later.value()).error;
+      if (!after) fail("the work after a failed collective did not run");
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < size; ++r) {
+    BOOST_TEST_INFO("rank " << r);
+    BOOST_TEST(wrong[r].empty(), wrong[r]);
+    BOOST_TEST(!failed_sync[r].ok());
+    const std::string why = failed_sync[r].to_string();
+    BOOST_TEST((why.find("barrier #2") != std::string::npos ||
+                why.find("rank 2 leaves") != std::string::npos),
+               why);
+    BOOST_TEST(later_sync[r].ok(), later_sync[r].to_string());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(gloo_refuses_a_cuda_stream) {
+  memory_store store;
+  status s;
+  on_ranks(1, "cuda", 1, store, 1s, [&](int, communicator& c) {
+    float x[2] = {};
+    s = c.run({collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 2, 0},
+              launch_context{backend_kind::cuda, stream_ref{}, nullptr});
+  });
+  BOOST_TEST((s.code() == errc::not_supported), s.to_string());
 }
 
 BOOST_AUTO_TEST_CASE(half_floats_round_to_nearest_even) {
