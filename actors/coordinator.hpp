@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "cudactor/actors/communicator_table.hpp"
 #include "cudactor/actors/operation_registry.hpp"
 #include "cudactor/actors/stream_actor.hpp"
 #include "cudactor/actors/trace_writer.hpp"
@@ -92,6 +93,8 @@ struct coordinator_context {
   gpu::backend* device = nullptr;
   std::vector<coordinated_stream> streams;  // at least one
   std::shared_ptr<const operation_registry> operations;
+  // The node's communicators, which its collectives run on; empty: collectives are refused.
+  std::shared_ptr<communicator_table> communicators;
   std::shared_ptr<metrics::registry> metrics;  // empty: the coordinator's metrics go nowhere
   std::shared_ptr<trace_writer> trace;         // empty: no trace
   // The device's clock, for timing and the trace (the runtime's); empty: the coordinator

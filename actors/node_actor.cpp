@@ -57,7 +57,8 @@ struct node_face_state {
                        "index (after) only");
     }
     // A barrier carries no work (checked with the rest of the spec): it is the node's to place.
-    if (op.is_barrier()) return {};
+    // A collective carries none either: it names one of the node's communicators.
+    if (op.is_barrier() || op.is_collective()) return {};
     if (op.body.empty()) return named(errc::invalid_argument, which + " has no work");
     if (op.body.is_local()) {
       return named(errc::local_only, which + " is a local closure: a node runs named operations");

@@ -32,6 +32,7 @@
 #include <memory>
 #include <string>
 
+#include "cudactor/actors/communicator_table.hpp"
 #include "cudactor/actors/operation_registry.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/messaging/input_limits.hpp"
@@ -55,6 +56,8 @@ struct node_options {
 struct node_context {
   coordinator_actor coordinator;
   std::shared_ptr<const operation_registry> operations;
+  // The node's communicators: the cluster's rendezvous installs its ranks here.
+  std::shared_ptr<communicator_table> communicators;
   std::string backend;
   std::uint32_t coordinator_streams = 0;
   std::shared_ptr<metrics::registry> metrics;  // empty: the node's counters go nowhere

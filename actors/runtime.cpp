@@ -113,6 +113,8 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
     coordination.streams.push_back(std::move(s));
   }
   coordination.operations = context.operations;
+  rt->communicators_ = std::make_shared<communicator_table>(rt->metrics_);
+  coordination.communicators = rt->communicators_;
   coordination.metrics = rt->metrics_;
   if (!options.trace_path.empty()) {
     auto opened = trace_writer::open(options.trace_path);
@@ -130,6 +132,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   node_context node;
   node.coordinator = rt->coordinator_;
   node.operations = rt->operations_;
+  node.communicators = rt->communicators_;
   node.backend = rt->backend_reason_;
   node.coordinator_streams = static_cast<std::uint32_t>(options.streams);
   node.metrics = rt->metrics_;
@@ -245,6 +248,9 @@ void runtime::shutdown() {
         for (const auto& weak : barriers_) stop(caf::actor_cast<barrier_actor>(weak));
         barriers_.clear();
       }
+      // A collective in progress holds its stream until its peers answer: aborted, it fails
+      // the peers at once, and ends here at the engine's timeout at the latest.
+      if (communicators_) communicators_->clear("the runtime is shutting down");
       // The node answers what it holds with shutting_down before the coordinator goes; its
       // face, which takes no lifecycle message from anyone, goes with it.
       if (node_) {
@@ -285,6 +291,7 @@ void runtime::shutdown() {
   poller_metrics_.reset();
   if (trace_) trace_->close();  // the coordinator, its only writer, is gone
   trace_.reset();
+  communicators_.reset();  // its counts are in the registry; the workers that ran them are gone
   metrics_.reset();  // the exposer stops here (every actor holding the registry is gone)
 }
 

@@ -87,6 +87,9 @@ class runtime {
   [[nodiscard]] const runtime_options& options() const noexcept { return options_; }
   // The named operations this node runs (a copy of the config's, taken at start).
   [[nodiscard]] const operation_registry& operations() const noexcept { return *operations_; }
+  // The communicators this node holds (actors/communicator_table.hpp): the cluster installs
+  // them; a program that made one itself may add it. Valid until shutdown() returns.
+  [[nodiscard]] communicator_table& communicators() noexcept { return *communicators_; }
   // Which backend "auto" chose, and why.
   [[nodiscard]] const std::string& backend_reason() const noexcept { return backend_reason_; }
 
@@ -102,6 +105,7 @@ class runtime {
   std::unique_ptr<gpu::completion_poller> poller_;
   std::shared_ptr<event_table> events_;
   std::shared_ptr<const operation_registry> operations_;
+  std::shared_ptr<communicator_table> communicators_;
   std::unique_ptr<caf::actor_system> system_;
   event_pool_actor pool_;
   coordinator_actor coordinator_;

@@ -19,6 +19,7 @@
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/messaging/barrier_types.hpp"
 #include "cudactor/messaging/buffer_types.hpp"
+#include "cudactor/messaging/collective_types.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/messaging/types.hpp"
 #include "cudactor/messaging/work.hpp"
@@ -79,6 +80,11 @@ struct op_spec {
   // submission order: a read after the last write of the bytes it reads, a write after the
   // last write and every read since), besides `deps`. Not for a barrier.
   std::vector<buffer_use> uses;
+  // A collective on one of the node's communicators: its type is the kind's (op_type_of), it
+  // carries no body, and the coordinator adds the uses of its buffers to `uses` (a read of
+  // what it sends, a write of what it receives) and orders it after the communicator's
+  // previous collective, so that every rank runs them in the order they were given.
+  op_collective collective;
 
   // One operation in one line, as one registers it: with no body it is manual (the caller
   // launches it between begin and complete); a launch function becomes local work.
@@ -97,16 +103,30 @@ struct op_spec {
     return of(type, priority, std::move(deps), std::move(description),
               work::local(std::move(launch)));
   }
+  // A collective, typed by its kind.
+  [[nodiscard]] static op_spec of(op_collective c, std::string description,
+                                  op_priority priority = op_priority::normal) {
+    op_spec s;
+    s.type = op_type_of(c.kind);
+    s.priority = priority;
+    s.workload = op_workload::coordination;
+    s.description = std::move(description);
+    s.collective = std::move(c);
+    return s;
+  }
 
   [[nodiscard]] bool is_barrier() const noexcept { return type == op_type::barrier; }
+  [[nodiscard]] bool is_collective() const noexcept { return !collective.empty(); }
   // The caller launches it (begin/complete).
-  [[nodiscard]] bool is_manual() const noexcept { return body.empty() && !is_barrier(); }
+  [[nodiscard]] bool is_manual() const noexcept {
+    return body.empty() && !is_barrier() && !is_collective();
+  }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_spec& x) {
   return f(caf::meta::type_name("cudactor::op_spec"), x.type, x.priority, x.deps, x.description,
-           x.workload, x.body, x.barrier, x.placement, x.uses);
+           x.workload, x.body, x.barrier, x.placement, x.uses, x.collective);
 }
 
 // An operation of a graph: its spec, plus dependencies on other operations of the same graph

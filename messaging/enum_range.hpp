@@ -9,6 +9,7 @@
 
 #include <type_traits>
 
+#include "cudactor/gpu/collective_types.hpp"
 #include "cudactor/gpu/types.hpp"
 #include "cudactor/messaging/buffer_types.hpp"
 #include "cudactor/messaging/operation_types.hpp"
@@ -22,7 +23,7 @@ struct enum_range;
 
 template <>
 struct enum_range<op_type> {
-  static constexpr op_type last = op_type::release;
+  static constexpr op_type last = op_type::collective_barrier;
   static constexpr const char* name = "op_type";
 };
 template <>
@@ -74,6 +75,22 @@ template <>
 struct enum_range<gpu::prefetch_target> {
   static constexpr gpu::prefetch_target last = gpu::prefetch_target::host;
   static constexpr const char* name = "prefetch_target";
+};
+
+template <>
+struct enum_range<gpu::collective_kind> {
+  static constexpr gpu::collective_kind last = gpu::collective_kind::barrier;
+  static constexpr const char* name = "collective_kind";
+};
+template <>
+struct enum_range<gpu::reduce_op> {
+  static constexpr gpu::reduce_op last = gpu::reduce_op::avg;
+  static constexpr const char* name = "reduce_op";
+};
+template <>
+struct enum_range<gpu::element_type> {
+  static constexpr gpu::element_type last = gpu::element_type::u8;
+  static constexpr const char* name = "element_type";
 };
 
 // The number of values of E: the size of an array indexed by it.

@@ -38,6 +38,7 @@ std::string_view to_string(errc code) noexcept {
     case errc::node_mismatch: return "node_mismatch";
     case errc::node_lost: return "node_lost";
     case errc::permission_denied: return "permission_denied";
+    case errc::unknown_communicator: return "unknown_communicator";
   }
   return "unknown";
 }

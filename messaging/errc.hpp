@@ -19,35 +19,36 @@
 namespace cudactor {
 
 enum class errc : std::uint8_t {
-  none = 0,            // CAF reserves 0 for "no error"
-  invalid_argument,    // malformed request: null, zero or out-of-range sizes, bad options
-  unknown_stream,      // a stream the runtime never had or already destroyed
-  foreign_handle,      // a handle issued by another backend or runtime
-  out_of_range,        // a range beyond the allocation it refers to
-  out_of_memory,       // the device has no room
-  not_ready,           // asked for a result of work that has not finished
-  not_timing,          // timing asked of an event without timing
-  op_failed,           // one operation failed; its stream goes on
-  dependency_failed,   // cancelled or failed because something it waited for failed
-  device_lost,         // sticky device error: nothing runs until the backend is reset
-  timeout,             // a bounded wait ran out
-  no_device,           // no GPU where one was required
-  not_supported,       // this backend or build cannot do it
-  resource_exhausted,  // a bounded resource is full; retry later
-  backend_error,       // any other failure reported by the device runtime
-  shutting_down,       // the runtime stopped before this could be served
-  cancelled,           // withdrawn by its requester before it finished
-  local_only,          // a local closure addressed to an actor in another process
-  unknown_operation,   // a named operation no registry on the receiving node knows
-  pool_exhausted,      // the event pool is at its configured maximum
-  stale_event,         // an event ref whose lease was released (or released twice)
-  unknown_op,          // an op id the coordinator never issued, or whose outcome it let go
-  dependency_cycle,    // a dependency that would close a cycle (the cycle is in the message)
-  invalid_state,       // the operation is not in a state the request applies to
-  node_unreachable,    // a node that refused the connection or did not answer in time
-  node_mismatch,       // the peer is not a cudactor node of this protocol
-  node_lost,           // a connected node died or stopped answering (heartbeat)
-  permission_denied,   // the sender may not ask this (another control plane owns the node)
+  none = 0,              // CAF reserves 0 for "no error"
+  invalid_argument,      // malformed request: null, zero or out-of-range sizes, bad options
+  unknown_stream,        // a stream the runtime never had or already destroyed
+  foreign_handle,        // a handle issued by another backend or runtime
+  out_of_range,          // a range beyond the allocation it refers to
+  out_of_memory,         // the device has no room
+  not_ready,             // asked for a result of work that has not finished
+  not_timing,            // timing asked of an event without timing
+  op_failed,             // one operation failed; its stream goes on
+  dependency_failed,     // cancelled or failed because something it waited for failed
+  device_lost,           // sticky device error: nothing runs until the backend is reset
+  timeout,               // a bounded wait ran out
+  no_device,             // no GPU where one was required
+  not_supported,         // this backend or build cannot do it
+  resource_exhausted,    // a bounded resource is full; retry later
+  backend_error,         // any other failure reported by the device runtime
+  shutting_down,         // the runtime stopped before this could be served
+  cancelled,             // withdrawn by its requester before it finished
+  local_only,            // a local closure addressed to an actor in another process
+  unknown_operation,     // a named operation no registry on the receiving node knows
+  pool_exhausted,        // the event pool is at its configured maximum
+  stale_event,           // an event ref whose lease was released (or released twice)
+  unknown_op,            // an op id the coordinator never issued, or whose outcome it let go
+  dependency_cycle,      // a dependency that would close a cycle (the cycle is in the message)
+  invalid_state,         // the operation is not in a state the request applies to
+  node_unreachable,      // a node that refused the connection or did not answer in time
+  node_mismatch,         // the peer is not a cudactor node of this protocol
+  node_lost,             // a connected node died or stopped answering (heartbeat)
+  permission_denied,     // the sender may not ask this (another control plane owns the node)
+  unknown_communicator,  // a communicator the node does not hold (never made, or removed)
 };
 
 // CAF's category for cudactor::errc.

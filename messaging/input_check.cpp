@@ -41,6 +41,48 @@ namespace {
 
 caf::error bad(std::string what) { return make_error(errc::invalid_argument, std::move(what)); }
 
+// What a collective's fields mean together (the walker checked each enum's range already).
+caf::error check_collective(const op_spec& op, const input_limits& limits,
+                            const std::string& which) {
+  const op_collective& c = op.collective;
+  if (!op.is_collective()) {
+    if (op.type == op_type::all_gather || op.type == op_type::reduce_scatter ||
+        op.type == op_type::collective_barrier) {
+      return bad(which + " is a " + std::string{to_string(op.type)} +
+                 " without a collective (its communicator is empty)");
+    }
+    return {};
+  }
+  const std::string what = which + " (a " + std::string{to_string(c.kind)} + ")";
+  if (c.communicator.size() > limits.max_name) {
+    return bad(what + ": a communicator's name has 1 to " + std::to_string(limits.max_name) +
+               " bytes");
+  }
+  if (op.type != op_type_of(c.kind)) {
+    return bad(what + " has type " + std::string{to_string(op.type)} + ", not " +
+               std::string{to_string(op_type_of(c.kind))});
+  }
+  if (!op.body.empty()) return bad(what + " carries no work of its own (its body must be empty)");
+  if (c.kind == gpu::collective_kind::barrier) {
+    if (!c.send.empty() || !c.recv.empty() || c.count != 0) {
+      return bad(what + " moves no data: it names no buffer and no count");
+    }
+    return {};
+  }
+  if (c.count == 0 || c.count > max_collective_count) {
+    return bad(what + " moves 1 to 2^40 elements, not " + std::to_string(c.count));
+  }
+  if (c.root > max_collective_root) {
+    return bad(what + ": root " + std::to_string(c.root) + " is past any rank (at most " +
+               std::to_string(max_collective_root) + ")");
+  }
+  if (c.recv.empty()) return bad(what + " names no buffer to receive into");
+  if (c.send.empty() && c.kind != gpu::collective_kind::broadcast) {
+    return bad(what + " names no buffer to send from");
+  }
+  return {};
+}
+
 // The fields of `op`, and what they mean, as operation `index` of a graph (or alone).
 caf::error check_op(const op_spec& op, const input_limits& limits, const std::string& which,
                     std::size_t& bytes) {
@@ -75,6 +117,7 @@ caf::error check_op(const op_spec& op, const input_limits& limits, const std::st
   if (op.type == op_type::release) {
     return bad(which + " is a release: buffers are released with release_atom, not registered");
   }
+  if (auto err = check_collective(op, limits, which)) return err;
   if (op.uses.size() > limits.max_uses) {
     return bad(which + " declares " + std::to_string(op.uses.size()) + " buffer uses (at most " +
                std::to_string(limits.max_uses) + ", limit max-uses)");

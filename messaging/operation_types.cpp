@@ -14,6 +14,9 @@ std::string_view to_string(op_type x) noexcept {
     case op_type::all_reduce: return "all_reduce";
     case op_type::barrier: return "barrier";
     case op_type::release: return "release";
+    case op_type::all_gather: return "all_gather";
+    case op_type::reduce_scatter: return "reduce_scatter";
+    case op_type::collective_barrier: return "collective_barrier";
   }
   return "unknown";
 }

@@ -41,6 +41,11 @@ enum class op_type : std::uint8_t {
   all_reduce,
   barrier,
   release,  // a buffer's release: after every use of it (messaging/buffer_types.hpp)
+  // Collectives of kinds without an older label (messaging/collective_types.hpp); reduction,
+  // broadcast and all_reduce above name the others.
+  all_gather,
+  reduce_scatter,
+  collective_barrier,  // every rank of a communicator has arrived (not a barrier of streams)
 };
 
 enum class op_priority : std::uint8_t { critical, high, normal, low, cleanup };

@@ -18,6 +18,7 @@
 
 #include "cudactor/gpu/backend.hpp"
 #include "cudactor/gpu/completion_poller.hpp"
+#include "cudactor/messaging/enum_range.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/metrics/registry.hpp"
 
@@ -132,8 +133,8 @@ class op_metrics {
     metrics::counter& cancelled;
     metrics::duration_histogram& latency;
   };
-  static constexpr std::size_t types = static_cast<std::size_t>(op_type::barrier) + 1;
-  static constexpr std::size_t priorities = static_cast<std::size_t>(op_priority::cleanup) + 1;
+  static constexpr std::size_t types = enum_count<op_type>;
+  static constexpr std::size_t priorities = enum_count<op_priority>;
 
   op_cells& cells(op_type t, op_priority p) {
     auto& slot =

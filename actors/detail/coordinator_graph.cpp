@@ -24,6 +24,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
                                      op_id& out) {
   if (auto why = refusal()) return why;
   if (auto bad = check_input(spec, options_.limits)) return bad;
+  if (auto bad = expand_collective(spec, "the operation")) return bad;
   const bool manual = spec.is_manual();
   gpu::work_fn fn;
   if (!spec.body.empty()) {
@@ -37,6 +38,9 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   std::vector<byte_range> ranges;
   if (!spec.uses.empty()) {
     if (auto bad = check_uses(spec.uses, "the operation", ranges)) return bad;
+  }
+  if (spec.is_collective()) {
+    if (auto bad = resolve_collective(spec, "the operation", fn)) return bad;
   }
   const op_id id{graph_.newest().value + 1};
   use_inference inferred;
@@ -226,6 +230,11 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
   if (auto why = refusal()) return why;
   if (auto bad = check_input(graph, options_.limits)) return bad;
   const std::size_t n = graph.ops.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (auto bad = expand_collective(graph.ops[i].spec, "graph op " + std::to_string(i))) {
+      return bad;
+    }
+  }
   // Ids are issued in a dependency order, so every dependency is older than its dependent,
   // as op_graph requires; everything is checked before anything is registered.
   // Buffer uses are inferred in the graph's own order (its submission order), before the
@@ -242,6 +251,12 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
   if (auto bad = order_of(graph, local, order)) return bad;
   std::vector<gpu::work_fn> fns;
   if (auto bad = check_graph(graph, fns)) return bad;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!graph.ops[i].spec.is_collective()) continue;
+    if (auto bad = resolve_collective(graph.ops[i].spec, "graph op " + std::to_string(i), fns[i])) {
+      return bad;
+    }
+  }
   ids.assign(n, op_id{});
   // A scratch id as the real one, once issued.
   const auto real = [&](op_id x) {

@@ -256,6 +256,17 @@ class coordinator_state {
   // Fails every open operation with `why` and refuses new work until reset.
   void lose(caf::error why);
 
+  // Collectives (coordinator_collectives.cpp). A collective's buffer uses, added to its own
+  // (`which` names it in errors): what it reads and writes on this rank, and a write of its
+  // communicator's order token, so that the communicator's collectives run in the order they
+  // came on every rank. Then, once its uses are checked, the work that runs it.
+  [[nodiscard]] caf::error expand_collective(op_spec& spec, const std::string& which);
+  [[nodiscard]] caf::error resolve_collective(const op_spec& spec, const std::string& which,
+                                              gpu::work_fn& out);
+  // The order token of the communicator `name`: a buffer of one byte that no operation but
+  // its collectives uses (made on first use; counts against max_buffers).
+  [[nodiscard]] caf::error order_token(const std::string& name, buffer_id& out);
+
   // Buffers (coordinator_buffers.cpp). What an operation's uses resolve to, checked (`which`
   // names it in errors): one range per use.
   [[nodiscard]] caf::error check_uses(const std::vector<buffer_use>& uses, const std::string& which,
@@ -360,6 +371,7 @@ class coordinator_state {
   // Buffers, and the buffer users that ended while their work may still run on the device
   // (cancelled on their way): where they sit (point 0: ticket not back), until reached.
   std::optional<buffer_table> buffers_;
+  std::unordered_map<std::string, buffer_id> order_tokens_;  // by communicator name
   std::unordered_map<op_id, op_position> tails_;
   // Buffer users that ended before they ran, with what they came after by their uses.
   std::unordered_map<op_id, std::vector<op_id>> ghosts_;

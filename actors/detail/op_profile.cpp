@@ -1,8 +1,11 @@
 #include "cudactor/actors/detail/op_profile.hpp"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <string>
+
+#include "cudactor/messaging/enum_range.hpp"
 
 namespace cudactor::detail {
 
@@ -12,15 +15,15 @@ const std::string other_names = "(other names)";
 
 // An operation type's name, as a string that lives as long as the program.
 const std::string& type_name(op_type type) {
-  static const std::string names[] = {std::string{to_string(op_type::kernel)},
-                                      std::string{to_string(op_type::memory_transfer)},
-                                      std::string{to_string(op_type::synchronization)},
-                                      std::string{to_string(op_type::reduction)},
-                                      std::string{to_string(op_type::broadcast)},
-                                      std::string{to_string(op_type::all_reduce)},
-                                      std::string{to_string(op_type::barrier)}};
+  static const auto names = [] {
+    std::array<std::string, enum_count<op_type>> out;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = std::string{to_string(static_cast<op_type>(i))};
+    }
+    return out;
+  }();
   const auto i = static_cast<std::size_t>(type);
-  return i < std::size(names) ? names[i] : names[0];
+  return i < names.size() ? names[i] : names[0];
 }
 
 }  // namespace

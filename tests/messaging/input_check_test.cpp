@@ -47,8 +47,8 @@ BOOST_AUTO_TEST_CASE(a_valid_operation_and_graph_pass) {
 
 BOOST_AUTO_TEST_CASE(every_enum_field_is_checked_against_its_range) {
   const input_limits limits;
-  for (int field = 0; field < 5; ++field) {
-    for (unsigned value : {8u, 9u, 200u, 255u}) {
+  for (int field = 0; field < 8; ++field) {
+    for (unsigned value : {11u, 12u, 200u, 255u}) {
       op_spec op = named_op();
       if (field == 0) op.type = raw<op_type>(static_cast<std::uint8_t>(value));
       if (field == 1) op.priority = raw<op_priority>(static_cast<std::uint8_t>(value));
@@ -58,11 +58,16 @@ BOOST_AUTO_TEST_CASE(every_enum_field_is_checked_against_its_range) {
         op.uses.push_back(buffer_use::read(buffer_id{1, 0, 1}));
         op.uses.back().access = raw<buffer_access>(static_cast<std::uint8_t>(value));
       }
+      const auto v = static_cast<std::uint8_t>(value);
+      if (field == 5) op.collective.kind = raw<gpu::collective_kind>(v);
+      if (field == 6) op.collective.op = raw<gpu::reduce_op>(v);
+      if (field == 7) op.collective.type = raw<gpu::element_type>(v);
+      const char* names[] = {"op_",          "op_",           "op_",
+                             "barrier_mode", "buffer_access", "collective_kind",
+                             "reduce_op",    "element_type"};
       const auto err = check_input(op, limits);
       BOOST_TEST((err == errc::invalid_argument));
-      BOOST_TEST(says(err, field == 3   ? "is not a valid barrier_mode"
-                           : field == 4 ? "is not a valid buffer_access"
-                                        : "is not a valid op_"));
+      BOOST_TEST(says(err, std::string{"is not a valid "} + names[field]));
       graph_spec g;
       g.add(op);
       BOOST_TEST(says(check_input(g, limits), "graph op 0"));
@@ -215,4 +220,46 @@ BOOST_AUTO_TEST_CASE(a_peer_text_is_quoted_by_a_bounded_printable_prefix) {
   BOOST_TEST(quoted.find("104857600 bytes") != std::string::npos);
   BOOST_TEST(quote_peer_text(std::string("a\nb\0c", 5)) == "'a?b?c'");
   BOOST_TEST(quote_peer_text("short") == "'short'");
+}
+
+BOOST_AUTO_TEST_CASE(a_collective_is_checked_as_a_whole) {
+  const input_limits limits;
+  op_collective c;
+  c.communicator = "grads";
+  c.count = 16;
+  c.send = buffer_id{1, 0, 1};
+  c.recv = buffer_id{1, 1, 1};
+  BOOST_TEST(!check_input(op_spec::of(c, "all-reduce"), limits));
+  const auto with = [&](auto&& change) {
+    op_spec s = op_spec::of(c, "x");
+    change(s);
+    return check_input(s, limits);
+  };
+  BOOST_TEST(says(with([](op_spec& s) { s.type = op_type::kernel; }), "not all_reduce"));
+  BOOST_TEST(says(with([](op_spec& s) { s.body = work::named("noop"); }), "body must be empty"));
+  BOOST_TEST(says(with([](op_spec& s) { s.collective.count = 0; }), "1 to 2^40 elements"));
+  BOOST_TEST(says(with([](op_spec& s) { s.collective.count = max_collective_count + 1; }),
+                  "1 to 2^40 elements"));
+  BOOST_TEST(
+      says(with([](op_spec& s) { s.collective.root = max_collective_root + 1; }), "past any rank"));
+  BOOST_TEST(says(with([](op_spec& s) { s.collective.recv = {}; }), "no buffer to receive"));
+  BOOST_TEST(says(with([](op_spec& s) { s.collective.send = {}; }), "no buffer to send"));
+  BOOST_TEST(
+      says(with([&](op_spec& s) { s.collective.communicator.assign(limits.max_name + 1, 'c'); }),
+           "communicator's name"));
+  // A broadcast's non-root ranks need not send; a barrier moves nothing.
+  op_collective b = c;
+  b.kind = gpu::collective_kind::broadcast;
+  b.send = {};
+  BOOST_TEST(!check_input(op_spec::of(b, "broadcast"), limits));
+  op_collective none;
+  none.communicator = "grads";
+  none.kind = gpu::collective_kind::barrier;
+  BOOST_TEST(!check_input(op_spec::of(none, "barrier"), limits));
+  none.count = 1;
+  BOOST_TEST(says(check_input(op_spec::of(none, "barrier"), limits), "moves no data"));
+  // The collectives' own types mean nothing without one.
+  op_spec bare = named_op();
+  bare.type = op_type::reduce_scatter;
+  BOOST_TEST(says(check_input(bare, limits), "without a collective"));
 }
