@@ -43,8 +43,23 @@ struct forwarded {
   std::size_t member = 0;
 };
 
+// A communicator the cluster made: its current generation and the members by rank, and
+// while it is being made, its caller's promise.
+struct group {
+  std::uint64_t generation = 0;
+  std::vector<std::size_t> ranks;  // member indices, by rank
+  bool making = false;
+  bool broken = false;
+  caf::typed_response_promise<communicator_info> promise;
+  std::size_t left = 0;     // ranks not connected yet
+  std::size_t entries = 0;  // rendezvous entries passed on (bounded)
+  std::string engine;
+  clock::time_point since;
+};
+
 struct cluster_state {
   static inline const char* name = "cudactor.cluster";  // the actor's name in CAF's logs
+  std::map<std::string, group> groups;                  // communicators, by name
   cluster_options options;
   std::vector<member> members;
   std::uint64_t next_generation = 1;
@@ -180,6 +195,30 @@ struct cluster_state {
     }
     const caf::error why = make_error(errc::node_lost, m.lost + " before it answered");
     for (auto key : keys) answer_error(key, why);
+    for (auto& [name, g] : groups) {
+      const auto rank = std::find(g.ranks.begin(), g.ranks.end(), index) - g.ranks.begin();
+      if (static_cast<std::size_t>(rank) == g.ranks.size()) continue;
+      break_group(self, name, g, "rank " + std::to_string(rank) + " (" + m.lost + ")");
+    }
+  }
+
+  // A communicator can run nothing more: its making fails, and every other rank that is up
+  // is told why, which breaks its communicator there (or ends its rendezvous).
+  template <class Self>
+  void break_group(Self* self, const std::string& name, group& g, const std::string& why) {
+    if (g.broken) return;
+    g.broken = true;
+    const std::string text =
+        "communicator '" + name + "' generation " + std::to_string(g.generation) + ": " + why;
+    for (std::size_t index : g.ranks) {
+      if (members[index].up) {
+        self->send(members[index].node.actor, lost_atom::value, name, g.generation, why);
+      }
+    }
+    if (g.making) {
+      g.making = false;
+      g.promise.deliver(make_error(errc::node_lost, text));
+    }
   }
 
   void answer_error(std::uint64_t key, const caf::error& why) {
@@ -204,7 +243,7 @@ struct cluster_state {
     if (err.category() == error_category && said.match_elements<std::string>()) {
       return said.get_as<std::string>(0);
     }
-    return describe(err);
+    return cudactor::describe(err);
   }
 
   caf::error find(const std::string& name, std::size_t& index) const {
@@ -258,6 +297,108 @@ caf::result<T> forward(Self* self, const std::string& name, Ts&&... xs) {
   return promise;
 }
 
+using cluster_pointer = cluster_actor::stateful_pointer<cluster_state>;
+
+// The next generation of communicator `name` over the nodes that are up, rank i the i-th of
+// them: every node makes its rank, meeting the others through pass_entry.
+caf::result<communicator_info> make_group(cluster_pointer self, const std::string& name) {
+  auto& st = self->state;
+  if (name.empty() || name.size() > 256 || name.find('/') != std::string::npos) {
+    return make_error(errc::invalid_argument,
+                      "a communicator's name has 1 to 256 characters and no '/'");
+  }
+  group& g = st.groups[name];
+  if (g.making) {
+    return make_error(errc::invalid_argument, "communicator '" + name + "' generation " +
+                                                  std::to_string(g.generation) + " is being made");
+  }
+  std::vector<std::size_t> ranks;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < st.members.size(); ++i) {
+    if (!st.members[i].up) continue;
+    ranks.push_back(i);
+    names.push_back(st.members[i].node.info.name);
+  }
+  if (ranks.empty()) {
+    return make_error(errc::node_lost, "communicator '" + name + "': every node was lost");
+  }
+  g.generation += 1;
+  g.ranks = ranks;
+  g.making = true;
+  g.broken = false;
+  g.left = ranks.size();
+  g.entries = 0;
+  g.engine.clear();
+  g.since = clock::now();
+  g.promise = self->make_response_promise<communicator_info>();
+  const std::uint64_t generation = g.generation;
+  for (std::size_t rank = 0; rank < ranks.size(); ++rank) {
+    const std::size_t index = ranks[rank];
+    communicator_call call{name,
+                           generation,
+                           static_cast<std::uint32_t>(rank),
+                           names,
+                           st.options.collective_timeout,
+                           st.options.rendezvous_timeout,
+                           st.options.owner_token};
+    self->request(st.members[index].node.actor, caf::infinite, communicator_atom::value,
+                  std::move(call))
+        .then(
+            [self, name, generation](communicator_ready& ready) {
+              auto& st = self->state;
+              auto it = st.groups.find(name);
+              if (it == st.groups.end() || it->second.generation != generation ||
+                  !it->second.making) {
+                return;
+              }
+              group& g = it->second;
+              g.engine = ready.engine;
+              if (--g.left > 0) return;
+              g.making = false;
+              communicator_info info;
+              info.name = name;
+              info.generation = generation;
+              for (std::size_t i : g.ranks) info.members.push_back(st.members[i].node.info.name);
+              info.engine = g.engine;
+              info.duration = std::chrono::duration_cast<caf::timespan>(clock::now() - g.since);
+              g.promise.deliver(std::move(info));
+            },
+            [self, name, generation, rank, index](caf::error& err) {
+              auto& st = self->state;
+              auto it = st.groups.find(name);
+              if (it == st.groups.end() || it->second.generation != generation) return;
+              st.break_group(self, name, it->second,
+                             "rank " + std::to_string(rank) + " (" + st.members[index].who() +
+                                 ") could not join: " + cluster_state::describe(err));
+            });
+  }
+  return g.promise;
+}
+
+// A rank's rendezvous entry, passed on to the communicator's other ranks: only from a member
+// of that generation, and at most a few per rank.
+void pass_entry(cluster_pointer self, rendezvous_entry& entry) {
+  auto& st = self->state;
+  auto it = st.groups.find(entry.name);
+  if (it == st.groups.end()) return;
+  group& g = it->second;
+  if (g.generation != entry.generation || !g.making || g.broken) return;
+  if (entry.key.size() > 256 || entry.value.size() > max_rendezvous_value) return;
+  if (g.entries >= 4 * g.ranks.size() + 16) return;
+  const auto from = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  std::size_t sender = st.members.size();
+  for (std::size_t i : g.ranks) {
+    if (st.members[i].node.actor.address() == from) sender = i;
+  }
+  if (sender == st.members.size()) return;  // not one of its ranks
+  ++g.entries;
+  for (std::size_t i : g.ranks) {
+    if (i != sender && st.members[i].up) {
+      self->send(st.members[i].node.actor, rendezvous_atom::value, entry);
+    }
+  }
+}
+
 cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cluster_state> self,
                                               std::vector<remote_node> nodes,
                                               cluster_options options) {
@@ -280,6 +421,11 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
     std::vector<std::uint64_t> keys;
     for (const auto& entry : st.requests) keys.push_back(entry.first);
     for (auto key : keys) st.answer_error(key, why);
+    for (auto& [name, g] : st.groups) {
+      if (!g.making) continue;
+      g.making = false;
+      g.promise.deliver(why);
+    }
     self->quit(msg.reason);
   });
   self->set_down_handler([self](const caf::down_msg& down) {
@@ -347,6 +493,10 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
         out.open = st.requests.size();
         return out;
       },
+      [self](communicator_atom, const std::string& name) -> caf::result<communicator_info> {
+        return make_group(self, name);
+      },
+      [self](rendezvous_atom, rendezvous_entry& entry) { pass_entry(self, entry); },
       [self](expire_atom, std::uint64_t generation) {
         if (caf::actor_cast<caf::actor_addr>(self->current_sender()) != self->address()) return;
         self->state.expired(self, generation);
@@ -377,6 +527,16 @@ caf::expected<cluster> spawn_cluster(caf::actor_system& system, std::vector<remo
   }
   if (options.barrier_timeout.count() < 0) {
     return make_error(errc::invalid_argument, "a negative barrier timeout");
+  }
+  if (options.collective_timeout.count() <= 0 || options.rendezvous_timeout.count() <= 0) {
+    return make_error(errc::invalid_argument,
+                      "the collective and rendezvous timeouts are more than 0");
+  }
+  if (options.barrier_timeout.count() > 0 &&
+      options.collective_timeout >= options.barrier_timeout) {
+    return make_error(errc::invalid_argument,
+                      "the collective timeout must stay below the barrier timeout: a rank lost "
+                      "mid-collective fails it before a barrier waiting behind gives up");
   }
   if (!options.owner_token.empty() && (options.owner_token.size() < min_owner_token ||
                                        options.owner_token.size() > max_owner_token)) {

@@ -13,6 +13,13 @@
 // to any node after the barrier runs before every node has arrived. A generation's limit
 // (the cluster's, or per request) ends it with errc::timeout naming the nodes that did not
 // arrive; the nodes that did are released.
+//
+// It is also the rendezvous of the communicators it makes of its nodes (docs/collectives.md):
+// each node makes its rank on the engine its backend uses, the ranks exchange their addresses
+// through this actor's messages (no port or file of their own), and the answer comes once
+// every rank is connected. A node lost later breaks the communicators it had a rank in on
+// every other node, naming it; asking for the same name again rebuilds it, over the nodes
+// that are up, as the next generation.
 #pragma once
 
 #include <caf/actor_system.hpp>
@@ -37,8 +44,15 @@ struct cluster_options {
   // nodes accept (cudactor.node.max-hold, 30 s by default).
   caf::timespan max_hold{std::chrono::seconds{30}};
   // The nodes' cudactor.node.owner-token where they are configured with one: sent with every
-  // barrier call, proving this cluster is their owner. Empty: the first caller owns a node.
+  // barrier and communicator call, proving this cluster is their owner. Empty: the first
+  // caller owns a node.
   std::string owner_token;
+  // Each collective on the cluster's communicators, end to end: a rank that does not take
+  // part within it fails the call on the others. Below barrier_timeout (when that is set), so
+  // that a collective fails before a barrier waiting behind it gives up.
+  caf::timespan collective_timeout{std::chrono::seconds{10}};
+  // How long the ranks of a new communicator have to find each other.
+  caf::timespan rendezvous_timeout{std::chrono::seconds{30}};
 };
 
 // The owner of a cluster actor: it stops the actor when it goes. An actor that has talked to

@@ -209,6 +209,39 @@ node_face::behavior_type node_face::make_behavior() {
             .then(std::move(done), std::move(failed));
         return promise;
       },
+      [self, &st](communicator_atom, communicator_call& call) -> caf::result<communicator_ready> {
+        if (auto bad = check_input(call, st.options.limits)) {
+          st.refuse(refusal::invalid, "a communicator call: " + error_context(bad));
+          return st.named(bad);
+        }
+        auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        auto promise = self->make_response_promise<communicator_ready>();
+        auto [done, failed] = relay(promise);
+        self->request(st.core, caf::infinite, communicator_atom::value, std::move(call),
+                      std::move(caller), caf::actor_cast<node_actor>(self))
+            .then(std::move(done), std::move(failed));
+        return promise;
+      },
+      [self, &st](rendezvous_atom, rendezvous_entry& entry) {
+        if (auto bad = check_input(entry, st.options.limits)) {
+          st.refuse(refusal::invalid, "a rendezvous entry: " + error_context(bad));
+          return;
+        }
+        self->send(st.core, rendezvous_atom::value, std::move(entry),
+                   caf::actor_cast<caf::actor_addr>(self->current_sender()));
+      },
+      [self, &st](lost_atom, std::string& name, std::uint64_t generation, std::string& why) {
+        if (auto bad = check_name(name, st.options.limits, "a communicator's name")) {
+          st.refuse(refusal::invalid, "a loss: " + error_context(bad));
+          return;
+        }
+        // The cluster's words, bounded: they become the communicator's failure.
+        if (why.size() > st.options.limits.max_description * 4) {
+          why.resize(st.options.limits.max_description * 4);
+        }
+        self->send(st.core, lost_atom::value, std::move(name), generation, std::move(why),
+                   caf::actor_cast<caf::actor_addr>(self->current_sender()));
+      },
       [self, &st](release_atom, std::string& barrier, std::uint64_t generation) {
         if (auto bad = check_name(barrier, st.options.limits, "a barrier's name")) {
           st.refuse(refusal::invalid, "a release: " + error_context(bad));

@@ -34,6 +34,7 @@
 
 #include "cudactor/actors/communicator_table.hpp"
 #include "cudactor/actors/operation_registry.hpp"
+#include "cudactor/gpu/types.hpp"
 #include "cudactor/messaging/coordinator_protocol.hpp"
 #include "cudactor/messaging/input_limits.hpp"
 #include "cudactor/messaging/node_protocol.hpp"
@@ -58,6 +59,7 @@ struct node_context {
   std::shared_ptr<const operation_registry> operations;
   // The node's communicators: the cluster's rendezvous installs its ranks here.
   std::shared_ptr<communicator_table> communicators;
+  gpu::backend_kind device_kind = gpu::backend_kind::host;  // which engine its collectives use
   std::string backend;
   std::uint32_t coordinator_streams = 0;
   std::shared_ptr<metrics::registry> metrics;  // empty: the node's counters go nowhere

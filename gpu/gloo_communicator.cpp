@@ -16,8 +16,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -102,6 +104,7 @@ class gloo_communicator final : public communicator {
     broken_ =
         status{errc::cancelled, "communicator '" + options_.name + "' (generation " +
                                     std::to_string(options_.generation) + ") aborted: " + why};
+    aborted_.notify_all();
     // Closing the connections fails the other ranks' calls waiting on this one at once. A
     // call in progress here ends at its timeout: Gloo 0.5 cannot interrupt one (measured by
     // gloo_communicator_test).
@@ -122,18 +125,25 @@ class gloo_communicator final : public communicator {
     const std::uint64_t seq = sequence_.fetch_add(1, std::memory_order_acq_rel) + 1;
     const std::string what = "rank " + std::to_string(options_.rank) + " of '" + options_.name +
                              "': " + std::string{to_string(call.kind)} + " #" + std::to_string(seq);
-    status outcome;
+    std::string failed;  // Gloo's words, when the transport failed
     try {
-      outcome = dispatch(call, static_cast<std::uint32_t>(seq));
+      if (auto bad = dispatch(call, static_cast<std::uint32_t>(seq)); !bad.ok()) return bad;
     } catch (const std::exception& e) {
-      outcome = from_gloo(e, what);
+      failed = e.what();
     }
-    if (!outcome.ok()) {
-      std::lock_guard<std::mutex> lock{mutex_};
-      if (broken_.ok()) broken_ = outcome;  // the transport state is unknown now
-      return broken_;
+    if (failed.empty()) return {};
+    std::unique_lock<std::mutex> lock{mutex_};
+    if (broken_.ok()) {
+      // A peer that died is seen here at once, and by whoever tells the abort (the cluster)
+      // about as soon: waiting a moment for it lets the failure name the peer.
+      (void)aborted_.wait_for(lock, options_.failure_grace, [&] { return !broken_.ok(); });
     }
-    return {};
+    if (!broken_.ok()) {
+      // Aborted, now or while it ran: the abort says why, Gloo says how it showed.
+      return status{errc::op_failed, what + ": " + broken_.message() + " (" + failed + ")"};
+    }
+    broken_ = from_gloo(std::runtime_error{failed}, what);  // the transport state is unknown
+    return broken_;
   }
 
  private:
@@ -236,6 +246,7 @@ class gloo_communicator final : public communicator {
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::atomic<std::uint64_t> sequence_{0};
   mutable std::mutex mutex_;  // guards broken_
+  std::condition_variable aborted_;
   status broken_;
 };
 

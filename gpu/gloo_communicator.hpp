@@ -32,12 +32,17 @@ struct gloo_options {
   std::chrono::milliseconds timeout{30000};
   // Finding the other ranks.
   std::chrono::milliseconds rendezvous_timeout{30000};
+  // After a call fails by itself (a peer gone, the timeout), how long it waits for an
+  // abort() that says why (a cluster naming the peer it lost) before it fails with Gloo's own
+  // words. 0: it does not wait.
+  std::chrono::milliseconds failure_grace{0};
 };
 
 // Connects this rank to every other (each must call it with the same name, generation and
 // size, and its own rank). The first call makes the process ignore SIGPIPE unless it handles
-// it already: a peer that goes away mid-write must fail the call, not kill the process. invalid_argument for options out of range; timeout when a rank
-// does not show up within rendezvous_timeout; op_failed when the transport fails.
+// it already: a peer that goes away mid-write must fail the call, not kill the process.
+// invalid_argument for options out of range; timeout when a rank does not show up within
+// rendezvous_timeout; op_failed when the transport fails.
 [[nodiscard]] result<std::unique_ptr<communicator>> make_gloo_communicator(
     const gloo_options& options, rendezvous_store& store);
 

@@ -53,6 +53,10 @@ using report_atom = caf::atom_constant<caf::atom("report")>;
 
 // Node: what it is and what it runs.
 using info_atom = caf::atom_constant<caf::atom("info")>;
+// communicators made by a cluster (messaging/communicator_types.hpp)
+using communicator_atom = caf::atom_constant<caf::atom("comm")>;
+using rendezvous_atom = caf::atom_constant<caf::atom("rendezvous")>;
+using lost_atom = caf::atom_constant<caf::atom("lost")>;
 using ready_streams_atom = caf::atom_constant<caf::atom("readystrms")>;
 using wait_ready_atom = caf::atom_constant<caf::atom("waitready")>;
 using reset_atom = caf::atom_constant<caf::atom("reset")>;

@@ -17,6 +17,7 @@
 
 #include "cudactor/messaging/atoms.hpp"
 #include "cudactor/messaging/cluster_types.hpp"
+#include "cudactor/messaging/communicator_types.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 
 namespace cudactor {
@@ -29,6 +30,12 @@ using cluster_actor = caf::typed_actor<
     caf::replies_to<submit_atom, std::string, graph_spec>::with<std::vector<op_notice>>,
     caf::replies_to<register_atom, std::string, op_spec>::with<op_notice>,
     caf::replies_to<status_atom>::with<cluster_status>,
+    // a communicator of the nodes that are up, one rank each in the cluster's order, under
+    // this name: its next generation (a rebuild is the same call); answered once every rank
+    // is connected (messaging/communicator_types.hpp)
+    caf::replies_to<communicator_atom, std::string>::with<communicator_info>,
+    // from a node: an entry of its rank's rendezvous, passed on to the communicator's others
+    caf::reacts_to<rendezvous_atom, rendezvous_entry>,
     // its own timer: a generation's limit ran out
     caf::reacts_to<expire_atom, std::uint64_t>>;
 

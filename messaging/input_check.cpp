@@ -209,6 +209,47 @@ caf::error check_input(const barrier_call& call, const input_limits& limits) {
   return {};
 }
 
+caf::error check_input(const communicator_call& call, const input_limits& limits) {
+  detail::input_walker walker{limits};
+  walker.walk(call);
+  if (!walker.problem().empty()) return bad("communicator call: " + walker.problem());
+  if (auto err = check_name(call.name, limits, "a communicator's name")) return err;
+  const std::string which = "communicator " + quote_peer_text(call.name);
+  if (call.generation == 0) return bad(which + ": generations count from 1");
+  if (call.members.empty() || call.members.size() > max_communicator_ranks) {
+    return bad(which + " has 1 to " + std::to_string(max_communicator_ranks) + " ranks, not " +
+               std::to_string(call.members.size()));
+  }
+  if (call.rank >= call.members.size()) {
+    return bad(which + ": rank " + std::to_string(call.rank) + " of " +
+               std::to_string(call.members.size()));
+  }
+  for (const auto& m : call.members) {
+    if (auto err = check_name(m, limits, "a member's name")) return err;
+  }
+  if (call.timeout.count() <= 0 || call.rendezvous_timeout.count() <= 0) {
+    return bad(which + ": a timeout is more than 0");
+  }
+  if (call.owner_token.size() > max_owner_token) {
+    return bad(which + ": an owner token is at most " + std::to_string(max_owner_token) + " bytes");
+  }
+  return {};
+}
+
+caf::error check_input(const rendezvous_entry& entry, const input_limits& limits) {
+  detail::input_walker walker{limits};
+  walker.walk(entry);
+  if (!walker.problem().empty()) return bad("rendezvous entry: " + walker.problem());
+  if (auto err = check_name(entry.name, limits, "a communicator's name")) return err;
+  if (auto err = check_name(entry.key, limits, "a rendezvous key")) return err;
+  if (entry.generation == 0) return bad("rendezvous entry: generations count from 1");
+  if (entry.value.size() > max_rendezvous_value) {
+    return bad("rendezvous entry: a value of " + std::to_string(entry.value.size()) +
+               " bytes (at most " + std::to_string(max_rendezvous_value) + ")");
+  }
+  return {};
+}
+
 caf::error check_input(const node_info& info, const input_limits& limits) {
   detail::input_walker walker{limits};
   walker.walk(info);

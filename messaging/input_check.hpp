@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "cudactor/messaging/communicator_types.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/input_limits.hpp"
 #include "cudactor/messaging/node_types.hpp"
@@ -33,6 +34,9 @@ namespace cudactor {
 [[nodiscard]] caf::error check_input(const barrier_call& call, const input_limits& limits);
 // What a node says it is, as a control plane receives it (connect_node).
 [[nodiscard]] caf::error check_input(const node_info& info, const input_limits& limits);
+// A node's part of a communicator, and an entry of its rendezvous: names, ranks and sizes.
+[[nodiscard]] caf::error check_input(const communicator_call& call, const input_limits& limits);
+[[nodiscard]] caf::error check_input(const rendezvous_entry& entry, const input_limits& limits);
 // A name (a barrier's, an operation's): 1 to max_name bytes.
 [[nodiscard]] caf::error check_name(const std::string& name, const input_limits& limits,
                                     std::string_view what);

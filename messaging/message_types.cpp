@@ -78,6 +78,11 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<cluster_member>("cudactor::cluster_member")
       .add_message_type<cluster_status>("cudactor::cluster_status")
       .add_message_type<cluster_actor>("cudactor::cluster_actor")
+      // communicators
+      .add_message_type<communicator_call>("cudactor::communicator_call")
+      .add_message_type<rendezvous_entry>("cudactor::rendezvous_entry")
+      .add_message_type<communicator_ready>("cudactor::communicator_ready")
+      .add_message_type<communicator_info>("cudactor::communicator_info")
       // barriers
       .add_message_type<barrier_mode>("cudactor::barrier_mode")
       .add_message_type<barrier_arrival>("cudactor::barrier_arrival")

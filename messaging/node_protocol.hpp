@@ -18,21 +18,28 @@
 #include <vector>
 
 #include "cudactor/messaging/atoms.hpp"
+#include "cudactor/messaging/communicator_types.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/node_types.hpp"
 
 namespace cudactor {
 
-using node_actor =
-    caf::typed_actor<caf::replies_to<info_atom>::with<node_info>,
-                     // a graph of named operations on the node's coordinator: every operation's
-                     // end, in the graph's order, once the last has ended
-                     caf::replies_to<submit_atom, graph_spec>::with<std::vector<op_notice>>,
-                     // one named operation: its end
-                     caf::replies_to<register_atom, op_spec>::with<op_notice>,
-                     // a barrier across nodes: answered once every request taken before it has
-                     // ended; then work is held back until the release (or the call's hold)
-                     caf::replies_to<synchronize_atom, barrier_call>::with<node_arrival>,
-                     caf::reacts_to<release_atom, std::string, std::uint64_t>>;
+using node_actor = caf::typed_actor<
+    caf::replies_to<info_atom>::with<node_info>,
+    // a graph of named operations on the node's coordinator: every operation's
+    // end, in the graph's order, once the last has ended
+    caf::replies_to<submit_atom, graph_spec>::with<std::vector<op_notice>>,
+    // one named operation: its end
+    caf::replies_to<register_atom, op_spec>::with<op_notice>,
+    // a barrier across nodes: answered once every request taken before it has
+    // ended; then work is held back until the release (or the call's hold)
+    caf::replies_to<synchronize_atom, barrier_call>::with<node_arrival>,
+    caf::reacts_to<release_atom, std::string, std::uint64_t>,
+    // a communicator's rank on this node (messaging/communicator_types.hpp),
+    // from the control plane that owns the node: answered once it is
+    // connected; the rendezvous entries the other ranks wrote; a rank lost
+    caf::replies_to<communicator_atom, communicator_call>::with<communicator_ready>,
+    caf::reacts_to<rendezvous_atom, rendezvous_entry>,
+    caf::reacts_to<lost_atom, std::string, std::uint64_t, std::string>>;
 
 }  // namespace cudactor

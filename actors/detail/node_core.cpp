@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "cudactor/actors/detail/node_rendezvous.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/input_check.hpp"
 
@@ -44,6 +47,9 @@ struct hold {
 
 using clock = std::chrono::steady_clock;
 
+// Communicators being made on one node at once: a control plane makes a few.
+constexpr std::size_t max_making = 64;
+
 // Whether a peer's token is the configured one, in time that depends only on their lengths:
 // how long the comparison takes must not tell a guesser how much of the token is right.
 bool same_token(const std::string& given, const std::string& configured) {
@@ -73,6 +79,13 @@ struct node_core_state {
   std::unordered_map<std::uint64_t, hold> holds;
   // Work that came while a hold was on: dispatched, in order, once the last hold ends.
   std::vector<std::pair<std::uint64_t, graph_spec>> held;
+  // Communicators' ranks being made on this node, by name and generation.
+  std::unique_ptr<node_rendezvous> rendezvous;
+  struct making_rank {
+    caf::typed_response_promise<communicator_ready> promise;
+    std::uint32_t rank = 0;
+  };
+  std::map<std::pair<std::string, std::uint64_t>, making_rank> making;
   std::function<void(std::uint64_t, caf::timespan)> start_timer;  // set by the behaviour
   std::function<void(std::uint64_t, graph_spec)> dispatch;        // set by the behaviour
 
@@ -98,6 +111,36 @@ struct node_core_state {
     return {};
   }
 
+  // Whether `holder` may hold this node (barriers) or make communicators of it: the configured
+  // owner's token, and the owner's process once there is one.
+  caf::error check_owner(const std::string& token, const caf::actor_addr& holder,
+                         const std::string& what) const {
+    if (!options.owner_token.empty() && !same_token(token, options.owner_token)) {
+      // The token is never echoed: the error says only that it did not match.
+      return named(errc::permission_denied,
+                   what +
+                       ": this node takes part only in the barriers and communicators of the "
+                       "control plane configured for it (its owner token did not match)");
+    }
+    if (owner && owner != holder.node()) {
+      return named(errc::permission_denied,
+                   what +
+                       ": this node takes part in the barriers and communicators of another "
+                       "control plane (the first to call one, until it is gone)");
+    }
+    return {};
+  }
+
+  // Monitors a new caller once; the first makes its process the owner.
+  template <class Self>
+  void take_caller(Self* self, const caf::actor_addr& holder) {
+    if (std::find(callers.begin(), callers.end(), holder) == callers.end()) {
+      callers.push_back(holder);
+      self->monitor(holder);
+    }
+    if (!owner) owner = holder.node();
+  }
+
   caf::error check_call(const barrier_call& call, const caf::actor_addr& holder) const {
     if (call.hold > options.max_hold) {
       return named(
@@ -108,19 +151,9 @@ struct node_core_state {
               " ms (limit max-hold)");
     }
     if (!holder) return named(errc::invalid_argument, "a barrier call needs a caller to answer");
-    if (!options.owner_token.empty() && !same_token(call.owner_token, options.owner_token)) {
-      // The token is never echoed: the error says only that it did not match.
-      return named(errc::permission_denied,
-                   "barrier " + quote_peer_text(call.barrier) +
-                       ": this node takes part only in the barriers of the control plane "
-                       "configured for it (its owner token did not match)");
-    }
-    if (owner && owner != holder.node()) {
-      return named(errc::permission_denied,
-                   "barrier " + quote_peer_text(call.barrier) +
-                       ": this node takes part in the barriers of another control plane "
-                       "(the first to call one, until it is gone)");
-    }
+    if (auto bad =
+            check_owner(call.owner_token, holder, "barrier " + quote_peer_text(call.barrier)))
+      return bad;
     if (arriving.size() + holds.size() >= options.max_pending) {
       return named(errc::resource_exhausted,
                    "too many barrier calls are open (limit max-pending); retry later");
@@ -247,6 +280,15 @@ struct node_core_state {
     arriving.clear();
     holds.clear();
     held.clear();
+    for (auto& [k, m] : making) m.promise.deliver(why);
+    making.clear();
+    // Bounded: a rank's rendezvous is cancelled; one connecting ends at its engine's timeout.
+    if (rendezvous) rendezvous->close("the node is shutting down");
+  }
+
+  // Whether a rendezvous entry or a loss comes from the process that owns the node.
+  bool from_owner(const caf::actor_addr& from) const {
+    return owner && from && from.node() == owner;
   }
 };
 
@@ -265,11 +307,49 @@ std::uint64_t take(node_core_state& st, graph_spec& g, bool is_graph) {
   return key;
 }
 
+// Makes this node's rank of a communicator on a thread of its own; answered once it is
+// connected and installed, or with why not.
+caf::result<communicator_ready> make_rank(node_core_actor::stateful_pointer<node_core_state> self,
+                                          communicator_call& call, const caf::actor_addr& caller,
+                                          const node_actor& face) {
+  auto& st = self->state;
+  const std::string what = "communicator " + quote_peer_text(call.name);
+  if (st.closing) return st.named(errc::shutting_down, "shutting down");
+  if (!caller) return st.named(errc::invalid_argument, what + " needs a caller to answer");
+  if (auto bad = st.check_owner(call.owner_token, caller, what)) return bad;
+  if (st.making.size() >= max_making) {
+    return st.named(errc::resource_exhausted, std::to_string(st.making.size()) +
+                                                  " communicators are being made; retry later");
+  }
+  // The rank's entries go to the caller as the face's: the cluster takes them only from its
+  // members, and the core's handle never leaves the process.
+  auto to = caf::actor_cast<caf::actor>(caller);
+  auto as = caf::actor_cast<caf::actor>(face);
+  auto publish = [as, to](rendezvous_entry e) {
+    caf::send_as(as, to, rendezvous_atom::value, std::move(e));
+  };
+  auto done = [core = self->address()](const std::string& name, std::uint64_t generation,
+                                       caf::error why) {
+    if (auto c = caf::actor_cast<node_core_actor>(core)) {
+      caf::anon_send(c, communicator_atom::value, name, generation, std::move(why));
+    }
+  };
+  if (auto bad = st.rendezvous->start(call, std::move(publish), std::move(done))) {
+    return st.named(static_cast<errc>(bad.code()), error_context(bad));
+  }
+  st.take_caller(self, caller);  // a call that was refused claims nothing
+  auto promise = self->make_response_promise<communicator_ready>();
+  st.making[{call.name, call.generation}] = node_core_state::making_rank{promise, call.rank};
+  return promise;
+}
+
 node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_core_state> self,
                                          node_context context, node_options options) {
   auto& st = self->state;
   st.context = std::move(context);
   st.options = std::move(options);
+  st.rendezvous = std::make_unique<node_rendezvous>(
+      st.context.communicators, st.options.name, st.context.device_kind == gpu::backend_kind::host);
   self->monitor(st.context.coordinator);
   self->set_down_handler([self](const caf::down_msg& down) {
     if (down.source == self->state.context.coordinator.address()) {
@@ -318,11 +398,7 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
         arriving_call a;
         a.holder = holder;
         a.promise = self->make_response_promise<node_arrival>();
-        if (std::find(st.callers.begin(), st.callers.end(), holder) == st.callers.end()) {
-          st.callers.push_back(holder);
-          self->monitor(holder);
-        }
-        if (!st.owner) st.owner = holder.node();
+        st.take_caller(self, holder);
         a.before_key = st.next_key;
         a.waited = st.pending.size();
         a.left = a.waited;
@@ -338,6 +414,36 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
       },
       [self](release_atom, const std::string& barrier, std::uint64_t generation,
              const caf::actor_addr& from) { self->state.release(barrier, generation, from); },
+      [self](communicator_atom, communicator_call& call, caf::actor_addr& caller, node_actor& face)
+          -> caf::result<communicator_ready> { return make_rank(self, call, caller, face); },
+      [self](communicator_atom, const std::string& name, std::uint64_t generation,
+             caf::error& why) {
+        // A rank's thread is done (only this core's threads can address it).
+        auto& st = self->state;
+        if (st.rendezvous) st.rendezvous->finished(name, generation);
+        auto it = st.making.find({name, generation});
+        if (it == st.making.end()) return;
+        if (why) {
+          it->second.promise.deliver(st.named(
+              why.category() == error_category ? static_cast<errc>(why.code()) : errc::op_failed,
+              "communicator " + quote_peer_text(name) + ": " + error_context(why)));
+        } else {
+          it->second.promise.deliver(communicator_ready{name, generation, it->second.rank,
+                                                        st.options.name, st.rendezvous->engine()});
+        }
+        st.making.erase(it);
+      },
+      [self](rendezvous_atom, const rendezvous_entry& entry, const caf::actor_addr& from) {
+        auto& st = self->state;
+        if (!st.from_owner(from) || !st.rendezvous) return;
+        (void)st.rendezvous->put(entry);  // too late, or too many: the rank times out, named
+      },
+      [self](lost_atom, const std::string& name, std::uint64_t generation, const std::string& why,
+             const caf::actor_addr& from) {
+        auto& st = self->state;
+        if (!st.from_owner(from) || !st.rendezvous) return;
+        st.rendezvous->lost(name, generation, why);
+      },
       [self](expire_atom, std::uint64_t id) {
         auto& st = self->state;
         if (caf::actor_cast<caf::actor_addr>(self->current_sender()) != self->address()) return;

@@ -20,6 +20,7 @@
 
 #include "cudactor/actors/node_actor.hpp"
 #include "cudactor/messaging/atoms.hpp"
+#include "cudactor/messaging/communicator_types.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/node_types.hpp"
 
@@ -32,6 +33,14 @@ using node_core_actor = caf::typed_actor<
     // a barrier call, and who made it (the face relays it: the caller is not the sender)
     caf::replies_to<synchronize_atom, barrier_call, caf::actor_addr>::with<node_arrival>,
     caf::reacts_to<release_atom, std::string, std::uint64_t, caf::actor_addr>,
+    // making a communicator's rank (checked by the face already): the call, who made it and
+    // the face (the rank's rendezvous entries go out as the face's); entries and losses from
+    // the cluster, with their sender; and a rank's thread saying how it went
+    caf::replies_to<communicator_atom, communicator_call, caf::actor_addr,
+                    node_actor>::with<communicator_ready>,
+    caf::reacts_to<rendezvous_atom, rendezvous_entry, caf::actor_addr>,
+    caf::reacts_to<lost_atom, std::string, std::uint64_t, std::string, caf::actor_addr>,
+    caf::reacts_to<communicator_atom, std::string, std::uint64_t, caf::error>,
     // its own hold timers; the runtime
     caf::reacts_to<expire_atom, std::uint64_t>, caf::reacts_to<shutdown_atom>>;
 

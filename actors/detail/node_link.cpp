@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include <functional>
+#include <map>
 #include <unordered_map>
 #include <utility>
 
@@ -22,6 +23,9 @@ struct node_link_state {
   // Each request the node has not answered yet, by key: fails it (each ends exactly once:
   // whoever takes it out of the map answers it).
   std::unordered_map<std::uint64_t, std::function<void(const caf::error&)>> open;
+  // Who asked for each communicator the node is making a rank of: the rank's rendezvous
+  // entries go there (the node sends them to the link, its caller). At most a few.
+  std::map<std::pair<std::string, std::uint64_t>, caf::actor> rendezvous;
 
   // The node's own errors name it already; anything CAF says is about it.
   caf::error from_node(const caf::error& err) const {
@@ -31,6 +35,9 @@ struct node_link_state {
 };
 
 using link_pointer = node_actor::stateful_pointer<node_link_state>;
+
+// Communicators whose callers a link remembers: the oldest is forgotten past it.
+constexpr std::size_t max_rendezvous = 64;
 
 caf::error refused(const node_link_state& st, const caf::error& bad) {
   return make_error(errc::invalid_argument,
@@ -106,6 +113,34 @@ node_actor::behavior_type node_link_behavior(link_pointer self, node_actor remot
       },
       [self](release_atom, std::string& barrier, std::uint64_t generation) {
         self->send(self->state.remote, release_atom::value, std::move(barrier), generation);
+      },
+      [self](communicator_atom, communicator_call& call) -> caf::result<communicator_ready> {
+        auto& st = self->state;
+        if (auto bad = check_input(call, st.limits)) return refused(st, bad);
+        if (auto caller = caf::actor_cast<caf::actor>(self->current_sender())) {
+          if (st.rendezvous.size() >= max_rendezvous) st.rendezvous.erase(st.rendezvous.begin());
+          st.rendezvous[{call.name, call.generation}] = std::move(caller);
+        }
+        return relay<communicator_ready>(self, communicator_atom::value, std::move(call));
+      },
+      [self](rendezvous_atom, rendezvous_entry& entry) {
+        auto& st = self->state;
+        const auto from = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        if (from != st.remote.address()) {
+          // The cluster's, for the node.
+          self->send(st.remote, rendezvous_atom::value, std::move(entry));
+          return;
+        }
+        // The node's, for whoever asked for the communicator, as the link's (which is what
+        // that caller knows the node by).
+        auto it = st.rendezvous.find({entry.name, entry.generation});
+        if (it == st.rendezvous.end()) return;
+        caf::send_as(caf::actor_cast<caf::actor>(self), it->second, rendezvous_atom::value,
+                     std::move(entry));
+      },
+      [self](lost_atom, std::string& name, std::uint64_t generation, std::string& why) {
+        self->send(self->state.remote, lost_atom::value, std::move(name), generation,
+                   std::move(why));
       },
   };
 }

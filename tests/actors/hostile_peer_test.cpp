@@ -341,11 +341,33 @@ BOOST_AUTO_TEST_CASE(only_the_control_plane_that_claimed_the_node_holds_it) {
   control_plane intruder;
   auto reached = connect_node(intruder.system, "127.0.0.1", node.port, connect_limit());
   BOOST_REQUIRE(reached);
-  auto refused =
-      intruder.ask<node_arrival>(reached->actor, synchronize_atom::value, barrier_call{"x", 1, 5s, {}});
+  auto refused = intruder.ask<node_arrival>(reached->actor, synchronize_atom::value,
+                                            barrier_call{"x", 1, 5s, {}});
   BOOST_REQUIRE(!refused);
   BOOST_TEST(is(refused.error(), errc::permission_denied), intruder.why(refused));
   owner->send(n, release_atom::value, std::string{"job"}, std::uint64_t{1});
+  still_serving();
+}
+
+BOOST_AUTO_TEST_CASE(communicator_calls_are_checked_and_strays_change_nothing) {
+  // Malformed calls: a rank past the members, generation 0, no member, an overlong member,
+  // a timeout of 0; then a well-formed call for a rank that is another node's.
+  const std::vector<std::string> one{"someone"};
+  for (const auto& call : {communicator_call{"grads", 1, 3, {"a", "b"}, 1s, 1s, {}},
+                           communicator_call{"grads", 0, 0, one, 1s, 1s, {}},
+                           communicator_call{"grads", 1, 0, {}, 1s, 1s, {}},
+                           communicator_call{"grads", 1, 0, {std::string(300, 'm')}, 1s, 1s, {}},
+                           communicator_call{"grads", 1, 0, one, caf::timespan{0}, 1s, {}},
+                           communicator_call{"grads", 1, 0, one, 1s, 1s, {}}}) {
+    BOOST_TEST(!answered<communicator_ready>(communicator_atom::value, call));
+  }
+  // Rendezvous entries and losses for a communicator never made, from anyone, an entry past
+  // its bound among them: dropped, and the node serves on.
+  caf::anon_send(n, rendezvous_atom::value, rendezvous_entry{"grads", 1, "k", "v"});
+  caf::anon_send(n, rendezvous_atom::value,
+                 rendezvous_entry{"grads", 1, "k", std::string(max_rendezvous_value + 1, 'x')});
+  caf::anon_send(n, lost_atom::value, std::string{"grads"}, std::uint64_t{1},
+                 std::string(1 << 16, 'w'));
   still_serving();
 }
 
