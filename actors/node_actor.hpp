@@ -60,6 +60,7 @@ struct node_context {
   // The node's communicators: the cluster's rendezvous installs its ranks here.
   std::shared_ptr<communicator_table> communicators;
   gpu::backend_kind device_kind = gpu::backend_kind::host;  // which engine its collectives use
+  int device_ordinal = 0;                                   // the CUDA device, for NCCL
   std::string backend;
   std::uint32_t coordinator_streams = 0;
   std::shared_ptr<metrics::registry> metrics;  // empty: the node's counters go nowhere

@@ -134,6 +134,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   node.operations = rt->operations_;
   node.communicators = rt->communicators_;
   node.device_kind = rt->device_->kind();
+  node.device_ordinal = rt->device_->device().ordinal;
   node.backend = rt->backend_reason_;
   node.coordinator_streams = static_cast<std::uint32_t>(options.streams);
   node.metrics = rt->metrics_;

@@ -349,7 +349,8 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
   st.context = std::move(context);
   st.options = std::move(options);
   st.rendezvous = std::make_unique<node_rendezvous>(
-      st.context.communicators, st.options.name, st.context.device_kind == gpu::backend_kind::host);
+      st.context.communicators, st.options.name, st.context.device_kind == gpu::backend_kind::host,
+      st.context.device_ordinal);
   self->monitor(st.context.coordinator);
   self->set_down_handler([self](const caf::down_msg& down) {
     if (down.source == self->state.context.coordinator.address()) {

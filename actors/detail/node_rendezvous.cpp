@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "cudactor/gpu/gloo_communicator.hpp"
+#include "cudactor/gpu/nccl_communicator.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor::detail {
@@ -66,8 +67,8 @@ void relay_store::cancel(const std::string& why) {
 // --- node_rendezvous ----------------------------------------------------------------------
 
 node_rendezvous::node_rendezvous(std::shared_ptr<communicator_table> table, std::string node,
-                                 bool host)
-    : table_(std::move(table)), node_(std::move(node)), host_(host) {}
+                                 bool host, int device)
+    : table_(std::move(table)), node_(std::move(node)), host_(host), device_(device) {}
 
 node_rendezvous::~node_rendezvous() { close("the node is shutting down"); }
 
@@ -75,10 +76,6 @@ caf::error node_rendezvous::start(const communicator_call& call, publish_fn publ
   const std::string which =
       "communicator '" + call.name + "' generation " + std::to_string(call.generation);
   if (!table_) return make_error(errc::not_supported, which + ": this node runs no collectives");
-  if (!host_) {
-    return make_error(errc::not_supported,
-                      which + ": collectives on the CUDA backend (NCCL) are not built yet");
-  }
   if (call.members[call.rank] != node_) {
     return make_error(errc::invalid_argument, which + ": rank " + std::to_string(call.rank) +
                                                   " is '" + call.members[call.rank] +
@@ -107,10 +104,19 @@ caf::error node_rendezvous::start(const communicator_call& call, publish_fn publ
   // A peer the cluster lost is named by its loss, which comes about as soon as the transport
   // fails: a collective waits that long for it (docs/collectives.md).
   o.failure_grace = std::min(loss_grace, o.timeout);
+  gpu::nccl_options n;
+  n.name = o.name;
+  n.generation = o.generation;
+  n.rank = o.rank;
+  n.size = o.size;
+  n.device = device_;
+  n.timeout = o.timeout;
+  n.rendezvous_timeout = o.rendezvous_timeout;
   auto& r = runs_[k];
   r.store = store;
-  r.thread = std::thread([table = table_, store, o, done = std::move(done)] {
-    auto made = gpu::make_gloo_communicator(o, *store);
+  r.thread = std::thread([table = table_, store, o, n, host = host_, done = std::move(done)] {
+    auto made =
+        host ? gpu::make_gloo_communicator(o, *store) : gpu::make_nccl_communicator(n, *store);
     caf::error why;
     if (made) {
       why = table->add(std::shared_ptr<gpu::communicator>{std::move(made.value())});
@@ -132,7 +138,7 @@ void node_rendezvous::lost(const std::string& name, std::uint64_t generation,
                            const std::string& why) {
   auto it = runs_.find(key{name, generation});
   if (it != runs_.end()) it->second.store->cancel(why);
-  (void)table_->abort(name, generation, why);
+  if (table_) (void)table_->abort(name, generation, why);
 }
 
 void node_rendezvous::finished(const std::string& name, std::uint64_t generation) {

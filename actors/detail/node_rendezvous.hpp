@@ -61,8 +61,10 @@ class node_rendezvous {
   using done_fn =
       std::function<void(const std::string& name, std::uint64_t generation, caf::error why)>;
 
-  // `host`: whether the node's backend is the host one (Gloo); CUDA (NCCL) is not built yet.
-  node_rendezvous(std::shared_ptr<communicator_table> table, std::string node, bool host);
+  // `host`: whether the node's backend is the host one (Gloo), else CUDA on device `device`
+  // (NCCL).
+  node_rendezvous(std::shared_ptr<communicator_table> table, std::string node, bool host,
+                  int device);
   node_rendezvous(const node_rendezvous&) = delete;
   node_rendezvous& operator=(const node_rendezvous&) = delete;
   // Cancels every rendezvous in progress and waits for its thread.
@@ -93,6 +95,7 @@ class node_rendezvous {
   std::shared_ptr<communicator_table> table_;
   std::string node_;
   bool host_;
+  int device_;
   std::map<key, run> runs_;
 };
 

@@ -1,0 +1,357 @@
+// gpu/nccl_communicator.cpp
+#include "cudactor/gpu/nccl_communicator.hpp"
+
+#if CUDACTOR_WITH_CUDA
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace cudactor::gpu {
+namespace {
+
+// NCCL's entry points, loaded once from libnccl.so.2 (never linked: it is 200 MiB, and a
+// machine without it still runs everything but NCCL).
+struct nccl_api {
+  decltype(&::ncclGetUniqueId) get_unique_id = nullptr;
+  decltype(&::ncclCommInitRankConfig) init_rank_config = nullptr;
+  decltype(&::ncclCommGetAsyncError) async_error = nullptr;
+  decltype(&::ncclCommAbort) abort = nullptr;
+  decltype(&::ncclGetErrorString) error_string = nullptr;
+  decltype(&::ncclGetLastError) last_error = nullptr;
+  decltype(&::ncclAllReduce) all_reduce = nullptr;
+  decltype(&::ncclBroadcast) broadcast = nullptr;
+  decltype(&::ncclReduce) reduce = nullptr;
+  decltype(&::ncclAllGather) all_gather = nullptr;
+  decltype(&::ncclReduceScatter) reduce_scatter = nullptr;
+  std::string missing;  // why it could not be loaded; empty when it was
+};
+
+template <class F>
+bool bind(void* lib, const char* name, F& out) {
+  out = reinterpret_cast<F>(dlsym(lib, name));
+  return out != nullptr;
+}
+
+const nccl_api& api() {
+  static const nccl_api loaded = [] {
+    nccl_api a;
+    void* lib = nullptr;
+    for (const char* path : {"libnccl.so.2", "/usr/local/cuda/lib/libnccl.so.2",
+                             "/usr/local/cuda/lib64/libnccl.so.2"}) {
+      lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      if (lib != nullptr) break;
+    }
+    if (lib == nullptr) {
+      const char* why = dlerror();
+      a.missing = std::string{"NCCL could not be loaded (libnccl.so.2): "} +
+                  (why != nullptr ? why : "not found");
+      return a;
+    }
+    const bool all =
+        bind(lib, "ncclGetUniqueId", a.get_unique_id) &&
+        bind(lib, "ncclCommInitRankConfig", a.init_rank_config) &&
+        bind(lib, "ncclCommGetAsyncError", a.async_error) && bind(lib, "ncclCommAbort", a.abort) &&
+        bind(lib, "ncclGetErrorString", a.error_string) &&
+        bind(lib, "ncclGetLastError", a.last_error) && bind(lib, "ncclAllReduce", a.all_reduce) &&
+        bind(lib, "ncclBroadcast", a.broadcast) && bind(lib, "ncclReduce", a.reduce) &&
+        bind(lib, "ncclAllGather", a.all_gather) &&
+        bind(lib, "ncclReduceScatter", a.reduce_scatter);
+    if (!all) a.missing = "libnccl.so.2 lacks an entry point cudactor needs (NCCL 2.14 or newer)";
+    return a;  // the library stays loaded for the process
+  }();
+  return loaded;
+}
+
+ncclDataType_t nccl_type(element_type t) {
+  switch (t) {
+    case element_type::f32: return ncclFloat32;
+    case element_type::f64: return ncclFloat64;
+    case element_type::f16: return ncclFloat16;
+    case element_type::bf16: return ncclBfloat16;
+    case element_type::i32: return ncclInt32;
+    case element_type::i64: return ncclInt64;
+    case element_type::u8: return ncclUint8;
+  }
+  return ncclFloat32;
+}
+
+ncclRedOp_t nccl_op(reduce_op o) {
+  switch (o) {
+    case reduce_op::sum: return ncclSum;
+    case reduce_op::prod: return ncclProd;
+    case reduce_op::min: return ncclMin;
+    case reduce_op::max: return ncclMax;
+    case reduce_op::avg: return ncclAvg;
+  }
+  return ncclSum;
+}
+
+// Waits while NCCL says a non-blocking call is in progress; its final state.
+ncclResult_t settle(ncclComm_t comm, ncclResult_t r, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (r == ncclInProgress) {
+    if (std::chrono::steady_clock::now() >= until) return ncclInProgress;
+    std::this_thread::sleep_for(std::chrono::microseconds{100});
+    if (api().async_error(comm, &r) != ncclSuccess) return ncclInternalError;
+  }
+  return r;
+}
+
+std::string nccl_words(ncclComm_t comm, ncclResult_t r) {
+  std::string out = api().error_string(r);
+  const char* last = comm != nullptr ? api().last_error(comm) : nullptr;
+  if (last != nullptr && *last != '\0') out += std::string{" ("} + last + ")";
+  return out;
+}
+
+class nccl_communicator final : public communicator {
+ public:
+  nccl_communicator(const nccl_options& o, ncclComm_t comm, float* scratch)
+      : options_(o), comm_(comm), scratch_(scratch), watchdog_([this] { watch(); }) {}
+
+  ~nccl_communicator() override {
+    {
+      std::lock_guard<std::mutex> lock{mutex_};
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    watchdog_.join();
+    std::lock_guard<std::mutex> lock{mutex_};
+    // Abort, not destroy: destroying waits for what is queued, which a dead peer never ends.
+    if (comm_ != nullptr) (void)api().abort(comm_);
+    for (auto& p : pending_) (void)cudaEventDestroy(p.done);
+    if (scratch_ != nullptr) (void)cudaFree(scratch_);
+  }
+
+  int rank() const noexcept override { return options_.rank; }
+  int size() const noexcept override { return options_.size; }
+  const std::string& name() const noexcept override { return options_.name; }
+  std::uint64_t generation() const noexcept override { return options_.generation; }
+  std::uint64_t sequence() const noexcept override {
+    return sequence_.load(std::memory_order_acquire);
+  }
+
+  status broken() const override {
+    std::lock_guard<std::mutex> lock{mutex_};
+    return broken_;
+  }
+
+  void abort(const std::string& why) override {
+    std::lock_guard<std::mutex> lock{mutex_};
+    abort_locked(status{errc::cancelled, prefix() + " aborted: " + why});
+  }
+
+  status run(const collective_call& call, const launch_context& on) override {
+    if (on.kind() != backend_kind::cuda) {
+      return {errc::not_supported,
+              "communicator '" + options_.name + "': NCCL runs collectives on CUDA streams"};
+    }
+    if (auto bad = check(call, options_.size); !bad.ok()) return bad;
+    auto stream = static_cast<cudaStream_t>(on.native_stream());
+    std::lock_guard<std::mutex> lock{mutex_};
+    if (!broken_.ok()) return broken_;
+    const std::uint64_t seq = sequence_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    const std::string what = "rank " + std::to_string(options_.rank) + " of '" + options_.name +
+                             "': " + std::string{to_string(call.kind)} + " #" + std::to_string(seq);
+    if (cudaSetDevice(options_.device) != cudaSuccess) {
+      return {errc::backend_error,
+              what + ": cannot select device " + std::to_string(options_.device)};
+    }
+    ncclResult_t r = enqueue(call, stream);
+    r = settle(comm_, r, options_.timeout);
+    if (r != ncclSuccess) {
+      abort_locked(status{errc::op_failed, what + ": " + nccl_words(comm_, r)});
+      return broken_;
+    }
+    pending_op p{seq, nullptr, std::chrono::steady_clock::now()};
+    if (cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventRecord(p.done, stream) != cudaSuccess) {
+      if (p.done != nullptr) (void)cudaEventDestroy(p.done);
+      return {errc::backend_error, what + ": its completion cannot be watched"};
+    }
+    pending_.push_back(p);
+    wake_.notify_all();
+    return {};
+  }
+
+ private:
+  struct pending_op {
+    std::uint64_t sequence = 0;
+    cudaEvent_t done = nullptr;
+    std::chrono::steady_clock::time_point since;
+  };
+
+  std::string prefix() const {
+    return "communicator '" + options_.name + "' (generation " +
+           std::to_string(options_.generation) + ")";
+  }
+
+  ncclResult_t enqueue(const collective_call& call, cudaStream_t stream) {
+    const auto& nccl = api();
+    const ncclDataType_t type = nccl_type(call.type);
+    switch (call.kind) {
+      case collective_kind::all_reduce:
+        return nccl.all_reduce(call.send, call.recv, call.count, type, nccl_op(call.op), comm_,
+                               stream);
+      case collective_kind::broadcast:
+        return nccl.broadcast(call.send != nullptr ? call.send : call.recv, call.recv, call.count,
+                              type, call.root, comm_, stream);
+      case collective_kind::reduce:
+        return nccl.reduce(call.send, call.recv, call.count, type, nccl_op(call.op), call.root,
+                           comm_, stream);
+      case collective_kind::all_gather:
+        return nccl.all_gather(call.send, call.recv, call.count, type, comm_, stream);
+      case collective_kind::reduce_scatter:
+        return nccl.reduce_scatter(call.send, call.recv, call.count, type, nccl_op(call.op), comm_,
+                                   stream);
+      case collective_kind::barrier:
+        return nccl.all_reduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream);
+    }
+    return ncclInvalidArgument;
+  }
+
+  // Breaks the communicator with `why` and aborts it in NCCL: what is queued on it ends.
+  void abort_locked(status why) {
+    if (broken_.ok()) broken_ = std::move(why);
+    if (comm_ != nullptr) {
+      (void)api().abort(comm_);
+      comm_ = nullptr;
+    }
+  }
+
+  // Every 10 ms: NCCL's asynchronous error, and the oldest collective not yet complete.
+  void watch() {
+    std::unique_lock<std::mutex> lock{mutex_};
+    while (!stopping_) {
+      wake_.wait_for(lock, std::chrono::milliseconds{10});
+      if (stopping_ || comm_ == nullptr) continue;
+      ncclResult_t state = ncclSuccess;
+      if (api().async_error(comm_, &state) == ncclSuccess && state != ncclSuccess &&
+          state != ncclInProgress) {
+        abort_locked(status{errc::op_failed, prefix() + ": " + nccl_words(comm_, state)});
+        continue;
+      }
+      while (!pending_.empty()) {
+        const cudaError_t q = cudaEventQuery(pending_.front().done);
+        if (q == cudaErrorNotReady) {
+          const auto waited = std::chrono::steady_clock::now() - pending_.front().since;
+          if (waited > options_.timeout) {
+            abort_locked(status{errc::timeout, prefix() + ": collective #" +
+                                                   std::to_string(pending_.front().sequence) +
+                                                   " did not complete within " +
+                                                   std::to_string(options_.timeout.count()) +
+                                                   " ms (a rank dead or hung): aborted"});
+          }
+          break;
+        }
+        (void)cudaEventDestroy(pending_.front().done);
+        pending_.pop_front();
+      }
+    }
+  }
+
+  const nccl_options options_;
+  mutable std::mutex mutex_;  // guards everything below, and every use of comm_
+  std::condition_variable wake_;
+  ncclComm_t comm_;
+  float* scratch_;
+  std::deque<pending_op> pending_;
+  status broken_;
+  bool stopping_ = false;
+  std::atomic<std::uint64_t> sequence_{0};
+  std::thread watchdog_;  // last: it starts once everything else is made
+};
+
+}  // namespace
+
+status nccl_available() {
+  const auto& a = api();
+  if (!a.missing.empty()) return {errc::not_supported, a.missing};
+  return {};
+}
+
+result<std::unique_ptr<communicator>> make_nccl_communicator(const nccl_options& o,
+                                                             rendezvous_store& store) {
+  if (o.size < 1 || o.rank < 0 || o.rank >= o.size) {
+    return status{errc::invalid_argument, "nccl communicator: rank " + std::to_string(o.rank) +
+                                              " of " + std::to_string(o.size)};
+  }
+  if (o.name.empty() || o.timeout.count() <= 0 || o.rendezvous_timeout.count() <= 0) {
+    return status{errc::invalid_argument,
+                  "nccl communicator: a name and timeouts above 0 are needed"};
+  }
+  if (auto missing = nccl_available(); !missing.ok()) return missing;
+  const std::string what = "nccl communicator '" + o.name + "' rank " + std::to_string(o.rank) +
+                           " of " + std::to_string(o.size);
+  if (cudaSetDevice(o.device) != cudaSuccess) {
+    return status{errc::no_device, what + ": no device " + std::to_string(o.device)};
+  }
+  const auto& nccl = api();
+  const std::string key = o.name + "/" + std::to_string(o.generation) + "/nccl-id";
+  ncclUniqueId id{};
+  if (o.rank == 0) {
+    if (auto r = nccl.get_unique_id(&id); r != ncclSuccess) {
+      return status{errc::backend_error, what + ": ncclGetUniqueId: " + nccl_words(nullptr, r)};
+    }
+    std::vector<char> bytes(sizeof id);
+    std::memcpy(bytes.data(), &id, sizeof id);
+    if (auto s = store.set(key, std::move(bytes)); !s.ok()) return s;
+  } else {
+    auto got = store.get(key, o.rendezvous_timeout);
+    if (!got) return got.error();
+    if (got.value().size() != sizeof id) {
+      return status{errc::invalid_argument, what + ": the unique id has " +
+                                                std::to_string(got.value().size()) +
+                                                " bytes, not " + std::to_string(sizeof id)};
+    }
+    std::memcpy(&id, got.value().data(), sizeof id);
+  }
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // every call returns at once: nothing waits on a peer that died
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = nccl.init_rank_config(&comm, o.size, id, o.rank, &config);
+  if (comm != nullptr) r = settle(comm, r, o.rendezvous_timeout);
+  if (r != ncclSuccess) {
+    const std::string words = r == ncclInProgress
+                                  ? "the other ranks did not connect within " +
+                                        std::to_string(o.rendezvous_timeout.count()) + " ms"
+                                  : nccl_words(comm, r);
+    if (comm != nullptr) (void)nccl.abort(comm);
+    return status{r == ncclInProgress ? errc::timeout : errc::backend_error, what + ": " + words};
+  }
+  float* scratch = nullptr;
+  if (cudaMalloc(reinterpret_cast<void**>(&scratch), sizeof(float)) != cudaSuccess) {
+    (void)nccl.abort(comm);
+    return status{errc::out_of_memory, what + ": no room for the barrier's scratch"};
+  }
+  return std::unique_ptr<communicator>{std::make_unique<nccl_communicator>(o, comm, scratch)};
+}
+
+}  // namespace cudactor::gpu
+
+#else  // a build without CUDA
+
+namespace cudactor::gpu {
+
+status nccl_available() {
+  return {errc::not_supported, "NCCL needs the CUDA backend, which this build does not have"};
+}
+
+result<std::unique_ptr<communicator>> make_nccl_communicator(const nccl_options&,
+                                                             rendezvous_store&) {
+  return nccl_available();
+}
+
+}  // namespace cudactor::gpu
+
+#endif

@@ -1,0 +1,134 @@
+// The CUDA backend's collective engine on one device: a one-rank NCCL communicator still runs
+// every call, so every kind, reduction and element type runs on a CUDA stream of the backend
+// as a stream's work, against values computed here (one rank: a reduction is its input, a
+// gather and a scatter are copies, an average is exact). Also: a host stream's context is
+// refused, bad options are refused, and an abort breaks the communicator. Needs a device and
+// libnccl.so.2 (a missing library on a GPU machine is a failure, not a skip).
+#define BOOST_TEST_MODULE nccl_communicator
+#define BOOST_TEST_NO_MAIN
+#include <boost/test/unit_test.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "common/gpu_test_main.hpp"
+#include "cuda_target.hpp"
+#include "cudactor/gpu/element_math.hpp"
+#include "cudactor/gpu/nccl_communicator.hpp"
+
+using namespace cudactor;
+using namespace cudactor::test;
+using conformance::make_stream;
+
+namespace {
+
+std::unique_ptr<gpu::communicator> one_rank(const std::string& name) {
+  BOOST_REQUIRE_MESSAGE(gpu::nccl_available().ok(), gpu::nccl_available().to_string());
+  gpu::memory_store store;
+  gpu::nccl_options o;
+  o.name = name;
+  o.rank = 0;
+  o.size = 1;
+  o.timeout = std::chrono::milliseconds{20000};
+  auto made = gpu::make_nccl_communicator(o, store);
+  BOOST_REQUIRE_MESSAGE(made, made.error().to_string());
+  return std::move(made.value());
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_SUITE(nccl, cuda_target)
+
+BOOST_AUTO_TEST_CASE(every_kind_reduction_and_type_runs_on_a_cuda_stream) {
+  auto comm = one_rank("all");
+  std::shared_ptr<gpu::communicator> shared{std::move(comm)};
+  auto s = make_stream(backend(), "collectives");
+  constexpr std::size_t n = 257;
+  const gpu::element_type types[] = {gpu::element_type::f32, gpu::element_type::f64,
+                                     gpu::element_type::f16, gpu::element_type::bf16,
+                                     gpu::element_type::i32, gpu::element_type::i64,
+                                     gpu::element_type::u8};
+  const gpu::collective_kind kinds[] = {
+      gpu::collective_kind::all_reduce,     gpu::collective_kind::broadcast,
+      gpu::collective_kind::reduce,         gpu::collective_kind::all_gather,
+      gpu::collective_kind::reduce_scatter, gpu::collective_kind::barrier};
+  std::size_t runs = 0;
+  for (auto type : types) {
+    const std::size_t bytes = n * gpu::element_size(type);
+    auto in = backend().allocate_managed(bytes);
+    auto out = backend().allocate_managed(bytes);
+    BOOST_REQUIRE(in.ok() && out.ok());
+    auto* src = static_cast<unsigned char*>(in.value().data());
+    auto* dst = static_cast<unsigned char*>(out.value().data());
+    // Bytes whose values are small in every type (a 16-bit float of 0x00nn is tiny but
+    // finite), so that one rank's sum, min, max, product and average are the input itself.
+    for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>(i % 7 == 0 ? 0 : 1);
+    for (auto kind : kinds) {
+      for (auto op : {gpu::reduce_op::sum, gpu::reduce_op::prod, gpu::reduce_op::min,
+                      gpu::reduce_op::max, gpu::reduce_op::avg}) {
+        if (kind == gpu::collective_kind::barrier && op != gpu::reduce_op::sum) continue;
+        std::memset(dst, 0xAB, bytes);
+        gpu::collective_call call;
+        call.kind = kind;
+        call.op = op;
+        call.type = type;
+        call.count = kind == gpu::collective_kind::barrier ? 0 : n;
+        call.send = src;
+        call.recv = dst;
+        BOOST_REQUIRE_MESSAGE(backend().enqueue(s, gpu::collective_work(shared, call)).ok(),
+                              "enqueue");
+        CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+        ++runs;
+        if (kind == gpu::collective_kind::barrier) continue;
+        // prod and avg of one rank are the input, save for u8 avg and the integer types,
+        // which NCCL computes the same way: one value divided by one.
+        BOOST_TEST(std::memcmp(src, dst, bytes) == 0, gpu::to_string(kind)
+                                                          << " " << gpu::to_string(op) << " "
+                                                          << gpu::to_string(type));
+      }
+    }
+  }
+  BOOST_TEST(shared->broken().ok(), shared->broken().to_string());
+  BOOST_TEST(shared->sequence() == runs);
+}
+
+BOOST_AUTO_TEST_CASE(a_host_context_and_bad_options_are_refused) {
+  auto comm = one_rank("refusals");
+  gpu::collective_call call;
+  call.count = 1;
+  float x = 1;
+  call.send = &x;
+  call.recv = &x;
+  const gpu::launch_context host{gpu::backend_kind::host, gpu::stream_ref{}, nullptr};
+  BOOST_TEST((comm->run(call, host).code() == gpu::errc::not_supported));
+  gpu::memory_store store;
+  gpu::nccl_options bad;
+  bad.name = "bad";
+  bad.rank = 2;
+  bad.size = 2;
+  auto refused = gpu::make_nccl_communicator(bad, store);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST((refused.error().code() == gpu::errc::invalid_argument));
+}
+
+BOOST_AUTO_TEST_CASE(an_abort_breaks_it_and_later_calls_fail_at_once) {
+  auto comm = one_rank("aborted");
+  std::shared_ptr<gpu::communicator> shared{std::move(comm)};
+  auto s = make_stream(backend(), "aborted");
+  shared->abort("the test said so");
+  BOOST_TEST((shared->broken().code() == gpu::errc::cancelled));
+  auto buf = backend().allocate_managed(16);
+  BOOST_REQUIRE(buf.ok());
+  gpu::collective_call call;
+  call.count = 4;
+  call.send = buf.value().data();
+  call.recv = buf.value().data();
+  const auto enqueued = backend().enqueue(s, gpu::collective_work(shared, call));
+  BOOST_TEST(!enqueued.ok());
+  BOOST_TEST(enqueued.message().find("the test said so") != std::string::npos, enqueued.message());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
