@@ -101,35 +101,30 @@ std::shared_ptr<gpu::communicator> communicator_table::find(const std::string& n
   return it->second;
 }
 
+std::shared_ptr<gpu::communicator> communicator_table::take(const std::string& name,
+                                                            std::uint64_t generation, bool erase) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  auto it = held_.find(name);
+  if (it == held_.end() || (generation != 0 && it->second->generation() != generation)) {
+    return nullptr;
+  }
+  auto c = it->second;
+  if (erase) held_.erase(it);
+  return c;
+}
+
 bool communicator_table::abort(const std::string& name, std::uint64_t generation,
                                const std::string& why) {
-  std::shared_ptr<gpu::communicator> c;
-  {
-    std::lock_guard<std::mutex> lock{mutex_};
-    auto it = held_.find(name);
-    if (it == held_.end() || (generation != 0 && it->second->generation() != generation)) {
-      return false;
-    }
-    c = it->second;
-  }
-  c->abort(why);
-  return true;
+  auto c = take(name, generation, false);
+  if (c) c->abort(why);  // outside the lock: an abort may wait for connections to close
+  return c != nullptr;
 }
 
 bool communicator_table::remove(const std::string& name, std::uint64_t generation,
                                 const std::string& why) {
-  std::shared_ptr<gpu::communicator> c;
-  {
-    std::lock_guard<std::mutex> lock{mutex_};
-    auto it = held_.find(name);
-    if (it == held_.end() || (generation != 0 && it->second->generation() != generation)) {
-      return false;
-    }
-    c = std::move(it->second);
-    held_.erase(it);
-  }
-  c->abort(why);
-  return true;
+  auto c = take(name, generation, true);
+  if (c) c->abort(why);
+  return c != nullptr;
 }
 
 void communicator_table::clear(const std::string& why) {

@@ -83,6 +83,9 @@ class communicator_table {
 
  private:
   std::shared_ptr<cells> cells_for(const std::string& name);
+  // The communicator held under `name` (of `generation`, unless 0), taken out if `erase`.
+  std::shared_ptr<gpu::communicator> take(const std::string& name, std::uint64_t generation,
+                                          bool erase);
 
   std::shared_ptr<metrics::registry> registry_;
   mutable std::mutex mutex_;

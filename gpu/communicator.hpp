@@ -9,6 +9,7 @@
 // at once with the same cause, until a new one is made. The actors never see an engine.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,16 +23,20 @@ namespace cudactor::gpu {
 
 class communicator {
  public:
+  communicator(const communicator&) = delete;
+  communicator& operator=(const communicator&) = delete;
   virtual ~communicator() = default;
 
-  [[nodiscard]] virtual int rank() const noexcept = 0;
-  [[nodiscard]] virtual int size() const noexcept = 0;
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] int size() const noexcept { return size_; }
   // The group's name and generation, as the rendezvous keys carry them.
-  [[nodiscard]] virtual const std::string& name() const noexcept = 0;
-  [[nodiscard]] virtual std::uint64_t generation() const noexcept = 0;
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
   // Collectives started on this rank so far: ranks that agree are in step (a hang's
   // diagnosis compares them).
-  [[nodiscard]] virtual std::uint64_t sequence() const noexcept = 0;
+  [[nodiscard]] std::uint64_t sequence() const noexcept {
+    return sequence_.load(std::memory_order_acquire);
+  }
 
   // Runs `call` on this rank as the work of the stream `on` names. A host engine runs it on
   // the calling thread (the host stream's worker, never an actor's) and returns when this
@@ -45,6 +50,30 @@ class communicator {
   // Breaks it now with `why`: later calls fail at once; a call in progress on another thread
   // ends as soon as the engine lets it (at the latest at its timeout).
   virtual void abort(const std::string& why) = 0;
+
+ protected:
+  communicator(std::string name, std::uint64_t generation, int rank, int size)
+      : name_(std::move(name)), generation_(generation), rank_(rank), size_(size) {}
+  // A call starts: its number in the sequence, from 1.
+  [[nodiscard]] std::uint64_t next_sequence() noexcept {
+    return sequence_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  }
+  // What each call's errors begin with: "rank 0 of 'grads': all_reduce #3".
+  [[nodiscard]] std::string call_name(collective_kind kind, std::uint64_t seq) const {
+    return "rank " + std::to_string(rank_) + " of '" + name_ +
+           "': " + std::string{to_string(kind)} + " #" + std::to_string(seq);
+  }
+  // "communicator 'grads' (generation 2)".
+  [[nodiscard]] std::string label() const {
+    return "communicator '" + name_ + "' (generation " + std::to_string(generation_) + ")";
+  }
+
+ private:
+  const std::string name_;
+  const std::uint64_t generation_;
+  const int rank_;
+  const int size_;
+  std::atomic<std::uint64_t> sequence_{0};
 };
 
 // The work that runs `call` on `c` when a stream reaches it (backend::enqueue). The

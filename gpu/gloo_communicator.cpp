@@ -83,15 +83,9 @@ status from_gloo(const std::exception& e, const std::string& what) {
 class gloo_communicator final : public communicator {
  public:
   gloo_communicator(const gloo_options& o, std::shared_ptr<gloo::rendezvous::Context> context)
-      : options_(o), context_(std::move(context)) {}
-
-  int rank() const noexcept override { return options_.rank; }
-  int size() const noexcept override { return options_.size; }
-  const std::string& name() const noexcept override { return options_.name; }
-  std::uint64_t generation() const noexcept override { return options_.generation; }
-  std::uint64_t sequence() const noexcept override {
-    return sequence_.load(std::memory_order_acquire);
-  }
+      : communicator(o.name, o.generation, o.rank, o.size),
+        options_(o),
+        context_(std::move(context)) {}
 
   status broken() const override {
     std::lock_guard<std::mutex> lock{mutex_};
@@ -101,9 +95,7 @@ class gloo_communicator final : public communicator {
   void abort(const std::string& why) override {
     std::lock_guard<std::mutex> lock{mutex_};
     if (!broken_.ok()) return;
-    broken_ =
-        status{errc::cancelled, "communicator '" + options_.name + "' (generation " +
-                                    std::to_string(options_.generation) + ") aborted: " + why};
+    broken_ = status{errc::cancelled, label() + " aborted: " + why};
     aborted_.notify_all();
     // Closing the connections fails the other ranks' calls waiting on this one at once. A
     // call in progress here ends at its timeout: Gloo 0.5 cannot interrupt one (measured by
@@ -122,9 +114,8 @@ class gloo_communicator final : public communicator {
     }
     if (auto bad = check(call, options_.size); !bad.ok()) return bad;
     if (auto why = broken(); !why.ok()) return why;
-    const std::uint64_t seq = sequence_.fetch_add(1, std::memory_order_acq_rel) + 1;
-    const std::string what = "rank " + std::to_string(options_.rank) + " of '" + options_.name +
-                             "': " + std::string{to_string(call.kind)} + " #" + std::to_string(seq);
+    const std::uint64_t seq = next_sequence();
+    const std::string what = call_name(call.kind, seq);
     std::string failed;  // Gloo's words, when the transport failed
     try {
       if (auto bad = dispatch(call, static_cast<std::uint32_t>(seq)); !bad.ok()) return bad;
@@ -244,7 +235,6 @@ class gloo_communicator final : public communicator {
 
   const gloo_options options_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
-  std::atomic<std::uint64_t> sequence_{0};
   mutable std::mutex mutex_;  // guards broken_
   std::condition_variable aborted_;
   status broken_;

@@ -117,7 +117,11 @@ std::string nccl_words(ncclComm_t comm, ncclResult_t r) {
 class nccl_communicator final : public communicator {
  public:
   nccl_communicator(const nccl_options& o, ncclComm_t comm, float* scratch)
-      : options_(o), comm_(comm), scratch_(scratch), watchdog_([this] { watch(); }) {}
+      : communicator(o.name, o.generation, o.rank, o.size),
+        options_(o),
+        comm_(comm),
+        scratch_(scratch),
+        watchdog_([this] { watch(); }) {}
 
   ~nccl_communicator() override {
     {
@@ -133,14 +137,6 @@ class nccl_communicator final : public communicator {
     if (scratch_ != nullptr) (void)cudaFree(scratch_);
   }
 
-  int rank() const noexcept override { return options_.rank; }
-  int size() const noexcept override { return options_.size; }
-  const std::string& name() const noexcept override { return options_.name; }
-  std::uint64_t generation() const noexcept override { return options_.generation; }
-  std::uint64_t sequence() const noexcept override {
-    return sequence_.load(std::memory_order_acquire);
-  }
-
   status broken() const override {
     std::lock_guard<std::mutex> lock{mutex_};
     return broken_;
@@ -148,7 +144,7 @@ class nccl_communicator final : public communicator {
 
   void abort(const std::string& why) override {
     std::lock_guard<std::mutex> lock{mutex_};
-    abort_locked(status{errc::cancelled, prefix() + " aborted: " + why});
+    abort_locked(status{errc::cancelled, label() + " aborted: " + why});
   }
 
   status run(const collective_call& call, const launch_context& on) override {
@@ -160,9 +156,8 @@ class nccl_communicator final : public communicator {
     auto stream = static_cast<cudaStream_t>(on.native_stream());
     std::lock_guard<std::mutex> lock{mutex_};
     if (!broken_.ok()) return broken_;
-    const std::uint64_t seq = sequence_.fetch_add(1, std::memory_order_acq_rel) + 1;
-    const std::string what = "rank " + std::to_string(options_.rank) + " of '" + options_.name +
-                             "': " + std::string{to_string(call.kind)} + " #" + std::to_string(seq);
+    const std::uint64_t seq = next_sequence();
+    const std::string what = call_name(call.kind, seq);
     if (cudaSetDevice(options_.device) != cudaSuccess) {
       return {errc::backend_error,
               what + ": cannot select device " + std::to_string(options_.device)};
@@ -190,11 +185,6 @@ class nccl_communicator final : public communicator {
     cudaEvent_t done = nullptr;
     std::chrono::steady_clock::time_point since;
   };
-
-  std::string prefix() const {
-    return "communicator '" + options_.name + "' (generation " +
-           std::to_string(options_.generation) + ")";
-  }
 
   ncclResult_t enqueue(const collective_call& call, cudaStream_t stream) {
     const auto& nccl = api();
@@ -238,7 +228,7 @@ class nccl_communicator final : public communicator {
       ncclResult_t state = ncclSuccess;
       if (api().async_error(comm_, &state) == ncclSuccess && state != ncclSuccess &&
           state != ncclInProgress) {
-        abort_locked(status{errc::op_failed, prefix() + ": " + nccl_words(comm_, state)});
+        abort_locked(status{errc::op_failed, label() + ": " + nccl_words(comm_, state)});
         continue;
       }
       while (!pending_.empty()) {
@@ -246,7 +236,7 @@ class nccl_communicator final : public communicator {
         if (q == cudaErrorNotReady) {
           const auto waited = std::chrono::steady_clock::now() - pending_.front().since;
           if (waited > options_.timeout) {
-            abort_locked(status{errc::timeout, prefix() + ": collective #" +
+            abort_locked(status{errc::timeout, label() + ": collective #" +
                                                    std::to_string(pending_.front().sequence) +
                                                    " did not complete within " +
                                                    std::to_string(options_.timeout.count()) +
@@ -268,7 +258,6 @@ class nccl_communicator final : public communicator {
   std::deque<pending_op> pending_;
   status broken_;
   bool stopping_ = false;
-  std::atomic<std::uint64_t> sequence_{0};
   std::thread watchdog_;  // last: it starts once everything else is made
 };
 
