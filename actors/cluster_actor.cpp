@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -37,9 +38,7 @@ struct open_generation {
 
 // A request passed on to one node, answered by the node or failed when it is lost.
 struct forwarded {
-  caf::typed_response_promise<std::vector<op_notice>> graph;
-  caf::typed_response_promise<op_notice> single;
-  bool is_graph = true;
+  std::function<void(const caf::error&)> fail;  // delivers the error to the caller's promise
   std::size_t member = 0;
 };
 
@@ -224,12 +223,9 @@ struct cluster_state {
   void answer_error(std::uint64_t key, const caf::error& why) {
     auto it = requests.find(key);
     if (it == requests.end()) return;
-    if (it->second.is_graph) {
-      it->second.graph.deliver(why);
-    } else {
-      it->second.single.deliver(why);
-    }
+    auto fail = std::move(it->second.fail);
     requests.erase(it);
+    fail(why);
   }
 
   // A node's own errors name it already; anything else (CAF's) is said to be about it.
@@ -260,15 +256,6 @@ struct cluster_state {
   }
 };
 
-template <class T>
-caf::typed_response_promise<T>& slot(forwarded& r) {
-  if constexpr (std::is_same_v<T, op_notice>) {
-    return r.single;
-  } else {
-    return r.graph;
-  }
-}
-
 // Passes a request on to the node of that name; its answer, or node_lost if it is lost first.
 template <class T, class Self, class... Ts>
 caf::result<T> forward(Self* self, const std::string& name, Ts&&... xs) {
@@ -278,18 +265,17 @@ caf::result<T> forward(Self* self, const std::string& name, Ts&&... xs) {
   const std::uint64_t key = st.next_request++;
   ++st.counts.forwarded;
   forwarded& r = st.requests[key];
-  r.is_graph = !std::is_same_v<T, op_notice>;
   r.member = index;
   auto promise = self->template make_response_promise<T>();
-  slot<T>(r) = promise;
+  r.fail = [promise](const caf::error& why) mutable { promise.deliver(why); };
   self->request(st.members[index].node.actor, caf::infinite, std::forward<Ts>(xs)...)
       .then(
-          [self, key](T& answer) {
+          [self, key, promise](T& answer) mutable {
             auto& st = self->state;
             auto it = st.requests.find(key);
             if (it == st.requests.end()) return;
-            slot<T>(it->second).deliver(std::move(answer));
             st.requests.erase(it);
+            promise.deliver(std::move(answer));
           },
           [self, key, index](caf::error& err) {
             self->state.answer_error(key, self->state.from_node(index, err));
@@ -482,6 +468,23 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
       },
       [self](register_atom, const std::string& name, op_spec& op) -> caf::result<op_notice> {
         return forward<op_notice>(self, name, register_atom::value, std::move(op));
+      },
+      [self](alloc_atom, const std::string& name, buffer_call& call) -> caf::result<buffer_handle> {
+        call.owner_token = self->state.options.owner_token;
+        return forward<buffer_handle>(self, name, alloc_atom::value, std::move(call));
+      },
+      [self](store_atom, const std::string& name, buffer_call& call) -> caf::result<op_notice> {
+        call.owner_token = self->state.options.owner_token;
+        return forward<op_notice>(self, name, store_atom::value, std::move(call));
+      },
+      [self](fetch_atom, const std::string& name,
+             buffer_call& call) -> caf::result<std::vector<std::uint8_t>> {
+        call.owner_token = self->state.options.owner_token;
+        return forward<std::vector<std::uint8_t>>(self, name, fetch_atom::value, std::move(call));
+      },
+      [self](release_atom, const std::string& name, buffer_call& call) -> caf::result<op_notice> {
+        call.owner_token = self->state.options.owner_token;
+        return forward<op_notice>(self, name, release_atom::value, std::move(call));
       },
       [self](status_atom) {
         auto& st = self->state;

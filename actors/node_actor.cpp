@@ -63,11 +63,11 @@ struct node_face_state {
     if (op.body.is_local()) {
       return named(errc::local_only, which + " is a local closure: a node runs named operations");
     }
-    if (context.operations->find(op.body.name()) == nullptr) {
+    if (!context.operations->contains(op.body.name())) {
       return named(errc::unknown_operation,
                    which + ": no operation named " + quote_peer_text(op.body.name()));
     }
-    if (auto bad = context.operations->check(op.body.name(), op.body.args())) {
+    if (auto bad = context.operations->check(op.body.name(), op.body.args(), op.uses.size())) {
       return named(errc::invalid_argument, which + ": " + error_context(bad));
     }
     return {};
@@ -108,6 +108,22 @@ template <class T>
 auto relay(caf::typed_response_promise<T> promise) {
   return std::make_pair([promise](T& value) mutable { promise.deliver(std::move(value)); },
                         [promise](caf::error& err) mutable { promise.deliver(std::move(err)); });
+}
+
+// A call on the node's buffers: checked, then relayed to the core with who made it.
+template <class T, class Self, class Atom>
+caf::result<T> buffer_request(Self* self, node_face_state& st, Atom atom, buffer_verb verb,
+                              buffer_call& call) {
+  if (auto bad = check_input(call, verb, st.options.limits)) {
+    st.refuse(refusal::invalid, "a buffer call: " + error_context(bad));
+    return st.named(bad);
+  }
+  auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  auto promise = self->template make_response_promise<T>();
+  auto [done, failed] = relay(promise);
+  self->request(st.core, caf::infinite, atom, std::move(call), std::move(caller))
+      .then(std::move(done), std::move(failed));
+  return promise;
 }
 
 // The face is a class so that it can refuse exit messages as they arrive: CAF 0.17 ends an
@@ -178,9 +194,10 @@ node_face::behavior_type node_face::make_behavior() {
           st.refuse(refusal::invalid, "a graph: " + error_context(bad));
           return bad;
         }
+        auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
         auto promise = self->make_response_promise<std::vector<op_notice>>();
         auto [done, failed] = relay(promise);
-        self->request(st.core, caf::infinite, submit_atom::value, std::move(g))
+        self->request(st.core, caf::infinite, submit_atom::value, std::move(g), std::move(caller))
             .then(std::move(done), std::move(failed));
         return promise;
       },
@@ -189,9 +206,11 @@ node_face::behavior_type node_face::make_behavior() {
           st.refuse(refusal::invalid, "an operation: " + error_context(bad));
           return bad;
         }
+        auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
         auto promise = self->make_response_promise<op_notice>();
         auto [done, failed] = relay(promise);
-        self->request(st.core, caf::infinite, register_atom::value, std::move(op))
+        self->request(st.core, caf::infinite, register_atom::value, std::move(op),
+                      std::move(caller))
             .then(std::move(done), std::move(failed));
         return promise;
       },
@@ -221,6 +240,19 @@ node_face::behavior_type node_face::make_behavior() {
                       std::move(caller), caf::actor_cast<node_actor>(self))
             .then(std::move(done), std::move(failed));
         return promise;
+      },
+      [self, &st](alloc_atom, buffer_call& call) -> caf::result<buffer_handle> {
+        return buffer_request<buffer_handle>(self, st, alloc_atom::value, buffer_verb::alloc, call);
+      },
+      [self, &st](store_atom, buffer_call& call) -> caf::result<op_notice> {
+        return buffer_request<op_notice>(self, st, store_atom::value, buffer_verb::store, call);
+      },
+      [self, &st](fetch_atom, buffer_call& call) -> caf::result<std::vector<std::uint8_t>> {
+        return buffer_request<std::vector<std::uint8_t>>(self, st, fetch_atom::value,
+                                                         buffer_verb::fetch, call);
+      },
+      [self, &st](release_atom, buffer_call& call) -> caf::result<op_notice> {
+        return buffer_request<op_notice>(self, st, release_atom::value, buffer_verb::release, call);
       },
       [self, &st](rendezvous_atom, rendezvous_entry& entry) {
         if (auto bad = check_input(entry, st.options.limits)) {

@@ -52,6 +52,10 @@ struct node_options {
   // The configured owner: only barrier calls carrying this token are taken (16 to 256 bytes).
   // Empty: the first control plane to call a barrier owns the node until it is gone.
   std::string owner_token;
+  // The buffers the owner may hold on the node at once, and their bytes in all: what a
+  // control plane can take of the node's memory (its buffers are released when it is gone).
+  std::size_t max_buffers = 1024;
+  std::uint64_t max_buffer_bytes = std::uint64_t{1} << 32;
 };
 
 struct node_context {

@@ -5,6 +5,10 @@
 // that node's stream with the deserialized arguments. No code crosses the wire, only the
 // name and the arguments, and an unknown name is answered with unknown_operation.
 //
+// An operation may also work on buffers: those its op_spec declares in `uses` reach it, in
+// the order declared, as spans of the node's memory (buffer_span), so that a control plane
+// that holds only buffer ids can say which memory a kernel reads and writes.
+//
 // Filled before the runtime starts and read-only afterwards, so stream actors share it
 // without locking.
 #pragma once
@@ -20,6 +24,7 @@
 
 #include "cudactor/gpu/launch_context.hpp"
 #include "cudactor/gpu/status.hpp"
+#include "cudactor/messaging/buffer_types.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/work.hpp"
 
@@ -29,6 +34,30 @@ namespace cudactor {
 // it). `args` came over the network: check their types and sizes before use.
 using named_launch =
     std::function<gpu::status(const gpu::launch_context& ctx, const caf::message& args)>;
+
+// One buffer an operation declared it uses, as the node that runs it resolved it: the bytes
+// the use names (its range, or the buffer from the offset to its end), on the device on CUDA.
+struct buffer_span {
+  void* data = nullptr;
+  std::uint64_t bytes = 0;
+  buffer_access access = buffer_access::none;
+
+  template <class T>
+  [[nodiscard]] T* as() const noexcept {
+    return static_cast<T*>(data);
+  }
+  // How many whole T the span holds.
+  template <class T>
+  [[nodiscard]] std::uint64_t count() const noexcept {
+    return bytes / sizeof(T);
+  }
+};
+
+using buffer_spans = std::vector<buffer_span>;
+
+// The same, given the spans of the operation's declared uses.
+using buffer_launch = std::function<gpu::status(
+    const gpu::launch_context& ctx, const buffer_spans& buffers, const caf::message& args)>;
 
 namespace detail {
 
@@ -66,6 +95,10 @@ class operation_registry {
   // invalid_argument for an empty or overlong name or an empty function; a second add under
   // the same name replaces the first. The function checks its own arguments.
   [[nodiscard]] gpu::status add(std::string name, named_launch launch);
+  // An operation on buffers: `buffers` uses at least (refused at submission otherwise), and
+  // the function checks what it needs of their sizes.
+  [[nodiscard]] gpu::status add_on_buffers(std::string name, std::size_t buffers,
+                                           buffer_launch launch);
 
   // A typed operation: `fn(ctx, a, b, ...)` with the argument types given. Work naming it
   // with other arguments is refused when it is registered or submitted (invalid_argument:
@@ -87,10 +120,34 @@ class operation_registry {
     return {};
   }
 
+  // A typed operation on buffers: `fn(ctx, spans, a, b, ...)`, given the spans of at least
+  // `buffers` declared uses.
+  template <class... Ts, class F>
+  [[nodiscard]] gpu::status add_typed_on_buffers(std::string name, std::size_t buffers, F fn) {
+    const std::string signature = describe<Ts...>();
+    argument_check check = [name, signature](const caf::message& args) -> caf::error {
+      if (args.match_elements<Ts...>()) return {};
+      return make_error(errc::invalid_argument, "operation '" + name + "' takes (" + signature +
+                                                    "), not " + caf::to_string(args));
+    };
+    buffer_launch launch = [fn = std::move(fn)](const gpu::launch_context& ctx,
+                                                const buffer_spans& spans,
+                                                const caf::message& args) {
+      return call_on<Ts...>(fn, ctx, spans, args, std::index_sequence_for<Ts...>{});
+    };
+    if (auto s = add_on_buffers(name, buffers, std::move(launch)); !s.ok()) return s;
+    checks_[std::move(name)] = std::move(check);
+    return {};
+  }
+
+  // Whether an operation has this name.
+  [[nodiscard]] bool contains(const std::string& name) const;
   // The launch function, or nullptr.
-  [[nodiscard]] const named_launch* find(const std::string& name) const;
-  // Whether `args` suit the operation `name` (typed operations; others check themselves).
-  [[nodiscard]] caf::error check(const std::string& name, const caf::message& args) const;
+  [[nodiscard]] const buffer_launch* find(const std::string& name) const;
+  // Whether `args` suit the operation `name` (typed operations; others check themselves), and
+  // it is given as many buffers as it works on.
+  [[nodiscard]] caf::error check(const std::string& name, const caf::message& args,
+                                 std::size_t buffers) const;
   [[nodiscard]] std::size_t size() const noexcept { return launches_.size(); }
   // Every name, sorted.
   [[nodiscard]] std::vector<std::string> names() const;
@@ -110,15 +167,29 @@ class operation_registry {
     }
     return fn(ctx, args.get_as<Ts>(Is)...);
   }
+  template <class... Ts, class F, std::size_t... Is>
+  static gpu::status call_on(const F& fn, const gpu::launch_context& ctx, const buffer_spans& spans,
+                             const caf::message& args, std::index_sequence<Is...>) {
+    if (!args.match_elements<Ts...>()) {
+      return {gpu::errc::invalid_argument, "arguments of the wrong types"};
+    }
+    return fn(ctx, spans, args.get_as<Ts>(Is)...);
+  }
 
-  std::unordered_map<std::string, named_launch> launches_;
+  struct entry {
+    buffer_launch launch;
+    std::size_t buffers = 0;  // how many declared uses it needs at least
+  };
+  std::unordered_map<std::string, entry> launches_;
   std::unordered_map<std::string, argument_check> checks_;
 };
 
 // Turns work into a launch function: a local closure as it is, a named operation through
-// `registry` (unknown_operation naming `where` when no launch has that name; invalid_argument
-// for empty work).
+// `registry` given `spans`, the operation's declared buffers (unknown_operation naming
+// `where` when no launch has that name; invalid_argument for empty work, or for too few
+// buffers).
 [[nodiscard]] caf::error resolve_work(const work& w, const operation_registry* registry,
-                                      const std::string& where, gpu::work_fn& out);
+                                      const std::string& where, buffer_spans spans,
+                                      gpu::work_fn& out);
 
 }  // namespace cudactor

@@ -1,15 +1,19 @@
 // examples/distributed_training.cpp
 //
-// A training control plane in ~200 lines: it starts N cudactor-node processes on 127.0.0.1,
-// each serving its own Prometheus endpoint on its own port, connects to them, and drives them
-// through training steps. Each step gives every node its shard of work (the node's `busy`
-// kernel for a node-specific time, standing in for forward and backward on an uneven shard),
-// then crosses a barrier across all nodes: no node starts step s+1 before every node has
-// finished step s. At the end it scrapes every node's /metrics and checks that each ran
-// exactly the operations it was given.
+// A data-parallel training control plane: it starts N cudactor-node processes on 127.0.0.1,
+// each serving its own Prometheus endpoint on its own port, connects to them, makes them a
+// communicator (the cluster is its rendezvous: Gloo on the host backend, NCCL on CUDA),
+// gives each the model's buffers, and drives them through training steps. In each step every
+// node computes the gradient of its own shard of the samples, the gradients are all-reduced
+// across the nodes, and every node applies the optimizer to its own copy of the weights
+// (demo/data_parallel.hpp), with a busy kernel of a node-specific length standing in for the
+// rest of an uneven shard's work; then a barrier across all nodes ends the step. At the end
+// every node's weights are read back: they must be identical, and equal to a single-process
+// reference bit for bit (the data are chosen so that every sum is exact in any order). Then it
+// scrapes every node's /metrics and checks that each ran exactly the operations it was given.
 //
-//   distributed_training [--nodes=3] [--steps=10] [--step-us=20000] [--node-program=PATH]
-//                        [--node-backend=auto|host|cuda]
+//   distributed_training [--nodes=3] [--steps=10] [--step-us=20000] [--width=16384]
+//                        [--node-program=PATH] [--node-backend=auto|host|cuda]
 //                        [cudactor options for the control plane, e.g. --cudactor.tls.*]
 #include <boost/asio.hpp>
 
@@ -21,6 +25,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +38,7 @@
 #include "cudactor/actors/cluster_actor.hpp"
 #include "cudactor/actors/node_client.hpp"
 #include "cudactor/actors/runtime.hpp"
+#include "data_parallel.hpp"
 
 extern char** environ;
 
@@ -128,6 +134,47 @@ double scrape(std::uint16_t port, const std::string& metric) {
   return sum;
 }
 
+// Asks the cluster and waits; the error in words, or "".
+template <class T, class... Ts>
+std::string ask(caf::scoped_actor& self, const cluster_actor& cluster, T& out, Ts&&... xs) {
+  std::string failure;
+  self->request(cluster, 60s, std::forward<Ts>(xs)...)
+      .receive([&](T& x) { out = std::move(x); },
+               [&](caf::error& err) { failure = self->system().render(err); });
+  return failure;
+}
+
+// The model's buffers on every node, the targets and zero weights stored in them.
+std::string give_buffers(caf::scoped_actor& self, const cluster_actor& cluster,
+                         const std::vector<remote_node>& remotes, std::uint64_t width,
+                         std::vector<demo::data_parallel::model_buffers>& out) {
+  const std::uint64_t bytes = width * sizeof(float);
+  for (const auto& node : remotes) {
+    buffer_id* ids[4];
+    auto& b = out.emplace_back();
+    ids[0] = &b.weights;
+    ids[1] = &b.targets;
+    ids[2] = &b.scratch;
+    ids[3] = &b.gradient;
+    for (buffer_id* id : ids) {
+      buffer_handle h;
+      auto bad =
+          ask(self, cluster, h, alloc_atom::value, node.info.name, buffer_call::alloc(bytes));
+      if (!bad.empty()) return bad;
+      *id = h.id;
+    }
+    op_notice stored;
+    for (auto [id, data] : {std::pair{b.weights, std::vector<std::uint8_t>(bytes, 0)},
+                            std::pair{b.targets, demo::data_parallel::target_bytes(width)}}) {
+      auto bad = ask(self, cluster, stored, store_atom::value, node.info.name,
+                     buffer_call::store(id, 0, std::move(data)));
+      if (!bad.empty()) return bad;
+      if (stored.state != op_state::completed) return self->system().render(stored.cause);
+    }
+  }
+  return {};
+}
+
 std::string flag(std::vector<std::string>& args, const std::string& name, std::string fallback) {
   for (auto it = args.begin(); it != args.end(); ++it) {
     if (it->rfind("--" + name + "=", 0) == 0) {
@@ -146,6 +193,16 @@ int main(int argc, char** argv) {
   const auto nodes_n = std::stoul(flag(args, "nodes", "3"));
   const auto steps = std::stoul(flag(args, "steps", "10"));
   const auto step_us = std::stoull(flag(args, "step-us", "20000"));
+  const auto width = std::stoull(flag(args, "width", "16384"));
+  if (steps > demo::data_parallel::max_steps || width == 0 ||
+      width * sizeof(float) > max_buffer_transfer) {
+    std::fprintf(stderr,
+                 "distributed_training: at most %llu steps (the exact check's bound) and 1 to "
+                 "%llu weights\n",
+                 static_cast<unsigned long long>(demo::data_parallel::max_steps),
+                 static_cast<unsigned long long>(max_buffer_transfer / sizeof(float)));
+    return 2;
+  }
   const auto node_backend = flag(args, "node-backend", "auto");
   // --node-program, else $CUDACTOR_NODE, else cudactor-node beside this program, else the
   // one this build made.
@@ -192,28 +249,55 @@ int main(int argc, char** argv) {
       options.barrier_timeout = 30s;
       auto cluster = spawn_cluster(system, remotes, options);
       caf::scoped_actor self{system};
+      communicator_info grads;
+      std::vector<demo::data_parallel::model_buffers> model;
+      std::string failure =
+          ask(self, cluster->actor(), grads, communicator_atom::value, std::string{"grads"});
+      if (failure.empty()) failure = give_buffers(self, cluster->actor(), remotes, width, model);
+      if (!failure.empty()) {
+        std::fprintf(stderr, "distributed_training: %s\n", failure.c_str());
+        status = 1;
+      } else {
+        std::printf("communicator 'grads' (%s) of %zu ranks connected in %.1f ms\n",
+                    grads.engine.c_str(), grads.members.size(),
+                    std::chrono::duration<double, std::milli>(grads.duration).count());
+      }
       std::printf(
-          "distributed_training: %zu steps on %zu nodes, shard i takes %llu us x (1 + i/4)\n",
-          steps, nodes_n, static_cast<unsigned long long>(step_us));
+          "distributed_training: %zu steps on %zu nodes, %llu weights; shard i also takes %llu "
+          "us x (1 + i/4)\n",
+          steps, nodes_n, static_cast<unsigned long long>(width),
+          static_cast<unsigned long long>(step_us));
       std::printf("step  slowest shard ms  barrier ms\n");
       for (std::size_t s = 1; s <= steps && status == 0; ++s) {
-        std::vector<decltype(self->request(cluster->actor(), 1s, register_atom::value,
-                                           std::string{}, op_spec{}))>
+        std::vector<decltype(self->request(cluster->actor(), 1s, submit_atom::value, std::string{},
+                                           graph_spec{}))>
             shards;
         for (std::size_t i = 0; i < nodes_n; ++i) {
-          op_spec shard;
-          shard.description = "step " + std::to_string(s) + " shard " + std::to_string(i);
-          shard.body = work::named("busy", std::uint64_t{step_us + step_us * i / 4});
-          shards.push_back(self->request(cluster->actor(), 60s, register_atom::value,
-                                         remotes[i].info.name, std::move(shard)));
+          // The rest of the shard's work, uneven across nodes; then gradient, all-reduce and
+          // optimizer, ordered by their buffers.
+          graph_spec g;
+          op_spec rest;
+          rest.description = "step " + std::to_string(s) + " shard " + std::to_string(i);
+          rest.body = work::named("busy", std::uint64_t{step_us + step_us * i / 4});
+          g.add(std::move(rest));
+          for (auto& op : demo::data_parallel::step_graph(model[i], width, i, nodes_n, "grads").ops)
+            g.add(std::move(op.spec));
+          shards.push_back(self->request(cluster->actor(), 60s, submit_atom::value,
+                                         remotes[i].info.name, std::move(g)));
         }
         auto barrier = self->request(cluster->actor(), 60s, synchronize_atom::value);
         double slowest_ms = 0;
         for (auto& shard : shards) {
           shard.receive(
-              [&](const op_notice& end) {
-                if (end.state != op_state::completed) status = 1;
-                slowest_ms = std::max(slowest_ms, (end.ended_ns - end.dispatched_ns) / 1e6);
+              [&](const std::vector<op_notice>& ends) {
+                for (const auto& end : ends) {
+                  if (end.state != op_state::completed) {
+                    std::fprintf(stderr, "step %zu: %s\n", s, system.render(end.cause).c_str());
+                    status = 1;
+                  }
+                }
+                slowest_ms =
+                    std::max(slowest_ms, (ends.back().ended_ns - ends.front().dispatched_ns) / 1e6);
               },
               [&](caf::error& err) {
                 std::fprintf(stderr, "step %zu: %s\n", s, system.render(err).c_str());
@@ -230,14 +314,43 @@ int main(int argc, char** argv) {
               status = 1;
             });
       }
+      // Every node's weights: identical, and the single-process reference's bit for bit.
+      const auto reference = demo::data_parallel::reference(width, steps);
+      for (std::size_t i = 0; i < nodes_n && status == 0; ++i) {
+        std::vector<std::uint8_t> got;
+        auto bad = ask(self, cluster->actor(), got, fetch_atom::value, remotes[i].info.name,
+                       buffer_call::fetch(model[i].weights, 0, width * sizeof(float)));
+        if (!bad.empty()) {
+          std::fprintf(stderr, "distributed_training: %s\n", bad.c_str());
+          status = 1;
+          break;
+        }
+        std::vector<float> w(width);
+        std::memcpy(w.data(), got.data(), std::min<std::size_t>(got.size(), width * sizeof(float)));
+        std::size_t differ = 0;
+        double worst = 0;
+        for (std::uint64_t j = 0; j < width; ++j) {
+          if (std::memcmp(&w[j], &reference[j], sizeof(float)) != 0) ++differ;
+          worst = std::max(worst, std::fabs(static_cast<double>(w[j]) - reference[j]));
+        }
+        std::printf("worker-%zu: weights %s the reference (%zu of %llu differ, largest by %g)\n", i,
+                    differ == 0 ? "equal" : "DIFFER FROM", differ,
+                    static_cast<unsigned long long>(width), worst);
+        if (differ != 0 || got.size() != width * sizeof(float)) status = 1;
+      }
     }  // the cluster stops here: its owner went
     runtime::release_calling_thread();
-    // Every node ran exactly what it was given: its own metrics say so.
+    // Every node ran exactly what it was given: its own metrics say so. Per step: the busy
+    // shard, gradient, all-reduce, optimizer; and the two stores and the fetch.
     for (std::size_t i = 0; i < nodes_n && status == 0; ++i) {
       const double done = scrape(nodes[i].metrics_port, "cudactor_operations_completed_total");
-      std::printf("worker-%zu: cudactor_operations_completed_total %.0f (given %zu)\n", i, done,
-                  steps);
-      if (done != static_cast<double>(steps)) status = 1;
+      const double given = static_cast<double>(4 * steps + 3);
+      const double reduced = scrape(nodes[i].metrics_port, "cudactor_collective_operations_total");
+      std::printf(
+          "worker-%zu: cudactor_operations_completed_total %.0f (given %.0f), "
+          "cudactor_collective_operations_total %.0f (given %zu)\n",
+          i, done, given, reduced, steps);
+      if (done != given || reduced != static_cast<double>(steps)) status = 1;
     }
   }
   for (auto& n : nodes) n.stop();

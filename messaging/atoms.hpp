@@ -19,6 +19,9 @@ using alloc_atom = caf::atom_constant<caf::atom("alloc")>;
 using free_atom = caf::atom_constant<caf::atom("free")>;
 // The coordinator takes memory of the caller's as a buffer (never freed by it).
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
+// a node's buffers, from its control plane: bytes written, bytes read back
+using store_atom = caf::atom_constant<caf::atom("store")>;
+using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
 
 // Stream actor: ordering, completion and inspection.
 using await_atom = caf::atom_constant<caf::atom("await")>;

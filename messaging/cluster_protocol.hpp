@@ -19,6 +19,7 @@
 #include "cudactor/messaging/cluster_types.hpp"
 #include "cudactor/messaging/communicator_types.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
+#include "cudactor/messaging/node_types.hpp"
 
 namespace cudactor {
 
@@ -29,6 +30,12 @@ using cluster_actor = caf::typed_actor<
     // work for the node of this name (node_actor's submit and register)
     caf::replies_to<submit_atom, std::string, graph_spec>::with<std::vector<op_notice>>,
     caf::replies_to<register_atom, std::string, op_spec>::with<op_notice>,
+    // the buffers of the node of this name (node_actor's), the call made with the cluster's
+    // owner token: the cluster owns its nodes, so only its control plane may
+    caf::replies_to<alloc_atom, std::string, buffer_call>::with<buffer_handle>,
+    caf::replies_to<store_atom, std::string, buffer_call>::with<op_notice>,
+    caf::replies_to<fetch_atom, std::string, buffer_call>::with<std::vector<std::uint8_t>>,
+    caf::replies_to<release_atom, std::string, buffer_call>::with<op_notice>,
     caf::replies_to<status_atom>::with<cluster_status>,
     // a communicator of the nodes that are up, one rank each in the cluster's order, under
     // this name: its next generation (a rebuild is the same call); answered once every rank

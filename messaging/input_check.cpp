@@ -209,6 +209,47 @@ caf::error check_input(const barrier_call& call, const input_limits& limits) {
   return {};
 }
 
+caf::error check_input(const buffer_call& call, buffer_verb verb, const input_limits& limits) {
+  detail::input_walker walker{limits};
+  walker.walk(call);
+  if (!walker.problem().empty()) return bad("buffer call: " + walker.problem());
+  if (call.owner_token.size() > max_owner_token) {
+    return bad("buffer call: an owner token is at most " + std::to_string(max_owner_token) +
+               " bytes");
+  }
+  const bool names_buffer = verb != buffer_verb::alloc;
+  if (names_buffer == call.buffer.empty()) {
+    return bad(names_buffer ? "buffer call: no buffer named" : "alloc: names a buffer");
+  }
+  const std::string limit = std::to_string(max_buffer_transfer);
+  switch (verb) {
+    case buffer_verb::alloc:
+      if (call.bytes == 0 || call.offset != 0 || !call.data.empty()) {
+        return bad("alloc: a size of at least 1 byte, and nothing else");
+      }
+      return {};
+    case buffer_verb::store:
+      if (call.data.empty() || call.data.size() > max_buffer_transfer || call.bytes != 0) {
+        return bad("store: 1 to " + limit + " bytes of data, and no count");
+      }
+      break;
+    case buffer_verb::fetch:
+      if (call.bytes == 0 || call.bytes > max_buffer_transfer || !call.data.empty()) {
+        return bad("fetch: 1 to " + limit + " bytes, and no data");
+      }
+      break;
+    case buffer_verb::release:
+      if (call.offset != 0 || call.bytes != 0 || !call.data.empty()) {
+        return bad("release: a buffer, and nothing else");
+      }
+      return {};
+  }
+  if (call.offset > ~std::uint64_t{0} - max_buffer_transfer) {
+    return bad("buffer call: an offset past any buffer's end");
+  }
+  return {};
+}
+
 caf::error check_input(const communicator_call& call, const input_limits& limits) {
   detail::input_walker walker{limits};
   walker.walk(call);

@@ -36,6 +36,11 @@ namespace cudactor {
 [[nodiscard]] caf::error check_input(const node_info& info, const input_limits& limits);
 // A node's part of a communicator, and an entry of its rendezvous: names, ranks and sizes.
 [[nodiscard]] caf::error check_input(const communicator_call& call, const input_limits& limits);
+// A buffer call for `verb`: the fields it needs set and in bounds (a store or fetch of 1 to
+// max_buffer_transfer bytes, a size for alloc), the others empty. The node checks the rest
+// (the buffer is the caller's, the range inside it, its own bounds).
+[[nodiscard]] caf::error check_input(const buffer_call& call, buffer_verb verb,
+                                     const input_limits& limits);
 [[nodiscard]] caf::error check_input(const rendezvous_entry& entry, const input_limits& limits);
 // A name (a barrier's, an operation's): 1 to max_name bytes.
 [[nodiscard]] caf::error check_name(const std::string& name, const input_limits& limits,

@@ -74,6 +74,8 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<node_actor>("cudactor::node_actor")
       .add_message_type<barrier_call>("cudactor::barrier_call")
       .add_message_type<node_arrival>("cudactor::node_arrival")
+      .add_message_type<buffer_call>("cudactor::buffer_call")
+      .add_message_type<std::vector<std::uint8_t>>("std::vector<std::uint8_t>")
       .add_message_type<cluster_crossing>("cudactor::cluster_crossing")
       .add_message_type<cluster_member>("cudactor::cluster_member")
       .add_message_type<cluster_status>("cudactor::cluster_status")

@@ -39,6 +39,14 @@ using node_actor = caf::typed_actor<
     // from the control plane that owns the node: answered once it is
     // connected; the rendezvous entries the other ranks wrote; a rank lost
     caf::replies_to<communicator_atom, communicator_call>::with<communicator_ready>,
+    // the node's buffers (buffer_call), for the control plane that owns it, which names them
+    // in its operations' uses and collectives: allocated (the handle without the address:
+    // nothing a peer could use), written and read in the order of each buffer's other work,
+    // released (answered once every use has ended and the memory went back)
+    caf::replies_to<alloc_atom, buffer_call>::with<buffer_handle>,
+    caf::replies_to<store_atom, buffer_call>::with<op_notice>,
+    caf::replies_to<fetch_atom, buffer_call>::with<std::vector<std::uint8_t>>,
+    caf::replies_to<release_atom, buffer_call>::with<op_notice>,
     caf::reacts_to<rendezvous_atom, rendezvous_entry>,
     caf::reacts_to<lost_atom, std::string, std::uint64_t, std::string>>;
 

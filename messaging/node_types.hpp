@@ -11,8 +11,10 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "cudactor/messaging/buffer_types.hpp"
 #include "cudactor/messaging/input_limits.hpp"
 
 namespace cudactor {
@@ -53,6 +55,61 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, barrier_call& x) {
   return f(caf::meta::type_name("cudactor::barrier_call"), x.barrier, x.generation, x.hold,
            x.owner_token);
+}
+
+// A call on the node's buffers (node_actor's alloc, store, fetch and release): memory of the
+// node's coordinator that the control plane owning the node names in its operations' uses
+// and collectives. Only that control plane may make one, and every call carries its token
+// where the node is configured with one.
+struct buffer_call {
+  std::string owner_token;
+  buffer_id buffer;                // store, fetch, release
+  std::uint64_t offset = 0;        // store, fetch: from this byte of the buffer
+  std::uint64_t bytes = 0;         // alloc: the buffer's size; fetch: how many to read
+  std::vector<std::uint8_t> data;  // store: what to write
+
+  [[nodiscard]] static buffer_call alloc(std::uint64_t bytes, std::string token = {}) {
+    buffer_call c;
+    c.bytes = bytes;
+    c.owner_token = std::move(token);
+    return c;
+  }
+  [[nodiscard]] static buffer_call store(buffer_id b, std::uint64_t offset,
+                                         std::vector<std::uint8_t> data, std::string token = {}) {
+    buffer_call c;
+    c.buffer = b;
+    c.offset = offset;
+    c.data = std::move(data);
+    c.owner_token = std::move(token);
+    return c;
+  }
+  [[nodiscard]] static buffer_call fetch(buffer_id b, std::uint64_t offset, std::uint64_t bytes,
+                                         std::string token = {}) {
+    buffer_call c;
+    c.buffer = b;
+    c.offset = offset;
+    c.bytes = bytes;
+    c.owner_token = std::move(token);
+    return c;
+  }
+  [[nodiscard]] static buffer_call release(buffer_id b, std::string token = {}) {
+    buffer_call c;
+    c.buffer = b;
+    c.owner_token = std::move(token);
+    return c;
+  }
+};
+
+// What a buffer call asks for: which of node_actor's buffer messages it came with.
+enum class buffer_verb : std::uint8_t { alloc, store, fetch, release };
+
+// The most bytes one store or fetch moves: larger transfers are several calls.
+inline constexpr std::uint64_t max_buffer_transfer = std::uint64_t{4} << 20;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, buffer_call& x) {
+  return f(caf::meta::type_name("cudactor::buffer_call"), x.owner_token, x.buffer, x.offset,
+           x.bytes, x.data);
 }
 
 struct node_arrival {

@@ -9,6 +9,11 @@
 //   noop ()               nothing, on the stream (a round trip's floor)
 //   busy (uint64 us)      keeps the stream busy that long (a spinning kernel on CUDA)
 //   fail (string why)     fails with that message (to see failures travel)
+//   scale (float s)       multiplies the floats of the one buffer it declares, in place
+//   dp_grad, dp_sgd       data-parallel training's gradient and optimizer (demo/data_parallel.hpp)
+//
+// A control plane allocates buffers on the node and names them in operations' uses and in
+// collectives; the node's communicators are made by its cluster (actors/cluster_actor.hpp).
 //
 //   cudactor-node --cudactor.node.name=n1 --cudactor.node.port=7000 --cudactor.metrics.port=9465
 #include <caf/all.hpp>
@@ -18,6 +23,7 @@
 #include <string>
 
 #include "cudactor/actors/runtime.hpp"
+#include "data_parallel.hpp"
 #include "kernels.hpp"
 
 using namespace cudactor;
@@ -40,9 +46,24 @@ gpu::status add_operations(operation_registry& ops) {
       !s.ok()) {
     return s;
   }
-  return ops.add_typed<std::string>("fail", [](const gpu::launch_context&, const std::string& why) {
-    return gpu::status{gpu::errc::op_failed, why.substr(0, 1024)};
-  });
+  if (auto s = ops.add_typed<std::string>(
+          "fail",
+          [](const gpu::launch_context&, const std::string& why) {
+            return gpu::status{gpu::errc::op_failed, why.substr(0, 1024)};
+          });
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = ops.add_typed_on_buffers<float>(
+          "scale", 1,
+          [](const gpu::launch_context& ctx, const buffer_spans& b, float factor) {
+            float* x = b[0].as<float>();
+            return demo::scale(ctx, x, x, factor, b[0].count<float>());
+          });
+      !s.ok()) {
+    return s;
+  }
+  return demo::data_parallel::add_operations(ops);
 }
 
 }  // namespace

@@ -26,10 +26,6 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   if (auto bad = check_input(spec, options_.limits)) return bad;
   if (auto bad = expand_collective(spec, "the operation")) return bad;
   const bool manual = spec.is_manual();
-  gpu::work_fn fn;
-  if (!spec.body.empty()) {
-    if (auto bad = resolve(spec.body, fn)) return bad;
-  }
   if (spec.is_barrier()) {
     std::vector<std::uint32_t> members;
     if (auto bad = members_of(spec, members)) return bad;
@@ -38,6 +34,10 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   std::vector<byte_range> ranges;
   if (!spec.uses.empty()) {
     if (auto bad = check_uses(spec.uses, "the operation", ranges)) return bad;
+  }
+  gpu::work_fn fn;
+  if (!spec.body.empty()) {
+    if (auto bad = resolve(spec.body, spec.uses, ranges, fn)) return bad;
   }
   if (spec.is_collective()) {
     if (auto bad = resolve_collective(spec, "the operation", fn)) return bad;
@@ -192,7 +192,8 @@ caf::error coordinator_state::check_placement(const op_spec& spec) const {
 }
 
 caf::error coordinator_state::check_graph(const graph_spec& graph,
-                                          std::vector<gpu::work_fn>& fns) const {
+                                          const std::vector<std::vector<byte_range>>& ranges,
+                                          std::vector<gpu::work_fn>& fns) {
   const std::size_t n = graph.ops.size();
   // Dependencies on operations registered before, and the work: all checked before any is
   // registered.
@@ -216,7 +217,7 @@ caf::error coordinator_state::check_graph(const graph_spec& graph,
       }
     }
     if (!graph.ops[i].spec.body.empty()) {
-      if (auto bad = resolve(graph.ops[i].spec.body, fns[i])) {
+      if (auto bad = resolve(graph.ops[i].spec.body, graph.ops[i].spec.uses, ranges[i], fns[i])) {
         return make_error(static_cast<errc>(bad.code()),
                           "graph op " + std::to_string(i) + ": " + to_string(bad));
       }
@@ -250,7 +251,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
   std::vector<std::uint32_t> order;
   if (auto bad = order_of(graph, local, order)) return bad;
   std::vector<gpu::work_fn> fns;
-  if (auto bad = check_graph(graph, fns)) return bad;
+  if (auto bad = check_graph(graph, ranges, fns)) return bad;
   for (std::size_t i = 0; i < n; ++i) {
     if (!graph.ops[i].spec.is_collective()) continue;
     if (auto bad = resolve_collective(graph.ops[i].spec, "graph op " + std::to_string(i), fns[i])) {

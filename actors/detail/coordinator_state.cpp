@@ -86,12 +86,24 @@ caf::error coordinator_state::refusal() const {
   return {};
 }
 
-caf::error coordinator_state::resolve(const work& w, gpu::work_fn& out) const {
+caf::error coordinator_state::resolve(const work& w, const std::vector<buffer_use>& uses,
+                                      const std::vector<byte_range>& ranges, gpu::work_fn& out) {
   if (w.is_local()) {  // the hot path builds no name
     out = w.closure();
     return {};
   }
-  return resolve_work(w, context_.operations.get(), "the coordinator's node", out);
+  buffer_spans spans(uses.size());
+  for (std::size_t i = 0; i < uses.size() && i < ranges.size(); ++i) {
+    caf::error unused;  // checked by check_uses already
+    if (const buffer_table::entry* e = buffers_->find(uses[i].buffer, unused)) {
+      spans[i].data =
+          reinterpret_cast<void*>(static_cast<std::uintptr_t>(e->handle.address + ranges[i].begin));
+      spans[i].bytes = ranges[i].end - ranges[i].begin;
+      spans[i].access = uses[i].access;
+    }
+  }
+  return resolve_work(w, context_.operations.get(), "the coordinator's node", std::move(spans),
+                      out);
 }
 
 coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& spec,

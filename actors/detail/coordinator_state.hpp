@@ -177,7 +177,10 @@ class coordinator_state {
 
   // Why nothing new is taken now (shut down, device lost), or an empty error.
   [[nodiscard]] caf::error refusal() const;
-  [[nodiscard]] caf::error resolve(const work& w, gpu::work_fn& out) const;
+  // A named operation is given the spans of its declared uses (`ranges`, as check_uses made
+  // them).
+  [[nodiscard]] caf::error resolve(const work& w, const std::vector<buffer_use>& uses,
+                                   const std::vector<byte_range>& ranges, gpu::work_fn& out);
   // `now`: when it was registered (one stamp for a whole graph).
   op_record& add_record(op_id id, op_spec& spec, gpu::work_fn fn, bool manual, std::int64_t now);
   // register_op and submit_graph, with the run request (0: none) the operations belong to;
@@ -188,7 +191,8 @@ class coordinator_state {
   // A graph's dependencies on operations registered before, and its work, resolved into
   // `fns` (by index): what would refuse it, before any of it is registered.
   [[nodiscard]] caf::error check_graph(const graph_spec& graph,
-                                       std::vector<gpu::work_fn>& fns) const;
+                                       const std::vector<std::vector<byte_range>>& ranges,
+                                       std::vector<gpu::work_fn>& fns);
   // Registers a run request; the error when nothing was registered (`done` is then not kept).
   caf::error start_run(op_spec& spec, std::function<void(std::vector<op_notice>)> done);
   caf::error start_run(graph_spec& graph, std::function<void(std::vector<op_notice>)> done);

@@ -7,10 +7,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "cudactor/actors/detail/node_buffers.hpp"
 #include "cudactor/actors/detail/node_rendezvous.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/input_check.hpp"
@@ -19,11 +21,15 @@ namespace cudactor::detail {
 
 namespace {
 
-// One request not yet answered: a graph (every end, in order) or a single operation.
+// One request not yet answered: a graph (every end, in order), a single operation, or a
+// fetch (the bytes its operation read).
 struct pending_request {
+  enum class answer : std::uint8_t { graph, single, fetch };
   caf::typed_response_promise<std::vector<op_notice>> graph;
   caf::typed_response_promise<op_notice> single;
-  bool is_graph = true;
+  caf::typed_response_promise<std::vector<std::uint8_t>> fetched;
+  std::shared_ptr<std::vector<std::uint8_t>> into;  // a fetch's bytes, once its operation ended
+  answer kind = answer::graph;
   std::size_t ops = 0;
 };
 
@@ -88,6 +94,9 @@ struct node_core_state {
   std::map<std::pair<std::string, std::uint64_t>, making_rank> making;
   std::function<void(std::uint64_t, caf::timespan)> start_timer;  // set by the behaviour
   std::function<void(std::uint64_t, graph_spec)> dispatch;        // set by the behaviour
+  // The buffers the owner allocated here, and how one goes back (set by the behaviour).
+  node_buffers buffers{0, 0};
+  std::function<void(buffer_id)> release_buffer;
 
   caf::error named(errc code, const std::string& what) const {
     return make_error(code, "node '" + options.name + "': " + what);
@@ -178,10 +187,17 @@ struct node_core_state {
                                                std::to_string(it->second.ops) + " operations"));
       return;
     }
-    if (it->second.is_graph) {
-      it->second.graph.deliver(std::move(ends));
-    } else {
-      it->second.single.deliver(std::move(ends.front()));
+    pending_request& p = it->second;
+    switch (p.kind) {
+      case pending_request::answer::graph: p.graph.deliver(std::move(ends)); break;
+      case pending_request::answer::single: p.single.deliver(std::move(ends.front())); break;
+      case pending_request::answer::fetch:
+        if (ends.front().state == op_state::completed) {
+          p.fetched.deliver(std::move(*p.into));
+        } else {
+          p.fetched.deliver(named(errc::op_failed, "fetch: " + error_context(ends.front().cause)));
+        }
+        break;
     }
     finished(it);
   }
@@ -189,12 +205,45 @@ struct node_core_state {
   void fail(std::uint64_t key, const caf::error& why) {
     auto it = pending.find(key);
     if (it == pending.end()) return;
-    if (it->second.is_graph) {
-      it->second.graph.deliver(why);
-    } else {
-      it->second.single.deliver(why);
+    pending_request& p = it->second;
+    switch (p.kind) {
+      case pending_request::answer::graph: p.graph.deliver(why); break;
+      case pending_request::answer::single: p.single.deliver(why); break;
+      case pending_request::answer::fetch: p.fetched.deliver(why); break;
     }
     finished(it);
+  }
+
+  // The coordinator's own words, with the node's name in front.
+  caf::error from_coordinator(const caf::error& err) const {
+    return err.category() == error_category
+               ? named(static_cast<errc>(err.code()), error_context(err))
+               : named(errc::shutting_down, describe(err));
+  }
+
+  // Whether `caller` may name buffers: the node's owner, as the token says where one is
+  // configured. Only the owner holds buffers here, so nobody else can name one.
+  caf::error check_buffer_caller(const std::string& token, const caf::actor_addr& caller,
+                                 const std::string& what) const {
+    if (!caller) return named(errc::invalid_argument, what + " needs a caller to answer");
+    return check_owner(token, caller, what);
+  }
+
+  // A peer's work that names buffers: only the owner's, and only the owner's buffers.
+  caf::error check_names(const op_spec& op, const caf::actor_addr& caller,
+                         const std::string& which) const {
+    const bool names =
+        !op.uses.empty() ||
+        (op.is_collective() && !(op.collective.send.empty() && op.collective.recv.empty()));
+    if (!names) return {};
+    if (!owner || !caller || caller.node() != owner) {
+      return named(errc::permission_denied,
+                   which + " names buffers: only the control plane that owns the node may");
+    }
+    if (auto bad = buffers.check_names(op, which)) {
+      return named(static_cast<errc>(bad.code()), error_context(bad));
+    }
+    return {};
   }
 
   // A request left `pending`: barrier calls that waited for it may arrive.
@@ -250,9 +299,11 @@ struct node_core_state {
   // free for another control plane.
   void holder_down(const caf::actor_addr& who) {
     callers.erase(std::remove(callers.begin(), callers.end(), who), callers.end());
-    if (std::none_of(callers.begin(), callers.end(),
-                     [&](const caf::actor_addr& c) { return c.node() == owner; })) {
+    if (owner && std::none_of(callers.begin(), callers.end(),
+                              [&](const caf::actor_addr& c) { return c.node() == owner; })) {
       owner = caf::node_id{};
+      // Its buffers go back: nobody else may name them.
+      for (const auto& id : buffers.take_all()) release_buffer(id);
     }
     const caf::error why = named(errc::cancelled, "the barrier's caller is gone");
     for (auto it = arriving.begin(); it != arriving.end();) {
@@ -282,6 +333,7 @@ struct node_core_state {
     held.clear();
     for (auto& [k, m] : making) m.promise.deliver(why);
     making.clear();
+    (void)buffers.take_all();  // the coordinator frees them as it stops
     // Bounded: a rank's rendezvous is cancelled; one connecting ends at its engine's timeout.
     if (rendezvous) rendezvous->close("the node is shutting down");
   }
@@ -296,7 +348,7 @@ struct node_core_state {
 std::uint64_t take(node_core_state& st, graph_spec& g, bool is_graph) {
   const std::uint64_t key = st.next_key++;
   pending_request& p = st.pending[key];
-  p.is_graph = is_graph;
+  p.kind = is_graph ? pending_request::answer::graph : pending_request::answer::single;
   p.ops = g.ops.size();
   st.pending_ops += g.ops.size();
   if (st.holds.empty()) {
@@ -343,6 +395,100 @@ caf::result<communicator_ready> make_rank(node_core_actor::stateful_pointer<node
   return promise;
 }
 
+using core_pointer = node_core_actor::stateful_pointer<node_core_state>;
+
+// A buffer for the owner: reserved against the node's bounds, allocated by the coordinator,
+// answered without its address.
+caf::result<buffer_handle> alloc_buffer(core_pointer self, const buffer_call& call,
+                                        const caf::actor_addr& caller) {
+  auto& st = self->state;
+  if (st.closing) return st.named(errc::shutting_down, "shutting down");
+  if (auto bad = st.check_buffer_caller(call.owner_token, caller, "alloc")) return bad;
+  if (auto bad = st.buffers.reserve(call.bytes)) {
+    return st.named(static_cast<errc>(bad.code()), error_context(bad));
+  }
+  st.take_caller(self, caller);
+  auto promise = self->make_response_promise<buffer_handle>();
+  const std::uint64_t bytes = call.bytes;
+  const caf::node_id by = caller.node();
+  self->request(st.context.coordinator, caf::infinite, alloc_atom::value, bytes)
+      .then(
+          [self, promise, bytes, by](buffer_handle& h) mutable {
+            auto& st = self->state;
+            st.buffers.settle(bytes, &h);
+            if (st.owner != by) {  // its owner went while it was made: nobody may hold it
+              (void)st.buffers.remove(h.id);
+              st.release_buffer(h.id);
+              promise.deliver(st.named(errc::cancelled, "alloc: the caller is gone"));
+              return;
+            }
+            h.address = 0;  // the node's memory: nothing a peer may know or use
+            promise.deliver(std::move(h));
+          },
+          [self, promise, bytes](caf::error& err) mutable {
+            self->state.buffers.settle(bytes, nullptr);
+            promise.deliver(self->state.from_coordinator(err));
+          });
+  return promise;
+}
+
+// A store or a fetch: an operation on the buffer, in the order of its other uses, taken like
+// any request (held while a barrier holds the node, answered once it has ended).
+template <class T>
+caf::result<T> move_bytes(core_pointer self, buffer_call& call, buffer_verb verb,
+                          const caf::actor_addr& caller) {
+  auto& st = self->state;
+  const char* what = verb == buffer_verb::store ? "store" : "fetch";
+  if (auto bad = st.check_buffer_caller(call.owner_token, caller, what)) return bad;
+  const buffer_handle* b = nullptr;
+  if (auto bad = st.buffers.find(call, verb, b)) {
+    return st.named(static_cast<errc>(bad.code()), std::string{what} + ": " + error_context(bad));
+  }
+  if (auto bad = st.refusal(1)) return bad;
+  graph_spec g;
+  auto into = std::make_shared<std::vector<std::uint8_t>>();
+  g.add(verb == buffer_verb::store ? node_buffers::store_op(*b, call)
+                                   : node_buffers::fetch_op(*b, call, into));
+  auto promise = self->template make_response_promise<T>();
+  const auto key = take(st, g, false);
+  pending_request& p = st.pending[key];
+  if constexpr (std::is_same_v<T, op_notice>) {
+    p.single = promise;
+  } else {
+    p.kind = pending_request::answer::fetch;
+    p.fetched = promise;
+    p.into = std::move(into);
+  }
+  return promise;
+}
+
+// Gives a buffer back: answered with the end of its release (after every use of it).
+caf::result<op_notice> release_buffer(core_pointer self, const buffer_call& call,
+                                      const caf::actor_addr& caller) {
+  auto& st = self->state;
+  if (auto bad = st.check_buffer_caller(call.owner_token, caller, "release")) return bad;
+  const buffer_handle* b = nullptr;
+  if (auto bad = st.buffers.find(call, buffer_verb::release, b)) {
+    return st.named(static_cast<errc>(bad.code()), "release: " + error_context(bad));
+  }
+  if (st.closing) return st.named(errc::shutting_down, "shutting down");
+  (void)st.buffers.remove(call.buffer);
+  auto promise = self->make_response_promise<op_notice>();
+  auto failed = [self, promise](caf::error& err) mutable {
+    promise.deliver(self->state.from_coordinator(err));
+  };
+  self->request(st.context.coordinator, caf::infinite, release_atom::value, call.buffer)
+      .then(
+          [self, promise, failed](op_id released) mutable {
+            self->request(self->state.context.coordinator, caf::infinite, await_atom::value,
+                          released, wait_limit{})
+                .then([promise](op_notice& end) mutable { promise.deliver(std::move(end)); },
+                      failed);
+          },
+          failed);
+  return promise;
+}
+
 node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_core_state> self,
                                          node_context context, node_options options) {
   auto& st = self->state;
@@ -363,27 +509,34 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
     self->request(self->state.context.coordinator, caf::infinite, run_atom::value, std::move(g))
         .then([self, key](std::vector<op_notice>& ends) { self->state.answer(key, ends); },
               [self, key](caf::error& err) {
-                // The coordinator's own words, with the node's name in front.
-                auto& st = self->state;
-                st.fail(key, err.category() == error_category
-                                 ? st.named(static_cast<errc>(err.code()), error_context(err))
-                                 : st.named(errc::shutting_down, describe(err)));
+                self->state.fail(key, self->state.from_coordinator(err));
               });
+  };
+  st.buffers = node_buffers{st.options.max_buffers, st.options.max_buffer_bytes};
+  st.release_buffer = [self](buffer_id id) {
+    self->request(self->state.context.coordinator, caf::infinite, release_atom::value, id)
+        .then([](op_id) {}, [](caf::error&) {});  // the coordinator frees it after its uses
   };
   st.start_timer = [self](std::uint64_t id, caf::timespan after) {
     self->delayed_send(self, after, expire_atom::value, id);
   };
   return {
-      [self](submit_atom, graph_spec& g) -> caf::result<std::vector<op_notice>> {
+      [self](submit_atom, graph_spec& g,
+             const caf::actor_addr& caller) -> caf::result<std::vector<op_notice>> {
         auto& st = self->state;
+        for (std::size_t i = 0; i < g.ops.size(); ++i) {
+          if (auto bad = st.check_names(g.ops[i].spec, caller, "graph op " + std::to_string(i)))
+            return bad;
+        }
         if (auto bad = st.refusal(g.ops.size())) return bad;
         auto promise = self->make_response_promise<std::vector<op_notice>>();
         const auto key = take(st, g, true);
         st.pending[key].graph = promise;
         return promise;
       },
-      [self](register_atom, op_spec& op) -> caf::result<op_notice> {
+      [self](register_atom, op_spec& op, const caf::actor_addr& caller) -> caf::result<op_notice> {
         auto& st = self->state;
+        if (auto bad = st.check_names(op, caller, "the operation")) return bad;
         if (auto bad = st.refusal(1)) return bad;
         graph_spec g;
         g.add(std::move(op));
@@ -413,6 +566,18 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
         }
         return promise;
       },
+      [self](alloc_atom, const buffer_call& call, const caf::actor_addr& caller)
+          -> caf::result<buffer_handle> { return alloc_buffer(self, call, caller); },
+      [self](store_atom, buffer_call& call,
+             const caf::actor_addr& caller) -> caf::result<op_notice> {
+        return move_bytes<op_notice>(self, call, buffer_verb::store, caller);
+      },
+      [self](fetch_atom, buffer_call& call,
+             const caf::actor_addr& caller) -> caf::result<std::vector<std::uint8_t>> {
+        return move_bytes<std::vector<std::uint8_t>>(self, call, buffer_verb::fetch, caller);
+      },
+      [self](release_atom, const buffer_call& call, const caf::actor_addr& caller)
+          -> caf::result<op_notice> { return release_buffer(self, call, caller); },
       [self](release_atom, const std::string& barrier, std::uint64_t generation,
              const caf::actor_addr& from) { self->state.release(barrier, generation, from); },
       [self](communicator_atom, communicator_call& call, caf::actor_addr& caller, node_actor& face)

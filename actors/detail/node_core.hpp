@@ -27,9 +27,15 @@
 namespace cudactor::detail {
 
 using node_core_actor = caf::typed_actor<
-    // checked by the face already: handed to the coordinator, answered once all has ended
-    caf::replies_to<submit_atom, graph_spec>::with<std::vector<op_notice>>,
-    caf::replies_to<register_atom, op_spec>::with<op_notice>,
+    // checked by the face already, with who sent it (only the owner may name buffers):
+    // handed to the coordinator, answered once all has ended
+    caf::replies_to<submit_atom, graph_spec, caf::actor_addr>::with<std::vector<op_notice>>,
+    caf::replies_to<register_atom, op_spec, caf::actor_addr>::with<op_notice>,
+    // the owner's buffers (checked by the face already), with who called
+    caf::replies_to<alloc_atom, buffer_call, caf::actor_addr>::with<buffer_handle>,
+    caf::replies_to<store_atom, buffer_call, caf::actor_addr>::with<op_notice>,
+    caf::replies_to<fetch_atom, buffer_call, caf::actor_addr>::with<std::vector<std::uint8_t>>,
+    caf::replies_to<release_atom, buffer_call, caf::actor_addr>::with<op_notice>,
     // a barrier call, and who made it (the face relays it: the caller is not the sender)
     caf::replies_to<synchronize_atom, barrier_call, caf::actor_addr>::with<node_arrival>,
     caf::reacts_to<release_atom, std::string, std::uint64_t, caf::actor_addr>,

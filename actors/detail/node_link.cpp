@@ -123,6 +123,18 @@ node_actor::behavior_type node_link_behavior(link_pointer self, node_actor remot
         }
         return relay<communicator_ready>(self, communicator_atom::value, std::move(call));
       },
+      [self](alloc_atom, buffer_call& call) -> caf::result<buffer_handle> {
+        return relay<buffer_handle>(self, alloc_atom::value, std::move(call));
+      },
+      [self](store_atom, buffer_call& call) -> caf::result<op_notice> {
+        return relay<op_notice>(self, store_atom::value, std::move(call));
+      },
+      [self](fetch_atom, buffer_call& call) -> caf::result<std::vector<std::uint8_t>> {
+        return relay<std::vector<std::uint8_t>>(self, fetch_atom::value, std::move(call));
+      },
+      [self](release_atom, buffer_call& call) -> caf::result<op_notice> {
+        return relay<op_notice>(self, release_atom::value, std::move(call));
+      },
       [self](rendezvous_atom, rendezvous_entry& entry) {
         auto& st = self->state;
         const auto from = caf::actor_cast<caf::actor_addr>(self->current_sender());

@@ -86,7 +86,9 @@ caf::error stream_state::resolve(const work& w, gpu::work_fn& out) const {
     out = w.closure();
     return {};
   }
-  return resolve_work(w, context_.operations.get(), "stream '" + options_.name + "'s node", out);
+  // Work sent straight to a stream declares no buffers.
+  return resolve_work(w, context_.operations.get(), "stream '" + options_.name + "'s node", {},
+                      out);
 }
 
 ticket stream_state::accept(pending_op op) {

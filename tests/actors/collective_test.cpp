@@ -4,9 +4,11 @@
 // barriers in step, interleaved with other work; that a name is refused where it cannot be a
 // communicator's; that kill -9 of a rank while the others wait in a collective fails theirs
 // within the bound, naming the rank and its node; and that asking again rebuilds the
-// communicator as its next generation over the nodes that are left, which then works.
-// (collective_ops_test checks every kind and element type against computed values, ranks
-// in one process; nodes take no buffers from a control plane yet.)
+// communicator as its next generation over the nodes that are left, which then works. With
+// buffers the control plane allocates on the nodes, fills and reads back: every kind and
+// element type across 2 and 4 node processes against values computed here, interleaved with
+// compute on the nodes' streams ordered by the buffers alone; only the owner may use buffers.
+// (collective_ops_test runs ranks as runtimes of one process.)
 #define BOOST_TEST_MODULE collective
 #include <boost/test/unit_test.hpp>
 
@@ -15,6 +17,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -26,6 +30,7 @@
 #include "common/time_scale.hpp"
 #include "cudactor/actors/cluster_actor.hpp"
 #include "cudactor/actors/node_client.hpp"
+#include "cudactor/gpu/element_math.hpp"
 
 using namespace cudactor;
 using namespace cudactor::test;
@@ -69,6 +74,44 @@ struct job {
       return cp.ask_for<op_notice>(scaled(60s), cluster, register_atom::value, node,
                                    op_spec::of(c, "collective barrier"));
     });
+  }
+
+  // The node's buffers, through the cluster (which owns the nodes).
+  buffer_handle alloc(const std::string& node, std::uint64_t bytes) {
+    auto h = cp.ask<buffer_handle>(cluster, alloc_atom::value, node, buffer_call::alloc(bytes));
+    BOOST_REQUIRE_MESSAGE(h, cp.why(h));
+    return *h;
+  }
+  void store(const std::string& node, buffer_id b, std::uint64_t offset,
+             std::vector<std::uint8_t> data) {
+    auto end = cp.ask<op_notice>(cluster, store_atom::value, node,
+                                 buffer_call::store(b, offset, std::move(data)));
+    BOOST_REQUIRE_MESSAGE(end, cp.why(end));
+    BOOST_REQUIRE_MESSAGE(end->state == op_state::completed, cp.render(end->cause));
+  }
+  std::vector<std::uint8_t> fetch(const std::string& node, buffer_id b, std::uint64_t offset,
+                                  std::uint64_t bytes) {
+    auto got = cp.ask<std::vector<std::uint8_t>>(cluster, fetch_atom::value, node,
+                                                 buffer_call::fetch(b, offset, bytes));
+    BOOST_REQUIRE_MESSAGE(got, cp.why(got));
+    return *got;
+  }
+  // Every node's graph at once; every node's notices.
+  std::vector<std::vector<op_notice>> run(const std::function<graph_spec(std::size_t)>& graph) {
+    std::vector<std::future<caf::expected<std::vector<op_notice>>>> ends;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      ends.push_back(std::async(std::launch::async, [this, i, g = graph(i)]() mutable {
+        return cp.ask_for<std::vector<op_notice>>(scaled(60s), cluster, submit_atom::value,
+                                                  "n" + std::to_string(i), std::move(g));
+      }));
+    }
+    std::vector<std::vector<op_notice>> out;
+    for (auto& f : ends) {
+      auto got = f.get();
+      BOOST_REQUIRE_MESSAGE(got, cp.why(got));
+      out.push_back(std::move(*got));
+    }
+    return out;
   }
 
   control_plane cp;
@@ -182,4 +225,281 @@ BOOST_AUTO_TEST_CASE(a_rank_killed_mid_collective_fails_the_others_by_name_then_
     BOOST_REQUIRE_MESSAGE(end, j.cp.why(end));
     BOOST_TEST((end->state == op_state::completed), j.cp.render(end->cause));
   }
+}
+
+namespace {
+
+using gpu::collective_kind;
+using gpu::element_type;
+using gpu::reduce_op;
+
+// Writes `v` as one element of type `t`.
+void put(element_type t, double v, std::uint8_t* at) {
+  const auto copy = [at](const auto x) { std::memcpy(at, &x, sizeof x); };
+  switch (t) {
+    case element_type::f32: copy(static_cast<float>(v)); break;
+    case element_type::f64: copy(v); break;
+    case element_type::f16: copy(gpu::float_to_half(static_cast<float>(v))); break;
+    case element_type::bf16: copy(gpu::float_to_bf16(static_cast<float>(v))); break;
+    case element_type::i32: copy(static_cast<std::int32_t>(v)); break;
+    case element_type::i64: copy(static_cast<std::int64_t>(v)); break;
+    case element_type::u8: copy(static_cast<std::uint8_t>(v)); break;
+  }
+}
+
+bool is_integer(element_type t) {
+  return t == element_type::i32 || t == element_type::i64 || t == element_type::u8;
+}
+
+// What rank r gives as element j of its input: small integers, so that every result below is
+// exact in every element type (sums of 4 at most 28, products at most 16, halves, quarters).
+double value(reduce_op op, std::size_t r, std::size_t j) {
+  return op == reduce_op::prod ? 1.0 + static_cast<double>((r + j) % 2)
+                               : 1.0 + static_cast<double>((3 * r + j) % 7);
+}
+
+// Element j reduced over `ranks` ranks; avg of integers truncates, as the engines do.
+double reduced(reduce_op op, element_type t, std::size_t ranks, std::size_t j, double factor) {
+  double acc = value(op, 0, j) * factor;
+  for (std::size_t q = 1; q < ranks; ++q) {
+    const double v = value(op, q, j) * factor;
+    switch (op) {
+      case reduce_op::sum:
+      case reduce_op::avg: acc += v; break;
+      case reduce_op::prod: acc *= v; break;
+      case reduce_op::min: acc = std::min(acc, v); break;
+      case reduce_op::max: acc = std::max(acc, v); break;
+    }
+  }
+  if (op != reduce_op::avg) return acc;
+  const double n = static_cast<double>(ranks);
+  return is_integer(t) ? static_cast<double>(static_cast<std::int64_t>(acc / n)) : acc / n;
+}
+
+constexpr std::uint8_t sentinel = 0x5a;  // what a receive region holds before
+
+// One collective of the matrix: where its input and output lie in the nodes' two buffers.
+struct case_of {
+  collective_kind kind = collective_kind::all_reduce;
+  reduce_op op = reduce_op::sum;
+  element_type type = element_type::f32;
+  std::uint32_t root = 0;
+  bool scaled = false;  // compute scales its input by 3 before, its output by 1/2 after
+  std::uint64_t send_at = 0, recv_at = 0, send_bytes = 0, recv_bytes = 0;
+
+  std::string name() const {
+    return std::string{to_string(kind)} + " " + std::string{to_string(op)} + " " +
+           std::string{to_string(type)} + (scaled ? " between compute" : "");
+  }
+};
+
+struct matrix {
+  std::size_t ranks = 0;
+  std::uint64_t n = 24;  // elements per rank
+  std::vector<case_of> cases;
+  std::uint64_t send_total = 0, recv_total = 0;
+
+  explicit matrix(std::size_t size) : ranks(size) {
+    const element_type types[] = {element_type::f32,  element_type::f64, element_type::f16,
+                                  element_type::bf16, element_type::i32, element_type::i64,
+                                  element_type::u8};
+    const reduce_op ops[] = {reduce_op::sum, reduce_op::prod, reduce_op::min, reduce_op::max,
+                             reduce_op::avg};
+    const auto root = static_cast<std::uint32_t>(size - 1);
+    for (auto t : types) {
+      for (auto op : ops) add({collective_kind::all_reduce, op, t, 0, false});
+      add({collective_kind::broadcast, reduce_op::sum, t, root, false});
+      add({collective_kind::reduce, reduce_op::max, t, 1, false});
+      add({collective_kind::all_gather, reduce_op::sum, t, 0, false});
+      add({collective_kind::reduce_scatter, reduce_op::sum, t, 0, false});
+    }
+    add({collective_kind::all_reduce, reduce_op::sum, element_type::f32, 0, true});
+  }
+
+  void add(case_of c) {
+    const std::uint64_t e = gpu::element_size(c.type);
+    c.send_bytes = n * e * (c.kind == collective_kind::reduce_scatter ? ranks : 1);
+    c.recv_bytes = n * e * (c.kind == collective_kind::all_gather ? ranks : 1);
+    c.send_at = send_total;
+    c.recv_at = recv_total;
+    send_total += (c.send_bytes + 15) / 16 * 16;
+    recv_total += (c.recv_bytes + 15) / 16 * 16;
+    cases.push_back(c);
+  }
+
+  // Rank r's input buffer.
+  std::vector<std::uint8_t> input(std::size_t r) const {
+    std::vector<std::uint8_t> out(send_total, 0);
+    for (const auto& c : cases) {
+      const std::uint64_t e = gpu::element_size(c.type);
+      for (std::uint64_t j = 0; j < c.send_bytes / e; ++j) {
+        put(c.type, value(c.op, r, j), out.data() + c.send_at + j * e);
+      }
+    }
+    return out;
+  }
+
+  // What rank r's output region of `c` must hold.
+  std::vector<std::uint8_t> expected(const case_of& c, std::size_t r) const {
+    const std::uint64_t e = gpu::element_size(c.type);
+    std::vector<std::uint8_t> out(c.recv_bytes, sentinel);
+    for (std::uint64_t k = 0; k < c.recv_bytes / e; ++k) {
+      double v = 0;
+      switch (c.kind) {
+        case collective_kind::all_reduce:
+          v = reduced(c.op, c.type, ranks, k, c.scaled ? 3.0 : 1.0) * (c.scaled ? 0.5 : 1.0);
+          break;
+        case collective_kind::broadcast: v = value(c.op, c.root, k); break;
+        case collective_kind::reduce:
+          if (r != c.root) return out;  // only the root's output is written
+          v = reduced(c.op, c.type, ranks, k, 1.0);
+          break;
+        case collective_kind::all_gather: v = value(c.op, k / n, k % n); break;
+        case collective_kind::reduce_scatter:
+          v = reduced(c.op, c.type, ranks, r * n + k, 1.0);
+          break;
+        case collective_kind::barrier: break;
+      }
+      put(c.type, v, out.data() + k * e);
+    }
+    return out;
+  }
+};
+
+// Every kind and element type on `size` node processes, in one graph per node that also
+// holds compute: two scalings around one all-reduce (ordered by the buffers alone) and busy
+// work that uses no buffer.
+void every_kind_and_type(std::size_t size) {
+  job j{size};
+  auto made = j.cp.ask_for<communicator_info>(scaled(60s), j.cluster, communicator_atom::value,
+                                              std::string{"grads"});
+  BOOST_REQUIRE_MESSAGE(made, j.cp.why(made));
+  const matrix m{size};
+  std::vector<buffer_handle> send, recv;
+  for (std::size_t r = 0; r < size; ++r) {
+    const std::string node = "n" + std::to_string(r);
+    send.push_back(j.alloc(node, m.send_total));
+    recv.push_back(j.alloc(node, m.recv_total));
+    BOOST_TEST(send.back().address == 0u);  // the node's memory is not the peer's to know
+    j.store(node, send.back().id, 0, m.input(r));
+    j.store(node, recv.back().id, 0, std::vector<std::uint8_t>(m.recv_total, sentinel));
+  }
+  std::size_t scaled_at = 0;  // the collective between compute, in the graph
+  auto runs = j.run([&](std::size_t r) {
+    graph_spec g;
+    for (std::size_t b = 0; b < 3; ++b) {
+      g.add(named("busy", work::named("busy", std::uint64_t{500})));
+    }
+    for (const auto& c : m.cases) {
+      op_collective x;
+      x.communicator = "grads";
+      x.kind = c.kind;
+      x.op = c.op;
+      x.type = c.type;
+      x.count = m.n;
+      x.root = c.root;
+      x.send = send[r].id;
+      x.send_offset = c.send_at;
+      x.recv = recv[r].id;
+      x.recv_offset = c.recv_at;
+      if (c.scaled) {
+        op_spec before = named("scale input", work::named("scale", 3.0f));
+        before.uses = {buffer_use::read_write(send[r].id, c.send_at, c.send_bytes)};
+        g.add(std::move(before));
+        scaled_at = g.ops.size();
+      }
+      g.add(op_spec::of(x, c.name()));
+      if (c.scaled) {
+        op_spec after = named("scale output", work::named("scale", 0.5f));
+        after.uses = {buffer_use::read_write(recv[r].id, c.recv_at, c.recv_bytes)};
+        g.add(std::move(after));
+      }
+    }
+    return g;
+  });
+  for (std::size_t r = 0; r < size; ++r) {
+    for (std::size_t i = 0; i < runs[r].size(); ++i) {
+      BOOST_REQUIRE_MESSAGE(runs[r][i].state == op_state::completed,
+                            "n" << r << " graph op " << i << ": " << j.cp.render(runs[r][i].cause));
+    }
+    // Nothing named the scalings: the coordinator inferred them from the buffers.
+    const auto after = [&](std::size_t later, std::size_t earlier) {
+      const auto& d = runs[r][later].inferred;
+      return std::any_of(d.begin(), d.end(),
+                         [&](const inferred_dep& x) { return x.dep == runs[r][earlier].id; });
+    };
+    BOOST_TEST(after(scaled_at, scaled_at - 1), "n" << r);
+    BOOST_TEST(after(scaled_at + 1, scaled_at), "n" << r);
+    const auto out = j.fetch("n" + std::to_string(r), recv[r].id, 0, m.recv_total);
+    BOOST_REQUIRE(out.size() == m.recv_total);
+    std::string wrong;
+    for (const auto& c : m.cases) {
+      const auto want = m.expected(c, r);
+      if (std::memcmp(out.data() + c.recv_at, want.data(), want.size()) != 0) {
+        wrong += (wrong.empty() ? "" : "; ") + c.name();
+      }
+    }
+    BOOST_TEST(wrong.empty(), "n" << r << " wrong: " << wrong);
+  }
+  BOOST_TEST_MESSAGE(size << " nodes: " << m.cases.size() << " collectives checked on every rank");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_kind_and_element_type_across_two_node_processes) {
+  every_kind_and_type(2);
+}
+
+BOOST_AUTO_TEST_CASE(every_kind_and_element_type_across_four_node_processes) {
+  every_kind_and_type(4);
+}
+
+BOOST_AUTO_TEST_CASE(only_the_owner_may_allocate_or_name_a_nodes_buffers) {
+  job j{2};
+  const buffer_handle mine = j.alloc("n0", 64);
+  // Another control plane, straight to the node: refused, whatever it says.
+  control_plane other;
+  auto node = connect_node(other.system, "127.0.0.1", j.nodes[0]->port, connect_limit());
+  BOOST_REQUIRE_MESSAGE(node, other.why(node));
+  auto alloc = other.ask<buffer_handle>(node->actor, alloc_atom::value, buffer_call::alloc(64));
+  BOOST_REQUIRE(!alloc);
+  BOOST_TEST(is(alloc.error(), errc::permission_denied), other.why(alloc));
+  auto peek = other.ask<std::vector<std::uint8_t>>(node->actor, fetch_atom::value,
+                                                   buffer_call::fetch(mine.id, 0, 64));
+  BOOST_REQUIRE(!peek);
+  BOOST_TEST(is(peek.error(), errc::permission_denied), other.why(peek));
+  op_spec scale = named("scale", work::named("scale", 2.0f));
+  scale.uses = {buffer_use::read_write(mine.id)};
+  auto used = other.ask<op_notice>(node->actor, register_atom::value, scale);
+  BOOST_REQUIRE(!used);
+  BOOST_TEST(is(used.error(), errc::permission_denied), other.why(used));
+  // The owner: a buffer it does not hold, a range outside one, a call out of shape.
+  op_spec stray = named("scale", work::named("scale", 2.0f));
+  stray.uses = {buffer_use::read_write(buffer_id{mine.id.owner, mine.id.slot + 1, 1})};
+  auto refused = j.cp.ask<op_notice>(j.cluster, register_atom::value, std::string{"n0"}, stray);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(j.cp.why(refused).find("not a buffer of this node's owner") != std::string::npos,
+             j.cp.why(refused));
+  auto outside = j.cp.ask<std::vector<std::uint8_t>>(
+      j.cluster, fetch_atom::value, std::string{"n0"}, buffer_call::fetch(mine.id, 60, 8));
+  BOOST_REQUIRE(!outside);
+  BOOST_TEST(is(outside.error(), errc::invalid_argument), j.cp.why(outside));
+  auto none = j.cp.ask<buffer_handle>(j.cluster, alloc_atom::value, std::string{"n0"},
+                                      buffer_call::alloc(0));
+  BOOST_REQUIRE(!none);
+  BOOST_TEST(is(none.error(), errc::invalid_argument), j.cp.why(none));
+  // Too few buffers for an operation on buffers.
+  auto bare = j.cp.ask<op_notice>(j.cluster, register_atom::value, std::string{"n0"},
+                                  named("scale", work::named("scale", 2.0f)));
+  BOOST_REQUIRE(!bare);
+  BOOST_TEST(j.cp.why(bare).find("works on 1 buffers") != std::string::npos, j.cp.why(bare));
+  // Released: answered once the memory went back; then unknown.
+  auto released = j.cp.ask<op_notice>(j.cluster, release_atom::value, std::string{"n0"},
+                                      buffer_call::release(mine.id));
+  BOOST_REQUIRE_MESSAGE(released, j.cp.why(released));
+  BOOST_TEST((released->state == op_state::completed));
+  auto again = j.cp.ask<op_notice>(j.cluster, release_atom::value, std::string{"n0"},
+                                   buffer_call::release(mine.id));
+  BOOST_REQUIRE(!again);
+  BOOST_TEST(is(again.error(), errc::invalid_argument), j.cp.why(again));
 }

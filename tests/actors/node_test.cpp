@@ -58,7 +58,8 @@ BOOST_AUTO_TEST_CASE(a_control_plane_runs_named_work_on_a_node_in_another_proces
   BOOST_TEST(connected->info.name == "n1");
   BOOST_TEST(connected->info.backend.find("host") != std::string::npos);
   BOOST_TEST(connected->info.coordinator_streams == 4u);
-  BOOST_TEST((connected->info.operations == std::vector<std::string>{"busy", "fail", "noop"}));
+  BOOST_TEST((connected->info.operations ==
+              std::vector<std::string>{"busy", "dp_grad", "dp_sgd", "fail", "noop", "scale"}));
   BOOST_TEST(connected->info.limits.max_graph_ops == input_limits{}.max_graph_ops);
   const node_actor& n = connected->actor;
 

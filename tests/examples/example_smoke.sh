@@ -59,7 +59,9 @@ case $name in
     [ "$(echo "$out" | grep -Ec "^worker-[0-2]: node 127\.0\.0\.1:[0-9]+, .*, $backend: requested")" = 3 ] ||
       fail "not every node on the $backend backend"
     [ "$(echo "$out" | grep -Ec '^ +[1-4] +[0-9.]+ +[0-9.]+$')" = 4 ] || fail "not 4 steps"
-    [ "$(echo "$out" | grep -Ec '^worker-[0-2]: cudactor_operations_completed_total 4 \(given 4\)$')" = 3 ] ||
+    [ "$(echo "$out" | grep -Ec '^worker-[0-2]: weights equal the reference \(0 of 16384 differ')" = 3 ] ||
+      fail "a node's weights are not the single-process reference's"
+    [ "$(echo "$out" | grep -Ec '^worker-[0-2]: cudactor_operations_completed_total 19 \(given 19\), cudactor_collective_operations_total 4 \(given 4\)$')" = 3 ] ||
       fail "a node's metrics disagree with the work it was given"
     echo "$out" | grep -q '^distributed_training: ok$' || fail "not ok"
     ;;

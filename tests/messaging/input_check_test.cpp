@@ -263,3 +263,35 @@ BOOST_AUTO_TEST_CASE(a_collective_is_checked_as_a_whole) {
   bare.type = op_type::reduce_scatter;
   BOOST_TEST(says(check_input(bare, limits), "without a collective"));
 }
+
+BOOST_AUTO_TEST_CASE(a_buffer_call_carries_what_its_verb_needs_and_nothing_else) {
+  const input_limits limits;
+  const buffer_id b{1, 2, 3};
+  BOOST_TEST(!check_input(buffer_call::alloc(64), buffer_verb::alloc, limits));
+  BOOST_TEST(!check_input(buffer_call::store(b, 8, {1, 2, 3}), buffer_verb::store, limits));
+  BOOST_TEST(!check_input(buffer_call::fetch(b, 8, 3), buffer_verb::fetch, limits));
+  BOOST_TEST(!check_input(buffer_call::release(b), buffer_verb::release, limits));
+  BOOST_TEST(says(check_input(buffer_call::alloc(0), buffer_verb::alloc, limits), "at least 1"));
+  buffer_call named = buffer_call::alloc(64);
+  named.buffer = b;
+  BOOST_TEST(says(check_input(named, buffer_verb::alloc, limits), "names a buffer"));
+  BOOST_TEST(says(check_input(buffer_call::store({}, 0, {1}), buffer_verb::store, limits),
+                  "no buffer named"));
+  BOOST_TEST(
+      says(check_input(buffer_call::store(b, 0, {}), buffer_verb::store, limits), "1 to 4194304"));
+  BOOST_TEST(says(
+      check_input(buffer_call::fetch(b, 0, max_buffer_transfer + 1), buffer_verb::fetch, limits),
+      "1 to 4194304"));
+  BOOST_TEST(
+      says(check_input(buffer_call::fetch(b, ~std::uint64_t{0}, 1), buffer_verb::fetch, limits),
+           "past any buffer's end"));
+  buffer_call extra = buffer_call::release(b);
+  extra.bytes = 1;
+  BOOST_TEST(says(check_input(extra, buffer_verb::release, limits), "nothing else"));
+  BOOST_TEST(says(check_input(buffer_call::alloc(64, std::string(max_owner_token + 1, 't')),
+                              buffer_verb::alloc, limits),
+                  "owner token"));
+  // A store past what one message may carry is refused by the walker or the bound.
+  buffer_call big = buffer_call::store(b, 0, std::vector<std::uint8_t>(max_buffer_transfer + 1));
+  BOOST_TEST(static_cast<bool>(check_input(big, buffer_verb::store, limits)));
+}
