@@ -12,9 +12,15 @@
 // coordinator saw them: Gloo's time plus what cudactor adds per collective (dispatch, the
 // stream's order, the completion's way back).
 //
-// Reports p50 per size for both and their ratio; JSON keys cudactor_allreduce_us_<size>_<n>
-// and gloo_allreduce_us_<size>_<n> (p50, rank 0). --quick: 4 KiB to 4 MiB (under 30 s);
-// otherwise 4 KiB to 64 MiB. Host-only figures: no GPU has run this.
+// The baseline runs in the same processes, alternating with cudactor's rounds: each worker
+// keeps a Gloo context of its own (met through a file store, not through cudactor) and a named
+// operation `gloo_direct` only starts its loop of gloo::allreduce calls and writes their p50
+// into a buffer the control plane reads. Gloo's time is taken around each call, so cudactor
+// plays no part in it; both see the same processes, threads and machine load.
+//
+// Reports the median over the alternations of each side's p50, and their ratio; JSON keys
+// cudactor_allreduce_us_<size>_<n> and gloo_allreduce_us_<size>_<n> (rank 0). --quick: 4 KiB
+// to 4 MiB (under 30 s); otherwise 4 KiB to 64 MiB. Host-only figures: no GPU has run this.
 #include <caf/all.hpp>
 
 #include <gloo/allreduce.h>
@@ -26,10 +32,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -75,45 +83,46 @@ constexpr std::size_t warmup = 3;
   std::exit(1);
 }
 
-// The baseline: Gloo's all-reduce called in a loop; one line per size, p50 in microseconds.
-void run_gloo(int rank, int size, const std::string& store_dir, bool quick) {
+// The baseline's context: made once per worker, before the node starts.
+std::shared_ptr<gloo::rendezvous::Context> direct;
+
+void connect_gloo(int rank, int size, const std::string& store_dir) {
   gloo::rendezvous::FileStore files{store_dir};
   gloo::rendezvous::PrefixStore store{"direct", files};
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
   attr.ai_family = AF_INET;
   auto device = gloo::transport::tcp::CreateDevice(attr);
-  auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
-  context->connectFullMesh(store, device);
-  for (const auto& c : sizes(quick)) {
-    std::vector<float> data(c.bytes / sizeof(float), 0.0f);
-    std::vector<double> us;
-    for (std::size_t i = 0; i < warmup + c.rounds; ++i) {
-      gloo::AllreduceOptions opts{context};
-      opts.setOutput(data.data(), data.size());
-      opts.setReduceFunction(
-          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
-      opts.setTag(1);
-      const auto t0 = now_ns();
-      gloo::allreduce(opts);
-      if (i >= warmup) us.push_back(static_cast<double>(now_ns() - t0) / 1e3);
-    }
-    std::printf("gloo %llu %.3f\n", static_cast<unsigned long long>(c.bytes), summarize_us(us).p50);
-    std::fflush(stdout);
+  direct = std::make_shared<gloo::rendezvous::Context>(rank, size);
+  direct->connectFullMesh(store, device);
+}
+
+// Gloo's all-reduce of `bytes` called `rounds` times (after a warm-up): the p50 in us.
+double gloo_p50(std::uint64_t bytes, std::uint64_t rounds) {
+  std::vector<float> data(bytes / sizeof(float), 0.0f);
+  std::vector<double> us;
+  for (std::size_t i = 0; i < warmup + rounds; ++i) {
+    gloo::AllreduceOptions opts{direct};
+    opts.setOutput(data.data(), data.size());
+    opts.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    opts.setTag(1);
+    const auto t0 = now_ns();
+    gloo::allreduce(opts);
+    if (i >= warmup) us.push_back(static_cast<double>(now_ns() - t0) / 1e3);
   }
+  return summarize_us(us).p50;
 }
 
 // A worker: the baseline, then a cudactor node until SIGTERM.
 int worker(int argc, char** argv) {
-  if (argc != 7) die("usage: --worker RANK SIZE STORE_DIR QUICK NAME");
+  if (argc != 6) die("usage: --worker RANK SIZE STORE_DIR NAME");
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  const int rank = std::atoi(argv[2]);
-  const int size = std::atoi(argv[3]);
-  run_gloo(rank, size, argv[4], std::strcmp(argv[5], "1") == 0);
+  connect_gloo(std::atoi(argv[2]), std::atoi(argv[3]), argv[4]);
 
   runtime_config config;
   config.enable_network();
@@ -127,8 +136,22 @@ int worker(int argc, char** argv) {
         return gpu::status{};
       });
   if (!zero.ok()) die(zero.to_string());
-  if (auto err = config.parse({"--cudactor.node.name=" + std::string{argv[6]},
-                               "--cudactor.backend=host", "--cudactor.metrics.no-exposer"})) {
+  // The baseline's trigger: its result (a double) goes to the one buffer it declares.
+  auto baseline = config.operations().add_typed_on_buffers<std::uint64_t, std::uint64_t>(
+      "gloo_direct", 1,
+      [](const gpu::launch_context&, const buffer_spans& b, std::uint64_t bytes,
+         std::uint64_t rounds) {
+        if (b[0].bytes < sizeof(double)) {
+          return gpu::status{gpu::errc::invalid_argument, "gloo_direct: 8 bytes of result"};
+        }
+        const double p50 = gloo_p50(bytes, rounds);
+        std::memcpy(b[0].data, &p50, sizeof p50);
+        return gpu::status{};
+      });
+  if (!baseline.ok()) die(baseline.to_string());
+  if (auto err =
+          config.parse({"--cudactor.node.name=" + std::string{argv[5]}, "--cudactor.backend=host",
+                        "--cudactor.metrics.no-exposer", "--cudactor.host.workers=1"})) {
     die(caf::to_string(err));
   }
   auto started = runtime::start(config);
@@ -144,24 +167,15 @@ int worker(int argc, char** argv) {
 }
 
 struct worker_process {
-  worker_process(const std::string& self, int rank, int size, const std::string& store, bool quick)
+  worker_process(const std::string& self, int rank, int size, const std::string& store)
       : name("w" + std::to_string(rank)),
         log("/tmp/collective_bench." + name + "." + std::to_string(getpid()) + ".log"),
-        child({self, "--worker", std::to_string(rank), std::to_string(size), store,
-               quick ? "1" : "0", name},
-              log) {}
+        child({self, "--worker", std::to_string(rank), std::to_string(size), store, name}, log) {}
   // Once every worker runs: the baseline needs them all before any serves as a node.
   void wait() { port = test::wait_for_port(log, child, "listening on 127.0.0.1:").value_or(0); }
   ~worker_process() {
     child.stop();
     std::remove(log.c_str());
-  }
-  // Gloo's p50 for `bytes`, from the worker's output.
-  double gloo_us(std::uint64_t bytes) const {
-    const std::string text = test::read_file(log);
-    const std::string key = "gloo " + std::to_string(bytes) + " ";
-    const auto at = text.find(key);
-    return at == std::string::npos ? -1.0 : std::atof(text.c_str() + at + key.size());
   }
   std::string name;
   std::string log;
@@ -181,55 +195,105 @@ T ask(caf::actor_system& system, const cluster_actor& to, Ts&&... xs) {
   return out;
 }
 
-// cudactor's p50 per all-reduce of `c` over the cluster's nodes: rank 0's intervals between
-// consecutive ends.
-double run_cudactor(caf::actor_system& system, const cluster_actor& cluster,
-                    const std::vector<std::string>& nodes, const size_case& c) {
-  std::vector<buffer_handle> buffers;
-  for (const auto& node : nodes) {
-    buffers.push_back(
-        ask<buffer_handle>(system, cluster, alloc_atom::value, node, buffer_call::alloc(c.bytes)));
-    op_spec zero;
-    zero.description = "zero";
-    zero.body = work::named("zero");
-    zero.uses = {buffer_use::write(buffers.back().id)};
-    auto end = ask<op_notice>(system, cluster, register_atom::value, node, zero);
-    if (end.state != op_state::completed) die("zero: " + system.render(end.cause));
-  }
-  std::vector<std::future<std::vector<op_notice>>> runs;
-  for (std::size_t r = 0; r < nodes.size(); ++r) {
-    graph_spec g;
-    for (std::size_t i = 0; i < warmup + c.rounds; ++i) {
-      op_collective x;
-      x.communicator = "bench";
-      x.kind = gpu::collective_kind::all_reduce;
-      x.type = gpu::element_type::f32;
-      x.op = gpu::reduce_op::sum;
-      x.count = c.bytes / sizeof(float);
-      x.send = buffers[r].id;
-      x.recv = buffers[r].id;
-      g.add(op_spec::of(x, "all-reduce"));
-    }
-    runs.push_back(std::async(std::launch::async, [&system, &cluster, node = nodes[r], g] {
-      return ask<std::vector<op_notice>>(system, cluster, submit_atom::value, node, g);
-    }));
-  }
-  std::vector<std::vector<op_notice>> ends;
-  for (auto& f : runs) ends.push_back(f.get());
-  for (const auto& run : ends) {
-    for (const auto& e : run) {
-      if (e.state != op_state::completed) die("all-reduce: " + system.render(e.cause));
+// One size on the cluster's nodes: a buffer each (zeroed) and one for the baseline's result.
+struct size_run {
+  caf::actor_system& system;
+  const cluster_actor& cluster;
+  const std::vector<std::string>& nodes;
+  const size_case& c;
+  std::vector<buffer_handle> data, result;
+
+  size_run(caf::actor_system& sys, const cluster_actor& cl, const std::vector<std::string>& ns,
+           const size_case& sc)
+      : system(sys), cluster(cl), nodes(ns), c(sc) {
+    for (const auto& node : nodes) {
+      data.push_back(ask<buffer_handle>(system, cluster, alloc_atom::value, node,
+                                        buffer_call::alloc(c.bytes)));
+      result.push_back(ask<buffer_handle>(system, cluster, alloc_atom::value, node,
+                                          buffer_call::alloc(sizeof(double))));
+      op_spec zero;
+      zero.description = "zero";
+      zero.body = work::named("zero");
+      zero.uses = {buffer_use::write(data.back().id)};
+      auto end = ask<op_notice>(system, cluster, register_atom::value, node, zero);
+      if (end.state != op_state::completed) die("zero: " + system.render(end.cause));
     }
   }
-  std::vector<double> us;
-  for (std::size_t i = warmup; i < ends[0].size(); ++i) {
-    us.push_back(static_cast<double>(ends[0][i].ended_ns - ends[0][i - 1].ended_ns) / 1e3);
+  ~size_run() {
+    for (std::size_t r = 0; r < nodes.size(); ++r) {
+      for (auto* b : {&data[r], &result[r]}) {
+        (void)ask<op_notice>(system, cluster, release_atom::value, nodes[r],
+                             buffer_call::release(b->id));
+      }
+    }
   }
-  for (std::size_t r = 0; r < nodes.size(); ++r) {
-    (void)ask<op_notice>(system, cluster, release_atom::value, nodes[r],
-                         buffer_call::release(buffers[r].id));
+
+  // Every node's graph at once; rank 0's notices.
+  std::vector<op_notice> run(const std::function<graph_spec(std::size_t)>& graph) {
+    std::vector<std::future<std::vector<op_notice>>> runs;
+    for (std::size_t r = 0; r < nodes.size(); ++r) {
+      runs.push_back(std::async(std::launch::async, [this, node = nodes[r], g = graph(r)] {
+        return ask<std::vector<op_notice>>(system, cluster, submit_atom::value, node, g);
+      }));
+    }
+    std::vector<std::vector<op_notice>> ends;
+    for (auto& f : runs) ends.push_back(f.get());
+    for (const auto& run : ends) {
+      for (const auto& e : run) {
+        if (e.state != op_state::completed)
+          die(std::string{c.label} + ": " + system.render(e.cause));
+      }
+    }
+    return ends[0];
   }
-  return summarize_us(us).p50;
+
+  // cudactor's p50: rank 0's intervals between the ends of consecutive all-reduces.
+  double cudactor_p50() {
+    auto ends = run([this](std::size_t r) {
+      graph_spec g;
+      for (std::size_t i = 0; i < warmup + c.rounds; ++i) {
+        op_collective x;
+        x.communicator = "bench";
+        x.kind = gpu::collective_kind::all_reduce;
+        x.type = gpu::element_type::f32;
+        x.op = gpu::reduce_op::sum;
+        x.count = c.bytes / sizeof(float);
+        x.send = data[r].id;
+        x.recv = data[r].id;
+        g.add(op_spec::of(x, "all-reduce"));
+      }
+      return g;
+    });
+    std::vector<double> us;
+    for (std::size_t i = warmup; i < ends.size(); ++i) {
+      us.push_back(static_cast<double>(ends[i].ended_ns - ends[i - 1].ended_ns) / 1e3);
+    }
+    return summarize_us(us).p50;
+  }
+
+  // Gloo's p50, called directly by the same processes: rank 0's.
+  double gloo_p50() {
+    (void)run([this](std::size_t r) {
+      graph_spec g;
+      op_spec direct;
+      direct.description = "gloo direct";
+      direct.body = work::named("gloo_direct", c.bytes, std::uint64_t{c.rounds});
+      direct.uses = {buffer_use::write(result[r].id)};
+      g.add(std::move(direct));
+      return g;
+    });
+    const auto bytes =
+        ask<std::vector<std::uint8_t>>(system, cluster, fetch_atom::value, nodes[0],
+                                       buffer_call::fetch(result[0].id, 0, sizeof(double)));
+    double p50 = 0;
+    std::memcpy(&p50, bytes.data(), sizeof p50);
+    return p50;
+  }
+};
+
+double median(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  return xs[xs.size() / 2];
 }
 
 }  // namespace
@@ -244,7 +308,7 @@ int main(int argc, char** argv) {
   if (auto err = config.parse(mode.passed_on)) die(caf::to_string(err));
   caf::actor_system system{config};
 
-  table out{{"nodes", "size", "rounds", "gloo p50 us", "cudactor p50 us", "ratio", "added us"}};
+  table out{{"nodes", "size", "rounds x 3", "gloo p50 us", "cudactor p50 us", "ratio", "added us"}};
   json_line json;
   json.add("bench", std::string{"collective_bench"});
   json.add("quick", mode.quick);
@@ -255,7 +319,7 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(store);
     std::vector<std::unique_ptr<worker_process>> workers;
     for (int r = 0; r < n; ++r) {
-      workers.push_back(std::make_unique<worker_process>(self, r, n, store, mode.quick));
+      workers.push_back(std::make_unique<worker_process>(self, r, n, store));
     }
     std::vector<remote_node> remotes;
     std::vector<std::string> names;
@@ -274,9 +338,14 @@ int main(int argc, char** argv) {
     (void)ask<communicator_info>(system, cluster->actor(), communicator_atom::value,
                                  std::string{"bench"});
     for (const auto& c : sizes(mode.quick)) {
-      const double ours = run_cudactor(system, cluster->actor(), names, c);
-      const double theirs = workers[0]->gloo_us(c.bytes);
-      if (theirs <= 0) die("no Gloo figure for " + std::string{c.label});
+      size_run run{system, cluster->actor(), names, c};
+      std::vector<double> gloo_runs, cudactor_runs;
+      for (int alternation = 0; alternation < 3; ++alternation) {
+        gloo_runs.push_back(run.gloo_p50());
+        cudactor_runs.push_back(run.cudactor_p50());
+      }
+      const double ours = median(cudactor_runs);
+      const double theirs = median(gloo_runs);
       out.add({std::to_string(n), c.label, std::to_string(c.rounds), fixed(theirs), fixed(ours),
                fixed(ours / theirs, 2), fixed(ours - theirs)});
       const std::string key = std::string{c.label} + "_" + std::to_string(n);
