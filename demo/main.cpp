@@ -13,8 +13,13 @@
 // and a complete trace file. Latencies go to a histogram (bounded memory however long the
 // run): its percentiles are bucket bounds, within 2.5% above the true value.
 //
+// --nodes=N trains data-parallel across N cudactor-node processes instead, with a real
+// all-reduce of the gradients between them (demo/node_training.hpp): every node's weights
+// must equal a single-process reference bit for bit.
+//
 //   cudactor-demo                      # the host backend, or the GPU when there is one
 //   cudactor-demo --steps=50 --layers=4 --streams=4 --backend=host --metrics-port=0
+//   cudactor-demo --nodes=4 --steps=8      # across 4 node processes
 //   cudactor-demo --help
 #include <caf/all.hpp>
 
@@ -24,6 +29,8 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -34,6 +41,7 @@
 #include "cudactor/facade/failure.hpp"
 #include "cudactor/metrics/cells.hpp"
 #include "kernels.hpp"
+#include "node_training.hpp"
 #include "training_step.hpp"
 
 using namespace cudactor;
@@ -59,7 +67,11 @@ class demo_config : public runtime_config {
              "write every operation as Chrome trace-event JSON to FILE (shorthand for "
              "cudactor.coordinator.trace; timing on)")
         .add(learning_rate, "learning-rate", "the optimizer's step size")
-        .add(quiet, "quiet", "no progress line");
+        .add(quiet, "quiet", "no progress line")
+        .add(nodes, "nodes",
+             "train data-parallel across this many cudactor-node processes instead (0: in "
+             "this process)")
+        .add(node_program, "node-program", "the cudactor-node --nodes starts");
   }
   std::size_t steps = 0;
   std::size_t duration = 15;
@@ -72,7 +84,36 @@ class demo_config : public runtime_config {
   std::string trace;
   double learning_rate = 0.01;
   bool quiet = false;
+  std::size_t nodes = 0;
+  std::string node_program;
 };
+
+// Whether the command line asks for --nodes (the network must be on before it is parsed).
+bool wants_nodes(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--nodes=", 8) == 0 && std::strcmp(argv[i], "--nodes=0") != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// --nodes: the same training's idea across node processes, checked bit for bit.
+int run_on_nodes(demo_config& config, const char* argv0) {
+  demo::node_training_options o;
+  o.name = "cudactor-demo";
+  o.nodes = config.nodes;
+  o.steps = config.steps != 0 ? config.steps : 10;
+  o.width = config.width;
+  o.step_us = 2000;
+  o.backend = config.backend;
+  const auto beside = std::filesystem::path{argv0}.parent_path() / "cudactor-node";
+  o.program = !config.node_program.empty()      ? config.node_program
+              : std::filesystem::exists(beside) ? beside.string()
+                                                : std::string{CUDACTOR_NODE};
+  caf::actor_system system{config};
+  return demo::run_node_training(system, o);
+}
 
 // 100 ns to 1000 s in steps of 2.5%: about 930 buckets, fine enough for a percentile and the
 // same memory after a minute or a week.
@@ -180,11 +221,13 @@ void print_report(runtime& rt, double wall_s) {
 
 int main(int argc, char** argv) {
   demo_config config;
+  if (wants_nodes(argc, argv)) config.enable_network();
   if (auto err = config.parse(arguments(argc, argv))) {
     std::fprintf(stderr, "cudactor-demo: %s\n", cudactor::describe(err).c_str());
     return 2;
   }
   if (config.cli_helptext_printed) return 0;
+  if (config.nodes > 0) return run_on_nodes(config, argv[0]);
   auto started = runtime::start(config);
   if (!started) {
     std::fprintf(stderr, "cudactor-demo: %s\n", started.error().to_string().c_str());
