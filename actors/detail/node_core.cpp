@@ -1,3 +1,9 @@
+// actors/detail/node_core.cpp
+//
+// Past 600 lines for a reason: the node's open requests, barrier holds, communicator ranks and
+// buffers share one state and one mailbox (a barrier waits for the stores and fetches taken
+// before it; an owner's end releases its buffers and holds). What each of them keeps lives in
+// its own type: node_rendezvous for the ranks, node_buffers for the buffers.
 #include "cudactor/actors/detail/node_core.hpp"
 
 #include <caf/all.hpp>
