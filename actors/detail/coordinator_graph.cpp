@@ -217,7 +217,10 @@ caf::error coordinator_state::check_graph(const graph_spec& graph,
       }
     }
     if (!graph.ops[i].spec.body.empty()) {
-      if (auto bad = resolve(graph.ops[i].spec.body, graph.ops[i].spec.uses, ranges[i], fns[i])) {
+      // `ranges` is empty when no operation of the graph declares a use.
+      static const std::vector<byte_range> none;
+      const auto& mine = i < ranges.size() ? ranges[i] : none;
+      if (auto bad = resolve(graph.ops[i].spec.body, graph.ops[i].spec.uses, mine, fns[i])) {
         return make_error(static_cast<errc>(bad.code()),
                           "graph op " + std::to_string(i) + ": " + to_string(bad));
       }
