@@ -105,12 +105,7 @@ class operation_registry {
   // "operation 'axpy' takes (float, uint64), not ...") instead of failing on the stream.
   template <class... Ts, class F>
   [[nodiscard]] gpu::status add_typed(std::string name, F fn) {
-    const std::string signature = describe<Ts...>();
-    argument_check check = [name, signature](const caf::message& args) -> caf::error {
-      if (args.match_elements<Ts...>()) return {};
-      return make_error(errc::invalid_argument, "operation '" + name + "' takes (" + signature +
-                                                    "), not " + caf::to_string(args));
-    };
+    argument_check check = typed_check<Ts...>(name);
     named_launch launch = [fn = std::move(fn)](const gpu::launch_context& ctx,
                                                const caf::message& args) {
       return call<Ts...>(fn, ctx, args, std::index_sequence_for<Ts...>{});
@@ -124,12 +119,7 @@ class operation_registry {
   // `buffers` declared uses.
   template <class... Ts, class F>
   [[nodiscard]] gpu::status add_typed_on_buffers(std::string name, std::size_t buffers, F fn) {
-    const std::string signature = describe<Ts...>();
-    argument_check check = [name, signature](const caf::message& args) -> caf::error {
-      if (args.match_elements<Ts...>()) return {};
-      return make_error(errc::invalid_argument, "operation '" + name + "' takes (" + signature +
-                                                    "), not " + caf::to_string(args));
-    };
+    argument_check check = typed_check<Ts...>(name);
     buffer_launch launch = [fn = std::move(fn)](const gpu::launch_context& ctx,
                                                 const buffer_spans& spans,
                                                 const caf::message& args) {
@@ -153,6 +143,15 @@ class operation_registry {
   [[nodiscard]] std::vector<std::string> names() const;
 
  private:
+  // Refuses arguments of other types than Ts, naming what the operation takes.
+  template <class... Ts>
+  static argument_check typed_check(const std::string& name) {
+    return [name, signature = describe<Ts...>()](const caf::message& args) -> caf::error {
+      if (args.match_elements<Ts...>()) return {};
+      return make_error(errc::invalid_argument, "operation '" + name + "' takes (" + signature +
+                                                    "), not " + caf::to_string(args));
+    };
+  }
   template <class... Ts>
   static std::string describe() {
     std::string out;

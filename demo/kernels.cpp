@@ -5,13 +5,13 @@
 #include "kernels.hpp"
 
 #include <chrono>
-#include <cstring>
+
+#include "cudactor/gpu/stream_copy.hpp"
 
 namespace cudactor::demo {
 
 #ifdef CUDACTOR_DEMO_CUDA
 namespace cuda {
-gpu::status copy(void* stream, void* dst, const void* src, std::size_t bytes);
 gpu::status multiply(void* stream, float* out, const float* w, const float* in, std::size_t n);
 gpu::status scale(void* stream, float* out, const float* in, float s, std::size_t n);
 gpu::status mean_of(void* stream, float* out, const float* const* inputs, std::size_t count,
@@ -39,9 +39,7 @@ bool built_with_cuda() noexcept {
 }
 
 gpu::status copy(const gpu::launch_context& ctx, void* dst, const void* src, std::size_t bytes) {
-  CUDACTOR_ON_CUDA(copy(ctx.native_stream(), dst, src, bytes))
-  std::memcpy(dst, src, bytes);
-  return {};
+  return gpu::copy_in_stream(ctx, dst, src, bytes);  // the device layer's stream-ordered copy
 }
 
 gpu::status multiply(const gpu::launch_context& ctx, float* out, const float* w, const float* in,

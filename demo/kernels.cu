@@ -57,14 +57,6 @@ __global__ void axpy_kernel(float* y, float a, const float* x, std::size_t n) {
 
 }  // namespace
 
-gpu::status copy(void* stream, void* dst, const void* src, std::size_t bytes) {
-  const cudaError_t e =
-      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream));
-  if (e == cudaSuccess) return {};
-  return gpu::status{gpu::errc::op_failed,
-                     std::string{"copy: "} + cudaGetErrorName(e) + ": " + cudaGetErrorString(e)};
-}
-
 gpu::status multiply(void* stream, float* out, const float* w, const float* in, std::size_t n) {
   multiply_kernel<<<blocks_for(n), threads, 0, static_cast<cudaStream_t>(stream)>>>(out, w, in, n);
   return launched("multiply");
