@@ -2,18 +2,34 @@
 
 #include <algorithm>
 #include <cassert>
-#include <iterator>
+#include <limits>
 
 namespace cudactor::detail {
+
+namespace {
+
+// A block's room when it is made or must grow: reads of the same bytes come a few at a time
+// between writes, so four fit before the first move.
+constexpr std::uint32_t first_capacity = 4;
+
+}  // namespace
 
 buffer_uses::buffer_uses(std::uint64_t size) : size_(size) {
   segment whole;
   whole.end = size;
-  segments_.emplace(0, std::move(whole));
+  segments_.push_back(whole);
+}
+
+std::size_t buffer_uses::holding(std::uint64_t at) const noexcept {
+  // The first segment beginning after `at`, less one: segments tile the buffer from 0.
+  const auto after =
+      std::upper_bound(segments_.begin(), segments_.end(), at,
+                       [](std::uint64_t x, const segment& s) { return x < s.begin; });
+  return static_cast<std::size_t>(after - segments_.begin()) - 1;
 }
 
 void buffer_uses::count(const segment& s, int sign) noexcept {
-  const std::size_t n = (s.writer.empty() ? 0 : 1) + s.readers.size();
+  const std::size_t n = (s.writer.empty() ? 0 : 1) + s.readers;
   if (sign > 0) {
     entries_ += n;
   } else {
@@ -21,8 +37,13 @@ void buffer_uses::count(const segment& s, int sign) noexcept {
   }
 }
 
-bool buffer_uses::alike(const segment& a, const segment& b) {
-  return a.writer == b.writer && a.readers == b.readers && a.poison == b.poison;
+bool buffer_uses::alike(const segment& a, const segment& b) const {
+  if (a.writer != b.writer || a.readers != b.readers) return false;
+  const caf::error* pa = poison_of(a);
+  const caf::error* pb = poison_of(b);
+  if ((pa == nullptr) != (pb == nullptr) || (pa != nullptr && *pa != *pb)) return false;
+  return std::equal(readers_.begin() + a.first, readers_.begin() + a.first + a.readers,
+                    readers_.begin() + b.first);
 }
 
 void buffer_uses::add_edge(std::vector<use_edge>& out, std::size_t from, op_id op,
@@ -36,15 +57,87 @@ void buffer_uses::add_edge(std::vector<use_edge>& out, std::size_t from, op_id o
   out.push_back(use_edge{op, order_only});
 }
 
-buffer_uses::map::iterator buffer_uses::split(std::uint64_t at) {
-  auto it = segments_.upper_bound(at);
-  --it;
-  if (it->first == at) return it;
-  // [it->first, at) stays, [at, end) is a copy of it with the same users.
-  segment tail = it->second;
-  it->second.end = at;
+void buffer_uses::new_block(segment& s, std::uint32_t capacity, const op_id* from,
+                            std::uint32_t count) {
+  // `from` may lie in readers_, which the resize may move: copied by index.
+  const std::size_t source = from == nullptr ? 0 : static_cast<std::size_t>(from - readers_.data());
+  const std::size_t at = readers_.size();
+  // Offsets are 32-bit: a history past 4G readers is packed first (it cannot be that large
+  // and live: compaction and packing keep it near the work in flight).
+  assert(at + capacity <= std::numeric_limits<std::uint32_t>::max());
+  readers_.resize(at + capacity);
+  if (count > 0) {
+    std::copy(readers_.begin() + static_cast<std::ptrdiff_t>(source),
+              readers_.begin() + static_cast<std::ptrdiff_t>(source + count),
+              readers_.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+  s.first = static_cast<std::uint32_t>(at);
+  s.capacity = capacity;
+}
+
+void buffer_uses::drop_block(segment& s) noexcept {
+  unused_ += s.capacity;
+  s.first = 0;
+  s.readers = 0;
+  s.capacity = 0;
+}
+
+void buffer_uses::add_reader(segment& s, op_id op) {
+  if (s.readers == s.capacity) {
+    const std::uint32_t grown = std::max(first_capacity, 2 * s.capacity);
+    const std::uint32_t old = s.capacity;
+    new_block(s, grown, s.readers == 0 ? nullptr : readers_.data() + s.first, s.readers);
+    unused_ += old;
+  }
+  readers_[s.first + s.readers++] = op;
+  ++entries_;
+}
+
+void buffer_uses::repack_if_sparse() {
+  if ((unused_ > 1024 && unused_ > readers_.size() / 2) ||
+      poisons_.size() > 64 + 2 * segments_.size()) {
+    repack();
+  }
+}
+
+void buffer_uses::repack() {
+  std::vector<op_id> packed;
+  std::vector<caf::error> poisons;
+  packed.reserve(entries_ + first_capacity * segments_.size());
+  for (segment& s : segments_) {
+    const std::uint32_t at = static_cast<std::uint32_t>(packed.size());
+    const std::uint32_t room = s.readers == 0 ? 0 : std::max(first_capacity, s.readers);
+    packed.insert(packed.end(), readers_.begin() + s.first, readers_.begin() + s.first + s.readers);
+    packed.resize(at + room);
+    s.first = room == 0 ? 0 : at;
+    s.capacity = room;
+    if (s.poison != 0) {
+      poisons.push_back(poisons_[s.poison - 1]);
+      s.poison = static_cast<std::uint32_t>(poisons.size());
+    }
+  }
+  readers_ = std::move(packed);
+  poisons_ = std::move(poisons);
+  unused_ = 0;
+}
+
+std::size_t buffer_uses::split(std::uint64_t at) {
+  const std::size_t i = holding(at);
+  if (segments_[i].begin == at) return i;
+  // [begin, at) stays, [at, end) is a copy of it with the same users.
+  segment tail = segments_[i];
+  tail.begin = at;
+  tail.capacity = 0;
+  if (tail.readers > 0) {
+    new_block(tail, std::max(first_capacity, tail.readers), readers_.data() + segments_[i].first,
+              tail.readers);
+  } else {
+    tail.first = 0;
+  }
+  segments_[i].end = at;
   count(tail, +1);
-  return segments_.emplace_hint(std::next(it), at, std::move(tail));
+  segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(i) + 1, tail);
+  return i + 1;
 }
 
 void buffer_uses::record(byte_range range, buffer_access access, op_id op) {
@@ -52,87 +145,71 @@ void buffer_uses::record(byte_range range, buffer_access access, op_id op) {
   ++records_;
   if (writes(access)) {
     record_write(range, op);
-    return;
-  }
-  auto first = split(range.begin);
-  if (range.end < size_) split(range.end);
-  first = segments_.find(range.begin);
-  for (auto it = first; it != segments_.end() && it->first < range.end; ++it) {
-    auto& readers = it->second.readers;
-    if (readers.empty() || readers.back() != op) {
-      readers.push_back(op);
-      ++entries_;
+  } else {
+    const std::size_t first = split(range.begin);
+    // Cutting at the end inserts after `first`, so `first` still names the same segment.
+    const std::size_t last = range.end < size_ ? split(range.end) : segments_.size();
+    for (std::size_t i = first; i < last; ++i) {
+      segment& s = segments_[i];
+      if (s.readers == 0 || readers_[s.first + s.readers - 1] != op) add_reader(s, op);
     }
   }
+  repack_if_sparse();
 }
 
 // One segment for the whole range, written by `op`, nothing read since, nothing poisoned.
-// Written without copying what it replaces: the segments it covers go, the one that
-// reaches into it from the left is cut short, the one that reaches out of it on the right
-// is moved to begin at its end (its node re-keyed, not reallocated). Only a write strictly
-// inside one segment copies that segment's users, for the part after it.
+// The segments it covers go (the first of them is reused for it, its block kept for the
+// next reads of these bytes), the one that reaches into it from the left is cut short, the
+// one that reaches out of it on the right now begins at its end. Only a write strictly inside
+// one segment copies that segment's users, for the part after it.
 void buffer_uses::record_write(byte_range range, op_id op) {
-  auto it = segments_.upper_bound(range.begin);
-  --it;  // the segment holding range.begin
-  if (it->first < range.begin && it->second.end > range.end) {
-    segment tail = it->second;  // [range.end, old end) keeps the users
-    count(tail, +1);
-    it->second.end = range.begin;
-    segment written;
-    written.end = range.end;
-    written.writer = op;
+  std::size_t i = holding(range.begin);
+  segment written;
+  written.begin = range.begin;
+  written.end = range.end;
+  written.writer = op;
+  if (segments_[i].begin < range.begin && segments_[i].end > range.end) {
+    const std::size_t tail = split(range.end);  // [range.end, old end) keeps the users
+    segments_[i].end = range.begin;
     count(written, +1);
-    auto at = segments_.emplace_hint(std::next(it), range.begin, std::move(written));
-    segments_.emplace_hint(std::next(at), range.end, std::move(tail));
+    segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(tail), written);
     return;
   }
-  if (it->first < range.begin) {
-    it->second.end = range.begin;  // the part before the write keeps its users
-    ++it;
+  if (segments_[i].begin < range.begin) {
+    segments_[i].end = range.begin;  // the part before the write keeps its users
+    ++i;
   }
-  // Every segment from `it` on that begins inside the range: all of it covered but the last,
+  // Every segment from `i` on that begins inside the range: all of it covered but the last,
   // which may reach past the range's end.
-  map::node_type reused;
-  while (it != segments_.end() && it->first < range.end) {
-    segment& s = it->second;
-    if (s.end > range.end) {
-      // Re-keyed to begin at the range's end, with its users.
-      auto node = segments_.extract(it);
-      node.key() = range.end;
-      it = segments_.insert(std::move(node)).position;
+  std::size_t j = i;
+  for (; j < segments_.size() && segments_[j].begin < range.end; ++j) {
+    if (segments_[j].end > range.end) {
+      segments_[j].begin = range.end;  // keeps its users
       break;
     }
-    count(s, -1);
-    auto next = std::next(it);
-    if (reused.empty()) {
-      reused = segments_.extract(it);
-    } else {
-      segments_.erase(it);
-    }
-    it = next;
+    count(segments_[j], -1);
   }
-  if (reused.empty()) {
-    segment written;
-    written.end = range.end;
-    segments_.emplace(range.begin, std::move(written));
-    reused = segments_.extract(range.begin);
+  count(written, +1);
+  if (j == i) {
+    segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(i), written);
+    return;
   }
-  // The readers' storage is kept for the next reads of these bytes.
-  segment& w = reused.mapped();
-  w.end = range.end;
-  w.writer = op;
-  w.readers.clear();
-  w.poison = caf::error{};
-  count(w, +1);
-  reused.key() = range.begin;
-  segments_.insert(std::move(reused));
+  written.first = segments_[i].first;
+  written.capacity = segments_[i].capacity;
+  for (std::size_t k = i + 1; k < j; ++k) drop_block(segments_[k]);
+  segments_[i] = written;
+  segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                  segments_.begin() + static_cast<std::ptrdiff_t>(j));
 }
 
 void buffer_uses::poison(byte_range range, op_id op, const caf::error& cause) {
-  auto it = segments_.upper_bound(range.begin);
-  --it;
-  for (; it != segments_.end() && it->first < range.end; ++it) {
-    if (it->second.writer == op) it->second.poison = cause;
+  for (std::size_t i = holding(range.begin); i < segments_.size(); ++i) {
+    segment& s = segments_[i];
+    if (s.begin >= range.end) break;
+    if (s.writer != op) continue;
+    // A new entry even where it has one: a cut's two halves share theirs.
+    poisons_.push_back(cause);
+    s.poison = static_cast<std::uint32_t>(poisons_.size());
   }
 }
 

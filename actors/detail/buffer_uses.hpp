@@ -8,8 +8,9 @@
 // nothing. A writer that ended without writing (failed, cancelled) poisons the bytes it was
 // the last writer of, until an operation writes them without reading them.
 //
-// The buffer is cut into segments, each with its last writer and the readers since; a write
-// merges what it covers into one segment, and compact() drops users that no longer need to
+// The buffer is cut into segments, each with its last writer and the readers since (kept in
+// one arena of blocks, so that the history allocates only as it grows); a write merges what
+// it covers into one segment, and compact() drops users that no longer need to
 // be waited for and merges neighbours that became alike, so the history stays as small as
 // the work in flight. No CAF actor, no device: the coordinator owns one per buffer.
 #pragma once
@@ -18,7 +19,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <vector>
 
 #include "cudactor/messaging/buffer_types.hpp"
@@ -65,9 +65,9 @@ class buffer_uses {
   // after all of them.
   template <class F>
   void for_each_user(F&& f) const {
-    for (const auto& [begin, seg] : segments_) {
+    for (const segment& seg : segments_) {
       if (!seg.writer.empty()) f(seg.writer);
-      for (op_id r : seg.readers) f(r);
+      for (std::uint32_t k = 0; k < seg.readers; ++k) f(readers_[seg.first + k]);
     }
   }
 
@@ -75,9 +75,11 @@ class buffer_uses {
   // before their real ones were known).
   template <class F>
   void rename(F&& f) {
-    for (auto& [begin, seg] : segments_) {
+    for (segment& seg : segments_) {
       if (!seg.writer.empty()) seg.writer = f(seg.writer);
-      for (op_id& r : seg.readers) r = f(r);
+      for (std::uint32_t k = 0; k < seg.readers; ++k) {
+        readers_[seg.first + k] = f(readers_[seg.first + k]);
+      }
     }
   }
 
@@ -92,23 +94,45 @@ class buffer_uses {
   }
 
  private:
+  // Bytes [begin, end): a buffer is cut into a few dozen of these in practice (a write merges
+  // what it covers), so they live in one sorted vector, found by binary search. A segment is
+  // plain data, so that cutting one or merging a few moves bytes and allocates nothing: its
+  // readers are a block of readers_ and its poison an index into poisons_.
   struct segment {
+    std::uint64_t begin = 0;
     std::uint64_t end = 0;
     op_id writer;                // the last write of these bytes (empty: none to wait for)
-    std::vector<op_id> readers;  // reads since that write
-    caf::error poison;           // the failure that left these bytes unwritten
+    std::uint32_t first = 0;     // its block in readers_: the reads since that write...
+    std::uint32_t readers = 0;   // ... how many ...
+    std::uint32_t capacity = 0;  // ... and how many fit before the block moves
+    std::uint32_t poison = 0;    // 1 + its index in poisons_; 0: not poisoned
   };
-  using map = std::map<std::uint64_t, segment>;
 
-  // Splits the segment holding `at` so that a segment begins there (at < size_).
-  map::iterator split(std::uint64_t at);
+  // The index of the segment holding `at` (at < size_).
+  [[nodiscard]] std::size_t holding(std::uint64_t at) const noexcept;
+  // Cuts the segment holding `at` so that a segment begins there (at < size_); its index.
+  std::size_t split(std::uint64_t at);
   void record_write(byte_range range, op_id op);
+  // A new block of `capacity` readers at the arena's end (holding `count` copied from `from`).
+  void new_block(segment& s, std::uint32_t capacity, const op_id* from, std::uint32_t count);
+  void add_reader(segment& s, op_id op);
+  void drop_block(segment& s) noexcept;
+  // Blocks that moved or went leave their old room unused, and poisons written over stay: once
+  // that is most of the arena, the live blocks and poisons are packed anew (each user kept).
+  void repack_if_sparse();
+  void repack();
+  [[nodiscard]] bool alike(const segment& a, const segment& b) const;
+  [[nodiscard]] const caf::error* poison_of(const segment& s) const noexcept {
+    return s.poison == 0 ? nullptr : &poisons_[s.poison - 1];
+  }
   void count(const segment& s, int sign) noexcept;
-  [[nodiscard]] static bool alike(const segment& a, const segment& b);
   static void add_edge(std::vector<use_edge>& out, std::size_t from, op_id op, bool order_only);
 
   std::uint64_t size_;
-  map segments_;  // by begin; they tile [0, size_)
+  std::vector<segment> segments_;  // by begin; they tile [0, size_)
+  std::vector<op_id> readers_;     // the segments' blocks of readers
+  std::size_t unused_ = 0;         // room in readers_ no segment's block holds
+  std::vector<caf::error> poisons_;
   std::size_t entries_ = 0;
   std::size_t records_ = 0;  // since the last compaction
   std::size_t kept_ = 0;     // entries and segments left by it
@@ -120,20 +144,20 @@ template <class Waited>
 void buffer_uses::infer(byte_range range, buffer_access access, Waited&& waited,
                         std::vector<use_edge>& out, caf::error& poisoned) const {
   const std::size_t from = out.size();
-  auto it = segments_.upper_bound(range.begin);
-  --it;  // the segment holding range.begin: segments tile the buffer from 0
-  for (; it != segments_.end() && it->first < range.end; ++it) {
-    const segment& s = it->second;
+  for (std::size_t i = holding(range.begin); i < segments_.size(); ++i) {
+    const segment& s = segments_[i];
+    if (s.begin >= range.end) break;
     if (reads(access)) {
-      if (s.poison && !poisoned) poisoned = s.poison;
+      if (s.poison != 0 && !poisoned) poisoned = *poison_of(s);
       if (!s.writer.empty() && waited(s.writer)) add_edge(out, from, s.writer, false);
     }
     if (writes(access)) {
       if (!s.writer.empty() && !reads(access) && waited(s.writer)) {
         add_edge(out, from, s.writer, true);
       }
-      for (op_id r : s.readers) {
-        if (waited(r)) add_edge(out, from, r, true);
+      const op_id* r = readers_.data() + s.first;
+      for (std::uint32_t k = 0; k < s.readers; ++k) {
+        if (waited(r[k])) add_edge(out, from, r[k], true);
       }
     }
   }
@@ -141,27 +165,27 @@ void buffer_uses::infer(byte_range range, buffer_access access, Waited&& waited,
 
 template <class Waited>
 void buffer_uses::compact(Waited&& waited) {
-  for (auto it = segments_.begin(); it != segments_.end();) {
-    segment& s = it->second;
+  std::size_t kept_segments = 0;  // segments_[0, kept_segments) are done
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    segment s = segments_[i];
     count(s, -1);
     if (!s.writer.empty() && !waited(s.writer)) s.writer = op_id{};
-    std::size_t kept = 0;
-    for (op_id r : s.readers) {
-      if (waited(r)) s.readers[kept++] = r;
+    std::uint32_t kept = 0;
+    op_id* r = readers_.data() + s.first;
+    for (std::uint32_t k = 0; k < s.readers; ++k) {
+      if (waited(r[k])) r[kept++] = r[k];
     }
-    s.readers.resize(kept);
+    s.readers = kept;
+    if (kept_segments > 0 && alike(segments_[kept_segments - 1], s)) {
+      segments_[kept_segments - 1].end = s.end;  // merged into the one before
+      drop_block(s);
+      continue;
+    }
     count(s, +1);
-    if (it != segments_.begin()) {
-      auto before = std::prev(it);
-      if (alike(before->second, s)) {
-        count(s, -1);
-        before->second.end = s.end;
-        it = segments_.erase(it);
-        continue;
-      }
-    }
-    ++it;
+    segments_[kept_segments++] = s;
   }
+  segments_.resize(kept_segments);
+  repack();
   records_ = 0;
   kept_ = entries_ + segments_.size();
 }

@@ -174,61 +174,49 @@ void coordinator_state::infer_uses(const std::vector<buffer_use>& uses,
                                    use_inference& out,
                                    std::unordered_map<std::uint32_t, buffer_uses>* scratch) {
   std::vector<use_edge>& edges = edges_;
-  out.inferred.reserve(4 * uses.size());
+  std::vector<inferred_dep>& found = inferred_work_;
+  found.clear();
+  // A user of the same graph (scratch ids, past every registered one) is still to come.
+  const op_id newest = graph_.newest();
+  const auto still = [&](op_id x) {
+    return x != user &&
+           (x.value > newest.value || waited(x) || (!ghosts_.empty() && ghosts_.count(x) != 0));
+  };
   for (std::size_t i = 0; i < uses.size(); ++i) {
     const buffer_id& b = uses[i].buffer;
     const buffer_uses* history = nullptr;
     if (scratch != nullptr) {
-      auto found = scratch->find(b.slot);
-      if (found != scratch->end()) history = &found->second;
+      auto in_scratch = scratch->find(b.slot);
+      if (in_scratch != scratch->end()) history = &in_scratch->second;
     }
     caf::error why;
     if (history == nullptr) history = &*buffers_->find(b, why)->uses;
     edges.clear();
-    // A user of the same graph (scratch ids, past every registered one) is still to come.
-    const auto still = [&](op_id x) {
-      return x != user && (x.value > graph_.newest().value || waited(x) || ghosts_.count(x) != 0);
-    };
     history->infer(ranges[i], uses[i].access, still, edges, out.poisoned);
     for (const use_edge& e : edges) {
-      if (ghosts_.count(e.op) != 0 && !waited(e.op)) {
+      if (!ghosts_.empty() && ghosts_.count(e.op) != 0 && !waited(e.op)) {
         // It never ran: what it came after stands in for it.
         std::vector<op_id> through;
         expand_ghost(e.op, through);
-        for (op_id d : through) out.inferred.push_back(inferred_dep{d, b, uses[i].access, true});
+        for (op_id d : through) found.push_back(inferred_dep{d, b, uses[i].access, true});
         continue;
       }
-      out.inferred.push_back(inferred_dep{e.op, b, uses[i].access, e.order_only});
+      found.push_back(inferred_dep{e.op, b, uses[i].access, e.order_only});
     }
   }
-  // Each dependency once, a data one winning; tails apart (they are waited for by point).
-  // What describe says keeps each dependency once per buffer.
-  std::sort(out.inferred.begin(), out.inferred.end(),
-            [](const inferred_dep& a, const inferred_dep& b) {
-              if (a.dep != b.dep) return a.dep < b.dep;
-              if (a.buffer.slot != b.buffer.slot) return a.buffer.slot < b.buffer.slot;
-              return !a.order_only && b.order_only;
-            });
-  out.inferred.erase(std::unique(out.inferred.begin(), out.inferred.end(),
-                                 [](const inferred_dep& a, const inferred_dep& b) {
-                                   return a.dep == b.dep && a.buffer == b.buffer;
-                                 }),
-                     out.inferred.end());
-  if (out.inferred.empty()) return;
-  out.data.reserve(out.inferred.size());
-  out.order.reserve(out.inferred.size());
-  for (std::size_t i = 0; i < out.inferred.size();) {
-    const op_id dep = out.inferred[i].dep;
-    bool data = false;  // through any of its buffers
-    for (; i < out.inferred.size() && out.inferred[i].dep == dep; ++i) {
-      data = data || !out.inferred[i].order_only;
-    }
-    if (!tails_.empty() && tails_.count(dep) != 0) {
-      out.tails.push_back(dep);
-    } else {
-      (data ? out.data : out.order).push_back(dep);
-    }
-  }
+  // Each dependency once per buffer, a data one winning (for_each_inferred makes it once):
+  // what describe says keeps the buffers.
+  std::sort(found.begin(), found.end(), [](const inferred_dep& a, const inferred_dep& b) {
+    if (a.dep != b.dep) return a.dep < b.dep;
+    if (a.buffer.slot != b.buffer.slot) return a.buffer.slot < b.buffer.slot;
+    return !a.order_only && b.order_only;
+  });
+  found.erase(std::unique(found.begin(), found.end(),
+                          [](const inferred_dep& a, const inferred_dep& b) {
+                            return a.dep == b.dep && a.buffer == b.buffer;
+                          }),
+              found.end());
+  out.inferred.assign(found.begin(), found.end());  // one allocation, of its size
 }
 
 void coordinator_state::record_uses(const std::vector<buffer_use>& uses,
@@ -240,9 +228,10 @@ void coordinator_state::record_uses(const std::vector<buffer_use>& uses,
       auto found = scratch->find(uses[i].buffer.slot);
       if (found != scratch->end()) history = &found->second;
     }
-    caf::error why;
-    buffer_table::entry* e = buffers_->find(uses[i].buffer, why);
-    if (history == nullptr) history = &*e->uses;
+    if (history == nullptr) {
+      caf::error why;
+      history = &*buffers_->find(uses[i].buffer, why)->uses;
+    }
     history->record(ranges[i], uses[i].access, user);
     if (scratch == nullptr && history->compaction_due()) {
       history->compact([this](op_id x) { return waited(x); });

@@ -44,13 +44,16 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   }
   const op_id id{graph_.newest().value + 1};
   use_inference inferred;
+  std::vector<op_id> order, tails;
   if (!spec.uses.empty()) {
     infer_uses(spec.uses, ranges, id, inferred, nullptr);
-    spec.deps.insert(spec.deps.end(), inferred.data.begin(), inferred.data.end());
+    for_each_inferred(inferred.inferred, [&](op_id dep, dep_kind kind) {
+      (kind == dep_kind::data ? spec.deps : kind == dep_kind::order ? order : tails).push_back(dep);
+    });
   }
-  if (auto bad = graph_.add(id, spec.priority, manual, spec.deps, inferred.order)) return bad;
-  spec.deps.insert(spec.deps.end(), inferred.order.begin(), inferred.order.end());
-  spec.deps.insert(spec.deps.end(), inferred.tails.begin(), inferred.tails.end());
+  if (auto bad = graph_.add(id, spec.priority, manual, spec.deps, order)) return bad;
+  spec.deps.insert(spec.deps.end(), order.begin(), order.end());
+  spec.deps.insert(spec.deps.end(), tails.begin(), tails.end());
   op_record& r = add_record(id, spec, std::move(fn), manual, now_ns());
   if (spec.is_barrier()) add_barrier(id, spec);
   r.run = run;
@@ -60,7 +63,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
     r.bufs = std::make_unique<op_buffers>();
     r.bufs->uses = std::move(spec.uses);
     r.bufs->inferred = std::move(inferred.inferred);
-    r.bufs->after_ops = std::move(inferred.tails);
+    r.bufs->after_ops = std::move(tails);
     if (inferred.poisoned) poisoned(id, inferred.poisoned);
   }
   out = id;
@@ -266,7 +269,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
   const auto real = [&](op_id x) {
     return x.value >= scratch_first.value ? ids[x.value - scratch_first.value] : x;
   };
-  std::vector<op_id> deps, order_deps;
+  std::vector<op_id> deps, order_deps, tails;
   const std::int64_t arrived = now_ns();  // the whole graph came in one message
   for (std::uint32_t i : order) {
     op_spec& spec = graph.ops[i].spec;
@@ -274,9 +277,15 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     deps = spec.deps;
     for (std::uint32_t a : graph.ops[i].after) deps.push_back(ids[a]);
     order_deps.clear();
+    tails.clear();
     if (!inferences.empty()) {
-      for (op_id d : inferences[i].data) deps.push_back(real(d));
-      for (op_id d : inferences[i].order) order_deps.push_back(real(d));
+      for_each_inferred(inferences[i].inferred, [&](op_id d, dep_kind kind) {
+        if (kind == dep_kind::tail) {
+          tails.push_back(d);  // ended before the graph came: never a scratch id
+        } else {
+          (kind == dep_kind::data ? deps : order_deps).push_back(real(d));
+        }
+      });
     }
     const bool manual = spec.is_manual();
     if (auto bad = graph_.add(id, spec.priority, manual, deps, order_deps)) {
@@ -302,7 +311,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     if (!spec.uses.empty()) {
       r.bufs = std::make_unique<op_buffers>();
       r.bufs->uses = std::move(spec.uses);
-      r.bufs->after_ops = std::move(inferences[i].tails);
+      r.bufs->after_ops = tails;
       r.bufs->inferred = std::move(inferences[i].inferred);
       r.deps.insert(r.deps.end(), r.bufs->after_ops.begin(), r.bufs->after_ops.end());
       for (inferred_dep& d : r.bufs->inferred) d.dep = real(d.dep);
@@ -347,15 +356,13 @@ caf::error coordinator_state::infer_graph_uses(
     const op_id user{first.value + i};
     infer_uses(uses, ranges[i], user, inferences[i], &scratch);
     record_uses(uses, ranges[i], user, &scratch);
-    local[i].reserve(inferences[i].data.size() + inferences[i].order.size());
-    for (op_id d : inferences[i].data) {
-      if (d.value >= first.value)
+    // The graph's own ops among what it comes after (they are never tails).
+    local[i].reserve(inferences[i].inferred.size());
+    for_each_inferred(inferences[i].inferred, [&](op_id d, dep_kind) {
+      if (d.value >= first.value) {
         local[i].push_back(static_cast<std::uint32_t>(d.value - first.value));
-    }
-    for (op_id d : inferences[i].order) {
-      if (d.value >= first.value)
-        local[i].push_back(static_cast<std::uint32_t>(d.value - first.value));
-    }
+      }
+    });
   }
   return {};
 }

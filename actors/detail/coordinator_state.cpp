@@ -467,13 +467,25 @@ void coordinator_state::finish() {
     notice.ended_ns = now;
     if (r.bufs) notice.inferred = r.bufs->inferred;
     if (r.type == op_type::barrier) end_barrier(e.id, notice);
-    for (const auto& listener : r.listeners) {
-      if (std::find(all_listeners_.begin(), all_listeners_.end(), listener) ==
+    // Each listener gets a copy but the last to need it, which gets the notice itself: a
+    // notice carries the inferred dependencies, and a graph's notices are many.
+    const bool kept_after = r.run != 0 || !end_waiters_.empty() || !all_listeners_.empty();
+    for (std::size_t k = 0; k < r.listeners.size(); ++k) {
+      const auto& listener = r.listeners[k];
+      if (std::find(all_listeners_.begin(), all_listeners_.end(), listener) !=
           all_listeners_.end()) {
-        notify(listener, notice);
+        continue;
+      }
+      if (!kept_after && k + 1 == r.listeners.size()) {
+        notify(listener, std::move(notice));
+      } else {
+        notify(listener, op_notice{notice});
       }
     }
-    for (const auto& listener : all_listeners_) notify(listener, notice);
+    for (std::size_t k = 0; k < all_listeners_.size(); ++k) {
+      const bool last = r.run == 0 && end_waiters_.empty() && k + 1 == all_listeners_.size();
+      notify(all_listeners_[k], last ? std::move(notice) : op_notice{notice});
+    }
     if (!end_waiters_.empty()) tell_end_waiters(notice);
     if (r.run != 0) ran(r, std::move(notice));  // the last to need it
     if (r.manual) {
@@ -522,11 +534,11 @@ void coordinator_state::finish() {
   if (unfinished && !deferred_.empty()) wake_deferred();
 }
 
-void coordinator_state::notify(const op_listener& listener, const op_notice& notice) {
+void coordinator_state::notify(const op_listener& listener, op_notice notice) {
   pump_later();  // whose handler flushes the outbox
   auto [at, added] = outbox_index_.emplace(listener.address(), outbox_.size());
   if (added) outbox_.emplace_back(listener, std::vector<op_notice>{});
-  outbox_[at->second].second.push_back(notice);
+  outbox_[at->second].second.push_back(std::move(notice));
 }
 
 void coordinator_state::report_levels() {

@@ -276,14 +276,22 @@ class coordinator_state {
   [[nodiscard]] caf::error check_uses(const std::vector<buffer_use>& uses, const std::string& which,
                                       std::vector<byte_range>& ranges);
   // What the operation must come after by its uses, against the buffers' histories (`tmp`,
-  // a graph's scratch copies, instead where given): graph dependencies, order-only ones,
-  // ended users still on the device, and the cause if it reads poisoned bytes.
+  // a graph's scratch copies, instead where given): each dependency and the buffer it comes
+  // from, sorted by dependency (for_each_inferred says what each is), and the cause if it
+  // reads poisoned bytes.
   struct use_inference {
-    std::vector<op_id> data, order, tails;
     std::vector<inferred_dep> inferred;
     caf::error poisoned;
   };
-  std::vector<use_edge> edges_;  // infer_uses' scratch, kept for its storage
+  // What an inferred dependency is to the graph: a data dependency, an order-only one, or an
+  // ended user still on the device (a tail: waited for by its point, not through the graph).
+  enum class dep_kind : std::uint8_t { data, order, tail };
+  // Calls f(dep, kind) once per dependency of `inferred` (as infer_uses sorted it): data if
+  // it is one through any of its buffers.
+  template <class F>
+  void for_each_inferred(const std::vector<inferred_dep>& inferred, F&& f) const;
+  std::vector<use_edge> edges_;              // infer_uses' scratch, kept for its storage
+  std::vector<inferred_dep> inferred_work_;  // the same
   // Whether `op`, a user in a history, is still to be waited for: it has not ended, or it
   // ended while its work may still run on the device (a tail).
   [[nodiscard]] bool waited(op_id op) const;
@@ -349,7 +357,7 @@ class coordinator_state {
   void finish();
   // Settles the deferred operations whose dependencies have all ended now.
   void wake_deferred();
-  void notify(const op_listener& listener, const op_notice& notice);
+  void notify(const op_listener& listener, op_notice notice);
   void flush();
   void serve_ready_waiters();
   void subscribe_streams();
@@ -431,8 +439,24 @@ class coordinator_state {
 };
 
 template <class F>
+void coordinator_state::for_each_inferred(const std::vector<inferred_dep>& inferred, F&& f) const {
+  for (std::size_t i = 0; i < inferred.size();) {
+    const op_id dep = inferred[i].dep;
+    bool data = false;  // through any of its buffers
+    for (; i < inferred.size() && inferred[i].dep == dep; ++i) {
+      data = data || !inferred[i].order_only;
+    }
+    if (!tails_.empty() && tails_.count(dep) != 0) {
+      f(dep, dep_kind::tail);
+    } else {
+      f(dep, data ? dep_kind::data : dep_kind::order);
+    }
+  }
+}
+
+template <class F>
 void coordinator_state::for_each_after(const op_record& r, F&& f) const {
-  if (!r.bufs) return;
+  if (!r.bufs || r.bufs->after_ops.empty()) return;
   std::vector<op_id> stack(r.bufs->after_ops.begin(), r.bufs->after_ops.end());
   std::unordered_set<std::uint64_t> seen;
   while (!stack.empty()) {
