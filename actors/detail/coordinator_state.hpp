@@ -353,7 +353,7 @@ class coordinator_state {
   void settle(op_id id, const caf::error& why);
   // settle(), then settles every deferred op that was waiting only for it, transitively.
   void settle_and_wake(op_id first, caf::error why);
-  // The operations in ended_ go out as notices and their records go.
+  // The operations in ended_ go out as notices and their records go (coordinator_notices.cpp).
   void finish();
   // Settles the deferred operations whose dependencies have all ended now.
   void wake_deferred();

@@ -1,0 +1,139 @@
+// Telling: what the coordinator does once operations end. Each end is counted, profiled,
+// handed to the buffers it used, and becomes one notice, for the operation's listeners, the
+// all-operations listeners, those waiting for its end and its run, then its record moves to
+// the ring `describe` reads ended operations from.
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "cudactor/actors/detail/clock.hpp"
+#include "cudactor/actors/detail/coordinator_state.hpp"
+#include "cudactor/messaging/errc.hpp"
+
+namespace cudactor::detail {
+
+void coordinator_state::finish() {
+  if (ended_.empty()) return;
+  const std::int64_t now = now_ns();
+  bool unfinished = false;  // something ended without completing
+  for (const ended_op& e : ended_) {
+    if (e.state == op_state::completed) continue;
+    unfinished = true;
+    if (auto found = records_.find(e.id); found != records_.end()) {
+      note_ghost(e.id, found->second, e.state);
+    }
+  }
+  for (const ended_op& e : ended_) {
+    switch (e.state) {
+      case op_state::completed: ++completed_; break;
+      case op_state::failed: ++failed_; break;
+      default: ++cancelled_; break;
+    }
+    if (!deferred_.empty()) deferred_.erase(e.id);  // cancelled while its report was held
+    auto found = records_.find(e.id);
+    if (found == records_.end()) continue;
+    op_record& r = found->second;
+    op_metrics_->ended(r.type, r.priority, e.state, now - r.registered_ns);
+    profile(e.id, r, e.state, now);
+    if (r.bufs) buffer_user_ended(e.id, r, e.state, e.cause);
+    op_notice notice;
+    notice.id = e.id;
+    notice.state = e.state;
+    notice.cause = e.cause;
+    if (r.stream != no_stream) notice.stream = pool_.at(r.stream).id;
+    notice.point = r.point;
+    notice.registered_ns = r.registered_ns;
+    notice.dispatched_ns = r.dispatched_ns;
+    notice.ended_ns = now;
+    if (r.bufs) notice.inferred = r.bufs->inferred;
+    if (r.type == op_type::barrier) end_barrier(e.id, notice);
+    // Each listener gets a copy but the last to need it, which gets the notice itself: a
+    // notice carries the inferred dependencies, and a graph's notices are many.
+    const bool kept_after = r.run != 0 || !end_waiters_.empty() || !all_listeners_.empty();
+    for (std::size_t k = 0; k < r.listeners.size(); ++k) {
+      const auto& listener = r.listeners[k];
+      if (std::find(all_listeners_.begin(), all_listeners_.end(), listener) !=
+          all_listeners_.end()) {
+        continue;
+      }
+      if (!kept_after && k + 1 == r.listeners.size()) {
+        notify(listener, std::move(notice));
+      } else {
+        notify(listener, op_notice{notice});
+      }
+    }
+    for (std::size_t k = 0; k < all_listeners_.size(); ++k) {
+      const bool last = r.run == 0 && end_waiters_.empty() && k + 1 == all_listeners_.size();
+      notify(all_listeners_[k], last ? std::move(notice) : op_notice{notice});
+    }
+    if (!end_waiters_.empty()) tell_end_waiters(notice);
+    if (r.run != 0) ran(r, std::move(notice));  // the last to need it
+    if (r.manual) {
+      for (auto it = begin_waiters_.begin(); it != begin_waiters_.end(); ++it) {
+        if (it->id == e.id) {
+          it->promise.deliver(
+              e.cause ? e.cause : make_error(errc::invalid_state, to_string(e.id) + " ended"));
+          begin_waiters_.erase(it);
+          break;
+        }
+      }
+      if (r.stream != no_stream && pool_.size() > r.stream &&
+          pool_.at(r.stream).reserved_by == e.id) {
+        // Begun, then cancelled (or failed by a dependency) before complete: the stream goes
+        // back (its waits stay in the stream's order, charged to the hold's point). A hold
+        // still on its way is given back when it arrives (start_hold).
+        pool_.at(r.stream).reserved_by = op_id{};
+        if (r.point != 0 && !lost_) release_hold(r.stream, r.point, e.cause);
+      }
+    }
+    if (options_.ended_kept > 0) {
+      // The record goes now: its text, dependencies and uses move to the ended ring.
+      std::string description = std::move(r.description);
+      std::vector<op_id> deps = std::move(r.deps);
+      std::vector<buffer_use> uses;
+      std::vector<inferred_dep> inferred;
+      if (r.bufs) {
+        uses = std::move(r.bufs->uses);
+        inferred = std::move(r.bufs->inferred);
+      }
+      op_info info = info_of(e.id, r);
+      info.description = std::move(description);
+      info.deps = std::move(deps);
+      info.uses = std::move(uses);
+      info.inferred = std::move(inferred);
+      info.state = e.state;
+      info.cause = e.cause;
+      info.ended_ns = now;
+      ended_kept_.push_back(std::move(info));
+      if (ended_kept_.size() > options_.ended_kept) ended_kept_.pop_front();
+    }
+    records_.erase(found);
+  }
+  ended_.clear();
+  (void)graph_.take_forgotten();  // records went with the end; the graph's own go here
+  if (unfinished && !deferred_.empty()) wake_deferred();
+}
+
+void coordinator_state::notify(const op_listener& listener, op_notice notice) {
+  pump_later();  // whose handler flushes the outbox
+  auto [at, added] = outbox_index_.emplace(listener.address(), outbox_.size());
+  if (added) outbox_.emplace_back(listener, std::vector<op_notice>{});
+  outbox_[at->second].second.push_back(std::move(notice));
+}
+
+void coordinator_state::report_levels() {
+  std::size_t on_streams = 0;
+  for (std::uint32_t i = 0; i < pool_.size(); ++i) on_streams += pool_.load_of(i);
+  op_metrics_->live(graph_.live(), on_streams);
+}
+
+void coordinator_state::flush() {
+  report_levels();
+  for (auto& [listener, notices] : outbox_) self_->send(listener, std::move(notices));
+  outbox_.clear();
+  outbox_index_.clear();
+}
+
+}  // namespace cudactor::detail
