@@ -62,8 +62,9 @@ void buffer_uses::new_block(segment& s, std::uint32_t capacity, const op_id* fro
   // `from` may lie in readers_, which the resize may move: copied by index.
   const std::size_t source = from == nullptr ? 0 : static_cast<std::size_t>(from - readers_.data());
   const std::size_t at = readers_.size();
-  // Offsets are 32-bit: a history past 4G readers is packed first (it cannot be that large
-  // and live: compaction and packing keep it near the work in flight).
+  // Offsets are 32-bit. A history holds about the readers of the work in flight (compaction
+  // and packing see to that), and a graph's scratch history at most its own uses, bounded by
+  // input_limits: far below 4G readers.
   assert(at + capacity <= std::numeric_limits<std::uint32_t>::max());
   readers_.resize(at + capacity);
   if (count > 0) {
