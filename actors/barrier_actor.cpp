@@ -110,11 +110,31 @@ class barrier_state {
   void arrived(std::uint64_t g, std::uint32_t i, caf::error why, std::int64_t seen_ns) {
     auto found = open_.find(g);
     if (found == open_.end() || i >= members_.size() || found->second.outcome[i]) return;
+    if (!why) {
+      reached(g, i, seen_ns);
+      return;
+    }
     open_generation& gen = found->second;
-    if (!why) why = failed_before(g, i, gen.work[i]);
     gen.outcome[i] = std::move(why);
     gen.crossing.members[i].arrived_ns = seen_ns;
     if (--gen.outstanding == 0) answer(found);
+  }
+
+  // Member `i` passed generation `g`'s mark, seen at `seen_ns`. A stream passes its marks in
+  // order, so every earlier generation still waiting for it is passed too: settled here, with
+  // the same time. Otherwise a later generation found already there when it opened (or seen
+  // by the poller first) could be answered before an earlier one, with an earlier arrival.
+  void reached(std::uint64_t g, std::uint32_t i, std::int64_t seen_ns) {
+    for (auto at = open_.begin(); at != open_.end() && at->first <= g;) {
+      open_generation& gen = at->second;
+      if (gen.outcome[i]) {
+        ++at;
+        continue;
+      }
+      gen.outcome[i] = failed_before(at->first, i, gen.work[i]);
+      gen.crossing.members[i].arrived_ns = seen_ns;
+      at = --gen.outstanding == 0 ? answer(at) : std::next(at);
+    }
   }
 
   // The sender's generation under `key`, answered cancelled: its watches cancelled and its
@@ -306,6 +326,9 @@ class barrier_state {
     gpu::watch_deadline deadline;
     if (gen.limit.count() > 0) deadline = gpu::watch_clock::now() + gen.limit;
     auto weak = caf::actor_cast<caf::actor_addr>(self_);
+    // Every member counts as outstanding until it is settled, so that the generation is
+    // answered (and erased) only once the last one is, and never in the middle of this loop.
+    gen.outstanding = members_.size();
     auto [at, added] = open_.emplace(g, std::move(gen));
     open_generation& open = at->second;
     for (std::uint32_t i = 0; i < members_.size(); ++i) {
@@ -313,12 +336,12 @@ class barrier_state {
       auto line = context_.device->timeline_of(members_[i].stream);
       if (!line) {
         open.outcome[i] = member_gone(i, line.error());
+        settle_one(at);
         continue;
       }
       // Already there: no watch (a failed point is the poller's to report, with the rest).
       if ((*line)->query(p).ready()) {
-        open.outcome[i] = failed_before(g, i, open.work[i]);
-        open.crossing.members[i].arrived_ns = now_ns();
+        reached(g, i, now_ns());
         continue;
       }
       auto watched = context_.poller->watch(
@@ -333,12 +356,16 @@ class barrier_state {
           });
       if (!watched) {
         open.outcome[i] = member_gone(i, watched.error());
+        settle_one(at);
         continue;
       }
       open.watches.push_back(*watched);
-      ++open.outstanding;
     }
-    if (open.outstanding == 0) answer(at);
+  }
+
+  // One member of the generation at `at` settled otherwise than by arriving.
+  void settle_one(std::map<std::uint64_t, open_generation>::iterator at) {
+    if (--at->second.outstanding == 0) answer(at);
   }
 
   // Member `i`'s newest work before the barrier (`work`, a point) failed: the stream reached
@@ -359,7 +386,9 @@ class barrier_state {
                                                "' cannot take part: " + describe(why));
   }
 
-  void answer(std::map<std::uint64_t, open_generation>::iterator at) {
+  // Answers the generation at `at` and forgets it; the iterator after it.
+  std::map<std::uint64_t, open_generation>::iterator answer(
+      std::map<std::uint64_t, open_generation>::iterator at) {
     open_generation& gen = at->second;
     const std::uint64_t g = at->first;
     std::int64_t last = gen.crossing.began_ns;
@@ -404,7 +433,7 @@ class barrier_state {
       gen.promise.deliver(std::move(gen.crossing));
     }
     waits_.forget(gen.wait_id);
-    open_.erase(at);
+    return open_.erase(at);
   }
 
   void deliver_error(open_generation& gen, caf::error why) {
