@@ -352,12 +352,12 @@ void coordinator_state::hand_over(op_id ended, const std::vector<op_id>& instead
   for (op_id d : n->dependents) {
     const op_graph::node* dependent = graph_.find(d);
     if (dependent == nullptr || is_terminal(dependent->state) || dependent->position) continue;
-    auto r = records_.find(d);
-    if (r == records_.end()) continue;
-    auto& bufs = r->second.bufs;
+    auto r = records_.find(d.value);
+    if (r == nullptr) continue;
+    auto& bufs = r->bufs;
     if (!bufs) bufs = std::make_unique<op_buffers>();
     bufs->after_ops.insert(bufs->after_ops.end(), instead.begin(), instead.end());
-    r->second.deps.insert(r->second.deps.end(), instead.begin(), instead.end());
+    r->deps.insert(r->deps.end(), instead.begin(), instead.end());
   }
 }
 

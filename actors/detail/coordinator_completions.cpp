@@ -110,12 +110,12 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
       barrier_reached(id, index, point, std::move(why), when);
       continue;
     }
-    if (auto r = records_.find(id); r != records_.end()) {
-      assert(in_range(r->second.workload));  // checked where it entered
-      ++ended_by_workload[static_cast<std::size_t>(r->second.workload)];
+    if (auto r = records_.find(id.value); r != nullptr) {
+      assert(in_range(r->workload));  // checked where it entered
+      ++ended_by_workload[static_cast<std::size_t>(r->workload)];
       if (next_timed < batch.timed.size() && batch.timed[next_timed].op.point == point) {
-        r->second.started_ns = batch.timed[next_timed].started_ns;
-        r->second.finished_ns = batch.timed[next_timed].ended_ns;
+        r->started_ns = batch.timed[next_timed].started_ns;
+        r->finished_ns = batch.timed[next_timed].ended_ns;
       }
     }
     if (graph_.deps_ended(id)) {

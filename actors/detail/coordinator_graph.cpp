@@ -293,7 +293,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
       // graph is still all or nothing; the error is the answer, a run's too.
       for (op_id added : ids) {
         if (added.empty()) continue;
-        if (auto r = records_.find(added); r != records_.end()) r->second.run = 0;
+        if (auto r = records_.find(added.value); r != nullptr) r->run = 0;
         graph_.cancel(added, bad, ended_);
       }
       finish();

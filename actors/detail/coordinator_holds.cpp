@@ -14,15 +14,15 @@ namespace cudactor::detail {
 
 caf::result<op_lease> coordinator_state::begin(op_id id) {
   if (auto why = refusal()) return why;
-  auto found = records_.find(id);
-  if (found == records_.end()) {
+  auto found = records_.find(id.value);
+  if (found == nullptr) {
     if (const op_info* ended = find_ended(id)) {
       return make_error(errc::invalid_state, to_string(id) + " has ended (" +
                                                  std::string{to_string(ended->state)} + ")");
     }
     return make_error(errc::unknown_op, to_string(id) + " is unknown or long gone");
   }
-  op_record& r = found->second;
+  op_record& r = *found;
   if (!r.manual) {
     return make_error(errc::invalid_state,
                       to_string(id) + " carries its own work: the coordinator launches it");
@@ -75,17 +75,17 @@ caf::result<op_state> coordinator_state::complete_failed(op_id id, const caf::er
 caf::error coordinator_state::end_hold(op_id id, const caf::error& why,
                                        std::function<void(const caf::expected<ticket>&)> answer) {
   if (closing_) return refusal();
-  auto found = records_.find(id);
+  auto found = records_.find(id.value);
   const op_graph::node* n = graph_.find(id);
-  if (found == records_.end() || n == nullptr || !found->second.manual ||
-      n->state != op_state::running || found->second.point == 0 || found->second.completing) {
-    return make_error(errc::invalid_state,
-                      to_string(id) +
-                          (found == records_.end() ? " has ended or is unknown"
-                                                   : " is not a begun caller-launched op") +
-                          ": nothing to complete");
+  if (found == nullptr || n == nullptr || !found->manual || n->state != op_state::running ||
+      found->point == 0 || found->completing) {
+    return make_error(
+        errc::invalid_state,
+        to_string(id) +
+            (found == nullptr ? " has ended or is unknown" : " is not a begun caller-launched op") +
+            ": nothing to complete");
   }
-  op_record& r = found->second;
+  op_record& r = *found;
   r.completing = true;
   const std::uint32_t slot = r.stream;
   const timeline_point point = r.point;
@@ -97,10 +97,10 @@ caf::error coordinator_state::end_hold(op_id id, const caf::error& why,
       .then(
           [this, epoch, id, slot, why, answer](const ticket& done) {
             if (epoch == epoch_) {
-              auto r = records_.find(id);
-              if (r != records_.end()) {
+              auto r = records_.find(id.value);
+              if (r != nullptr) {
                 // A failure the caller reports is this operation's; the point still passes.
-                on_stream(id, r->second, slot, done.point);
+                on_stream(id, *r, slot, done.point);
                 graph_.submitted(id, op_position{slot, done.point});
                 if (why) {
                   pool_.at(slot).in_flight.back().second = op_id{};
@@ -128,7 +128,7 @@ void coordinator_state::serve_begin_waiters() {
       ++it;  // not ready yet; ended ones are answered by finish()
       continue;
     }
-    op_record& r = records_.at(it->id);
+    op_record& r = records_.at(it->id.value);
     // No stream free, or a dependency's ticket not back: later waiters wait as well, in order.
     const auto slot = place(it->id, r);
     if (!slot) return;
@@ -159,16 +159,16 @@ void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
   self_->request(actors_[slot], caf::infinite, hold_atom::value, stream_hold{std::move(waits)})
       .then(
           [this, epoch, id, slot, promise](const ticket& held) mutable {
-            auto found = records_.find(id);
+            auto found = records_.find(id.value);
             const op_graph::node* n = graph_.find(id);
-            if (epoch != epoch_ || found == records_.end() || n == nullptr ||
+            if (epoch != epoch_ || found == nullptr || n == nullptr ||
                 n->state != op_state::running) {
               // It ended while the hold was on its way: the stream goes back at once.
               if (epoch == epoch_) release_hold(slot, held.point, n ? n->cause : caf::error{});
               promise.deliver(make_error(errc::invalid_state, to_string(id) + " ended"));
               return;
             }
-            found->second.point = held.point;
+            found->point = held.point;
             const gpu::handle_id handle = pool_.at(slot).view.id();
             promise.deliver(
                 op_lease{id, pool_.at(slot).id, handle.instance, handle.slot, handle.generation});

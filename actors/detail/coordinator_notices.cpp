@@ -21,8 +21,8 @@ void coordinator_state::finish() {
   for (const ended_op& e : ended_) {
     if (e.state == op_state::completed) continue;
     unfinished = true;
-    if (auto found = records_.find(e.id); found != records_.end()) {
-      note_ghost(e.id, found->second, e.state);
+    if (auto found = records_.find(e.id.value); found != nullptr) {
+      note_ghost(e.id, *found, e.state);
     }
   }
   for (const ended_op& e : ended_) {
@@ -32,9 +32,9 @@ void coordinator_state::finish() {
       default: ++cancelled_; break;
     }
     if (!deferred_.empty()) deferred_.erase(e.id);  // cancelled while its report was held
-    auto found = records_.find(e.id);
-    if (found == records_.end()) continue;
-    op_record& r = found->second;
+    auto found = records_.find(e.id.value);
+    if (found == nullptr) continue;
+    op_record& r = *found;
     op_metrics_->ended(r.type, r.priority, e.state, now - r.registered_ns);
     profile(e.id, r, e.state, now);
     if (r.bufs) buffer_user_ended(e.id, r, e.state, e.cause);
@@ -109,7 +109,7 @@ void coordinator_state::finish() {
       ended_kept_.push_back(std::move(info));
       if (ended_kept_.size() > options_.ended_kept) ended_kept_.pop_front();
     }
-    records_.erase(found);
+    records_.erase(e.id.value);
   }
   ended_.clear();
   (void)graph_.take_forgotten();  // records went with the end; the graph's own go here

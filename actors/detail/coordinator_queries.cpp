@@ -67,7 +67,7 @@ op_info coordinator_state::info_of(op_id id, const op_record& r) const {
 }
 
 caf::result<op_info> coordinator_state::describe(op_id id) const {
-  if (auto found = records_.find(id); found != records_.end()) return info_of(id, found->second);
+  if (auto found = records_.find(id.value); found != nullptr) return info_of(id, *found);
   if (const op_info* ended = find_ended(id)) return *ended;
   return gone(id);
 }
@@ -92,8 +92,8 @@ void coordinator_state::subscribe_all(const op_listener& listener) {
 
 caf::result<op_state> coordinator_state::subscribe(op_id id, const op_listener& listener) {
   if (!listener) return make_error(errc::invalid_argument, "subscribe: no listener");
-  if (auto found = records_.find(id); found != records_.end()) {
-    add_listener(found->second, listener);
+  if (auto found = records_.find(id.value); found != nullptr) {
+    add_listener(*found, listener);
     return graph_.find(id)->state;
   }
   // Ended already: told now, so that a late subscriber still hears exactly once.
@@ -106,7 +106,7 @@ caf::result<op_state> coordinator_state::subscribe(op_id id, const op_listener& 
 
 caf::result<op_notice> coordinator_state::await_end(op_id id, const wait_limit& limit) {
   if (auto bad = check_limit(limit, "await " + to_string(id))) return bad;
-  if (records_.count(id) != 0) {
+  if (records_.contains(id.value)) {
     if (closing_) return refusal();
     std::uint64_t tag = 0;
     if (wait_keys::bounded(limit)) {  // before the promise takes the sender over
@@ -162,19 +162,19 @@ void coordinator_state::unsubscribe(const caf::actor_addr& listener) {
 
 caf::result<op_state> coordinator_state::cancel(op_id id) {
   if (closing_) return refusal();
-  auto found = records_.find(id);
-  if (found == records_.end()) {
+  auto found = records_.find(id.value);
+  if (found == nullptr) {
     if (const op_info* ended = find_ended(id)) return ended->state;  // nothing left to cancel
     return gone(id);
   }
-  if (found->second.type == op_type::release) {
+  if (found->type == op_type::release) {
     return make_error(errc::invalid_state,
-                      to_string(id) + " releases " + to_string(found->second.bufs->releases) +
+                      to_string(id) + " releases " + to_string(found->bufs->releases) +
                           ": a release cannot be withdrawn (the buffer takes no use any more)");
   }
   const op_state state = graph_.find(id)->state;
   if (state != op_state::pending && state != op_state::ready) {
-    const auto& r = found->second;
+    const auto& r = *found;
     return make_error(
         errc::invalid_state,
         to_string(id) + " is " + std::string{to_string(state)} +
@@ -224,8 +224,8 @@ void coordinator_state::find_cycles(deadlock_report& report) const {
 }
 
 std::string coordinator_state::why_held(const op_graph::node& root) const {
-  const auto r = records_.find(root.id);
-  const bool manual = r != records_.end() && r->second.manual;
+  const auto r = records_.find(root.id.value);
+  const bool manual = r != nullptr && r->manual;
   switch (root.state) {
     case op_state::ready:
       return manual ? "is ready and its caller has not begun it"
@@ -234,8 +234,8 @@ std::string coordinator_state::why_held(const op_graph::node& root) const {
     case op_state::running:
       return manual ? "was begun and complete() has not come" : "is being dispatched";
     case op_state::submitted: {
-      if (r == records_.end()) return "is on a stream";
-      const auto& rr = r->second;
+      if (r == nullptr) return "is on a stream";
+      const auto& rr = *r;
       if (rr.point == 0) {
         return "is on its way to stream " + std::to_string(pool_.at(rr.stream).id.value) +
                " (its stream actor has not given its ticket yet)";
@@ -286,9 +286,9 @@ void coordinator_state::find_stalls(deadlock_report& report, caf::timespan stall
   };
   graph_.for_each_node([&](const op_graph::node& n) {
     if (is_terminal(n.state)) return;
-    auto r = records_.find(n.id);
-    if (r == records_.end()) return;
-    const std::int64_t age = now - r->second.registered_ns;
+    auto r = records_.find(n.id.value);
+    if (r == nullptr) return;
+    const std::int64_t age = now - r->registered_ns;
     if (age < threshold) return;
     op_stall stall;
     stall.id = n.id;

@@ -109,7 +109,7 @@ caf::error coordinator_state::resolve(const work& w, const std::vector<buffer_us
 coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& spec,
                                                             gpu::work_fn fn, bool manual,
                                                             std::int64_t now) {
-  op_record& r = records_[id];
+  op_record& r = records_.add(id.value);
   r.type = spec.type;
   r.priority = spec.priority;
   r.workload = spec.workload;
@@ -136,10 +136,10 @@ void coordinator_state::add_listener(op_record& r, const op_listener& listener) 
 caf::result<op_state> coordinator_state::depend(op_id op, op_id dep) {
   if (auto why = refusal()) return why;
   if (auto bad = graph_.add_dependency(op, dep)) return bad;
-  auto found = records_.find(op);
-  if (found != records_.end() && std::find(found->second.deps.begin(), found->second.deps.end(),
-                                           dep) == found->second.deps.end()) {
-    found->second.deps.push_back(dep);
+  auto found = records_.find(op.value);
+  if (found != nullptr &&
+      std::find(found->deps.begin(), found->deps.end(), dep) == found->deps.end()) {
+    found->deps.push_back(dep);
   }
   return graph_.find(op)->state;
 }
@@ -156,14 +156,14 @@ void coordinator_state::pump() {
     std::vector<op_id> waiting;
     waiting.swap(unplaced_);
     for (op_id id : waiting) {
-      auto found = records_.find(id);
+      auto found = records_.find(id.value);
       const op_graph::node* node = graph_.find(id);
-      if (found == records_.end() || node == nullptr || node->state != op_state::running) continue;
-      if (found->second.type == op_type::barrier) {
-        if (lost_ || closing_ || !start_barrier(id, found->second)) unplaced_.push_back(id);
+      if (found == nullptr || node == nullptr || node->state != op_state::running) continue;
+      if (found->type == op_type::barrier) {
+        if (lost_ || closing_ || !start_barrier(id, *found)) unplaced_.push_back(id);
         continue;
       }
-      const auto slot = lost_ || closing_ ? std::nullopt : place(id, found->second);
+      const auto slot = lost_ || closing_ ? std::nullopt : place(id, *found);
       if (!slot) {
         unplaced_.push_back(id);
         continue;
@@ -175,7 +175,7 @@ void coordinator_state::pump() {
   for (; !lost_ && !closing_ && pool_.any_available(); ++n) {
     const std::optional<op_id> next = graph_.next_ready();
     if (!next) break;
-    op_record& r = records_.at(*next);
+    op_record& r = records_.at(next->value);
     if (r.type == op_type::barrier) {
       if (!start_barrier(*next, r)) unplaced_.push_back(*next);
       continue;
@@ -288,7 +288,7 @@ std::vector<point_wait> coordinator_state::waits_for(op_id id, const op_record& 
 }
 
 void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
-  op_record& r = records_.at(id);
+  op_record& r = records_.at(id.value);
   dispatched_op op;
   op.fn = std::move(r.fn);
   op.waits = waits_for(id, r, slot);
@@ -354,8 +354,8 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
     return;
   }
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    auto found = records_.find(ids[i]);
-    if (found == records_.end()) {
+    auto found = records_.find(ids[i].value);
+    if (found == nullptr) {
       // Ended while on its way (cancelled, or a loss): its point is still the stream's, and
       // what comes after it by its buffer uses waits for that point.
       s.in_flight.emplace_back(tickets[i].point, op_id{});
@@ -364,11 +364,11 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
         tail->second.point = tickets[i].point;
       continue;
     }
-    if (found->second.type == op_type::barrier) {
-      barrier_ticket(ids[i], found->second, slot, tickets[i].point);
+    if (found->type == op_type::barrier) {
+      barrier_ticket(ids[i], *found, slot, tickets[i].point);
       continue;
     }
-    on_stream(ids[i], found->second, slot, tickets[i].point);
+    on_stream(ids[i], *found, slot, tickets[i].point);
     graph_.placed(ids[i], tickets[i].point);
   }
   retire_early(slot);

@@ -29,6 +29,7 @@
 #include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/buffer_table.hpp"
+#include "cudactor/actors/detail/id_table.hpp"
 #include "cudactor/actors/detail/op_graph.hpp"
 #include "cudactor/actors/detail/op_profile.hpp"
 #include "cudactor/actors/detail/stream_pool.hpp"
@@ -379,7 +380,7 @@ class coordinator_state {
   std::vector<op_id> unplaced_;          // taken from the ready queue, waiting for place()
   std::uint64_t epoch_ = 1;  // bumped by a loss: answers to passes sent before it are stale
 
-  std::unordered_map<op_id, op_record> records_;
+  id_table<op_record> records_;
   // Buffers, and the buffer users that ended while their work may still run on the device
   // (cancelled on their way): where they sit (point 0: ticket not back), until reached.
   std::optional<buffer_table> buffers_;

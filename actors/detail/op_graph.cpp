@@ -11,16 +11,6 @@ namespace cudactor::detail {
 op_graph::op_graph(std::size_t failures_kept)
     : failures_kept_(std::max<std::size_t>(failures_kept, 1)) {}
 
-const op_graph::node* op_graph::find(op_id id) const {
-  auto found = nodes_.find(id);
-  return found == nodes_.end() ? nullptr : &found->second;
-}
-
-op_graph::node* op_graph::get(op_id id) {
-  auto found = nodes_.find(id);
-  return found == nodes_.end() ? nullptr : &found->second;
-}
-
 caf::error op_graph::resolve(op_id id, op_id dep, bool& live) const {
   live = false;
   if (dep.empty())
@@ -116,7 +106,7 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
                        live_deps.end());
   }
   newest_ = id;
-  node& n = nodes_[id];
+  node& n = nodes_.add(id.value);
   n.id = id;
   n.priority = priority;
   n.manual = manual;
@@ -293,9 +283,9 @@ bool op_graph::cancel(op_id id, caf::error cause, std::vector<ended_op>& ended) 
 
 void op_graph::fail_all(const caf::error& cause, std::vector<ended_op>& ended) {
   std::vector<op_id> open;
-  for (auto& [id, n] : nodes_) {
-    if (!is_terminal(n.state)) open.push_back(id);
-  }
+  nodes_.for_each([&](std::uint64_t id, const node& n) {
+    if (!is_terminal(n.state)) open.push_back(op_id{id});
+  });
   std::sort(open.begin(), open.end());  // oldest first: a stable order for the caller
   for (op_id id : open) {
     node* n = get(id);
@@ -373,7 +363,7 @@ void op_graph::forget_unneeded() {
     if (n == nullptr || !is_terminal(n->state) || n->holders != 0) continue;
     if (n->state != op_state::completed) remember_failure(n->id, n->cause);
     forgotten_.push_back(n->id);
-    nodes_.erase(n->id);
+    nodes_.erase(n->id.value);
   }
   to_forget_.clear();
 }

@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cudactor/actors/detail/id_table.hpp"
 #include "cudactor/gpu/types.hpp"
 #include "cudactor/messaging/enum_range.hpp"
 #include "cudactor/messaging/operation_types.hpp"
@@ -114,7 +115,7 @@ class op_graph {
   // Fails every operation that has not ended (the device was lost).
   void fail_all(const caf::error& cause, std::vector<ended_op>& ended);
 
-  [[nodiscard]] const node* find(op_id id) const;
+  [[nodiscard]] const node* find(op_id id) const { return nodes_.find(id.value); }
 
   // Calls f(dep, position) or f(dep, position, order_only) for each dependency of `id` that
   // is submitted and not completed: where a dispatched operation must wait on the device.
@@ -153,7 +154,7 @@ class op_graph {
   // Calls f(node) for every node still in the graph, in no particular order.
   template <class F>
   void for_each_node(F&& f) const {
-    for (const auto& entry : nodes_) f(entry.second);
+    nodes_.for_each([&](std::uint64_t, const node& n) { f(n); });
   }
 
   // Operations forgotten since the last call, so that their owner drops what it keeps.
@@ -167,7 +168,7 @@ class op_graph {
     std::uint64_t seq;  // matches the node's ready_seq while the entry is current
     op_id id;
   };
-  node* get(op_id id);
+  node* get(op_id id) { return nodes_.find(id.value); }
   // What a dependency on `dep` means for an operation being added: an error, or whether it
   // is live (still to be waited for) rather than satisfied.
   [[nodiscard]] caf::error resolve(op_id id, op_id dep, bool& live) const;
@@ -180,7 +181,7 @@ class op_graph {
   void forget_unneeded();
   void remember_failure(op_id id, const caf::error& cause);
 
-  std::unordered_map<op_id, node> nodes_;
+  id_table<node> nodes_;
   // One FIFO per priority, most urgent first: ops become ready in seq order, so each lane is
   // sorted by readiness without a heap.
   static constexpr std::size_t op_priorities = enum_count<op_priority>;

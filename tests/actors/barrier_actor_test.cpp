@@ -37,7 +37,7 @@ BOOST_AUTO_TEST_CASE(every_stream_reaches_the_barrier_before_it_is_crossed) {
     BOOST_TEST(m.member == i);
     BOOST_TEST(m.name == "stream-" + std::to_string(i));
     BOOST_TEST(m.point == first[i].point + 1);  // the barrier's mark, right after the work
-    BOOST_TEST(log->ended(i) != 0);         // every stream's work ended before the answer
+    BOOST_TEST(log->ended(i) != 0);             // every stream's work ended before the answer
     if (!on_cuda()) {  // the work's stamps are on the host's clock, as the barrier's times
       BOOST_TEST(log->ended(i) <= answered);
       BOOST_TEST(m.arrived_ns >= log->ended(i));
@@ -306,7 +306,7 @@ void held_back_work_is_before_the_barrier(Fixture& fx) {
   for (int round = 0; round < 3; ++round) {
     gate g;
     auto log = std::make_shared<work_log>(2);
-    fx.on(0, g.hold());                                       // in flight: the cap is 1
+    fx.on(0, g.hold());                                          // in flight: the cap is 1
     const ticket held = fx.on(0, log->record(0, scaled(30ms)));  // ticketed, held back
     auto status = fx.template ask<stream_status>(fx.rt().stream(0), status_atom::value);
     BOOST_REQUIRE(status);
@@ -321,8 +321,9 @@ void held_back_work_is_before_the_barrier(Fixture& fx) {
     auto done = fx.template ask<completion>(fx.rt().stream(1), synchronize_atom::value);
     BOOST_REQUIRE_MESSAGE(done, fx.why(done));
     BOOST_TEST(log->ended(0) != 0);
-    BOOST_TEST(log->started(1) >= log->ended(0), "round " << round << ": work after the barrier "
-                                                          "started before held-back work ended");
+    BOOST_TEST(log->started(1) >= log->ended(0), "round " << round
+                                                          << ": work after the barrier "
+                                                             "started before held-back work ended");
   }
 }
 
@@ -333,7 +334,6 @@ BOOST_FIXTURE_TEST_CASE(held_back_work_is_before_a_barrier_asked_for_after_its_t
   held_back_work_is_before_the_barrier(*this);
 }
 
-BOOST_FIXTURE_TEST_CASE(held_back_work_is_before_the_barrier_with_timing_on,
-                        capped_timed_streams) {
+BOOST_FIXTURE_TEST_CASE(held_back_work_is_before_the_barrier_with_timing_on, capped_timed_streams) {
   held_back_work_is_before_the_barrier(*this);
 }
