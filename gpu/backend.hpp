@@ -94,6 +94,18 @@ class backend {
   [[nodiscard]] virtual status enqueue(stream_ref s, work_fn work) = 0;
   [[nodiscard]] virtual status add_callback(stream_ref s, host_callback callback) = 0;
 
+  // A burst of operations issued by this thread until the matching end_batch() reaches the
+  // backend's workers at once: the host backend hands each stream to a worker once for the
+  // burst, not once per operation (each hand-over can wake a sleeping worker, and a worker
+  // woken for the first operation tends to finish it and sleep again before the second comes,
+  // so that enqueue and signal each pay for a wake-up). CUDA starts work as it is launched and
+  // ignores it. Batches nest; the outermost end hands the burst over. A blocking call made
+  // inside a batch (synchronize, reset) hands over what is deferred first. False when this
+  // thread's batch belongs to another backend: then this one defers nothing, and end_batch()
+  // must not be called for it (batch_scope keeps the pairing).
+  [[nodiscard]] virtual bool begin_batch() noexcept { return true; }
+  virtual void end_batch() noexcept {}
+
   // --- timelines ---------------------------------------------------------------------------
   // Marks the next timeline value at the current end of s and returns it.
   [[nodiscard]] virtual result<timeline_point> signal(stream_ref s) = 0;
@@ -145,6 +157,22 @@ class backend {
 
   std::uint32_t instance_;
   std::atomic<std::uint64_t> failed_releases_{0};
+};
+
+// begin_batch() and end_batch() of one backend, for a scope: what this thread issues to that
+// backend inside it is handed over when it ends.
+class batch_scope {
+ public:
+  explicit batch_scope(backend& device) noexcept
+      : device_(device.begin_batch() ? &device : nullptr) {}
+  ~batch_scope() {
+    if (device_ != nullptr) device_->end_batch();
+  }
+  batch_scope(const batch_scope&) = delete;
+  batch_scope& operator=(const batch_scope&) = delete;
+
+ private:
+  backend* device_;
 };
 
 }  // namespace cudactor::gpu

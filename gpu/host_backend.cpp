@@ -463,6 +463,10 @@ result<timeline_point> host_backend::signal(stream_ref s) {
   return value;
 }
 
+bool host_backend::begin_batch() noexcept { return impl_->engine->begin_batch(); }
+
+void host_backend::end_batch() noexcept { impl_->engine->end_batch(); }
+
 result<std::shared_ptr<timeline>> host_backend::timeline_of(stream_ref s) {
   std::lock_guard<std::mutex> lock{impl_->mutex};
   auto found = impl_->find_stream_locked(s);

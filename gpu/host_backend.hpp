@@ -92,6 +92,8 @@ class host_backend final : public backend {
   [[nodiscard]] status add_callback(stream_ref s, host_callback callback) override;
 
   [[nodiscard]] result<timeline_point> signal(stream_ref s) override;
+  [[nodiscard]] bool begin_batch() noexcept override;
+  void end_batch() noexcept override;
   [[nodiscard]] result<std::shared_ptr<timeline>> timeline_of(stream_ref s) override;
 
   [[nodiscard]] status synchronize(stream_ref s) override;

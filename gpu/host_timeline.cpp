@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cudactor/gpu/detail/host_engine.hpp"
+
 namespace cudactor::gpu {
 namespace {
 
@@ -40,6 +42,7 @@ query_result host_timeline::query(timeline_point value) {
 
 status host_timeline::wait(timeline_point value, std::chrono::milliseconds timeout) {
   if (waits_) waits_->fetch_add(1, std::memory_order_relaxed);
+  detail::hand_over_thread_batch();  // what this thread deferred may be what it waits for
   auto settled = [&] {
     return completed_.load(std::memory_order_acquire) >= value ||
            poisoned_.load(std::memory_order_acquire);

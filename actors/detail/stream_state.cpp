@@ -158,6 +158,7 @@ void stream_state::request_refill(gpu::event_kind kind) {
 void stream_state::begin_burst() {
   burst_ns_ = now_ns();
   burst_uses_ = 0;
+  if (!burst_batch_) burst_batch_ = context_.device->begin_batch();
 }
 
 void stream_state::drain() {
@@ -242,6 +243,10 @@ void stream_state::dispatch(pending_op& op) {
   if (burst_ns_ != 0 && ++burst_uses_ % burst_stamp_reuse == 0) burst_ns_ = now_ns();
   record.submitted_ns = burst_ns_ != 0 ? burst_ns_ : now_ns();
   std::optional<cached_event> recorded;  // the record op's event
+  // The work and its signal reach the backend's workers together (within a burst: with the
+  // rest of it).
+  std::optional<gpu::batch_scope> batch;
+  if (burst_ns_ == 0) batch.emplace(*context_.device);
   const gpu::status launched = launch(op, record, recorded);
 
   if (op.kind == op_kind::hold && launched.ok()) {
@@ -279,7 +284,9 @@ void stream_state::dispatch(pending_op& op) {
     }
   }
   if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
-  // The poller learns of the point with the rest of the burst (flush_watches), or now.
+  // The poller learns of the point with the rest of the burst (flush_watches), or now, once
+  // the work has gone to the backend's workers.
+  batch.reset();
   if (burst_ns_ == 0) flush_watches();
 }
 

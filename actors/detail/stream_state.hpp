@@ -96,9 +96,12 @@ class stream_state {
   // submission time, read again every burst_stamp_reuse dispatches: a clock read per
   // operation was ~5% of the actor's time in batches.
   static constexpr std::uint32_t burst_stamp_reuse = 64;
+  // A burst is also one batch of the backend's (backend::begin_batch): its operations reach
+  // the backend's workers together when it ends, then the poller learns of their points.
   void begin_burst();
   void end_burst() {
     burst_ns_ = 0;
+    if (std::exchange(burst_batch_, false)) context_.device->end_batch();
     flush_watches();
     metrics_->publish(in_flight(), queue_.size());
   }
@@ -237,6 +240,7 @@ class stream_state {
   caf::error broken_;  // set once the stream cannot go on (device lost)
   bool closing_ = false;
   std::int64_t burst_ns_ = 0;  // 0: outside a burst, every dispatch reads the clock
+  bool burst_batch_ = false;   // the burst holds a batch of the backend's open
   std::uint32_t burst_uses_ = 0;
 };
 

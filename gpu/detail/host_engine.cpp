@@ -9,6 +9,15 @@ namespace {
 // Operations one drain runs before yielding its worker to other streams.
 constexpr int drain_batch = 64;
 
+// The streams a thread scheduled inside its batch (backend::begin_batch), each once: a stream
+// is scheduled again only after a worker drained it, and a deferred one is not drained.
+struct thread_batch {
+  host_engine* engine = nullptr;
+  int depth = 0;
+  std::vector<stream_ptr> streams;
+};
+thread_local thread_batch this_thread_batch;
+
 int lane_of(stream_priority priority) {
   switch (priority) {
     case stream_priority::high: return 0;
@@ -74,7 +83,43 @@ void host_engine::push(const stream_ptr& s, op o) {
 }
 
 void host_engine::schedule(const stream_ptr& s) {
+  thread_batch& batch = this_thread_batch;
+  if (batch.depth > 0 && batch.engine == this) {
+    batch.streams.push_back(s);
+    return;
+  }
   pool_.post(lane_of(s->priority), [this, s] { drain(s); });
+}
+
+bool host_engine::begin_batch() noexcept {
+  thread_batch& batch = this_thread_batch;
+  if (batch.depth > 0 && batch.engine != this) return false;
+  batch.engine = this;
+  ++batch.depth;
+  return true;
+}
+
+void host_engine::end_batch() noexcept {
+  thread_batch& batch = this_thread_batch;
+  if (batch.depth == 0 || batch.engine != this) return;
+  if (--batch.depth == 0) {
+    hand_over_batch();
+    batch.engine = nullptr;
+  }
+}
+
+void hand_over_thread_batch() noexcept {
+  if (host_engine* engine = this_thread_batch.engine) engine->hand_over_batch();
+}
+
+void host_engine::hand_over_batch() noexcept {
+  thread_batch& batch = this_thread_batch;
+  if (batch.engine != this || batch.streams.empty()) return;
+  std::vector<stream_ptr> streams;
+  streams.swap(batch.streams);
+  for (const auto& s : streams) pool_.post(lane_of(s->priority), [this, s] { drain(s); });
+  streams.clear();
+  if (batch.streams.empty()) batch.streams.swap(streams);  // keep the capacity
 }
 
 void host_engine::resume(const stream_ptr& s) {
@@ -325,6 +370,7 @@ void host_engine::quiesce() {
     o.point = point;
     push(s, std::move(o));
   }
+  hand_over_batch();  // a caller inside a batch: the syncs must reach the workers
   for (auto& point : points) point->wait();
 }
 

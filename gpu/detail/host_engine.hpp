@@ -85,6 +85,10 @@ struct host_stream {
 };
 using stream_ptr = std::shared_ptr<host_stream>;
 
+// What the calling thread's open batch deferred (host_engine::begin_batch) goes to its
+// engine's workers now: called before the thread blocks on a timeline.
+void hand_over_thread_batch() noexcept;
+
 class host_engine : public std::enable_shared_from_this<host_engine> {
  public:
   // `allocations` must outlive the engine: stream-ordered frees remove their entries.
@@ -127,8 +131,20 @@ class host_engine : public std::enable_shared_from_this<host_engine> {
   [[nodiscard]] std::uint64_t callback_exceptions() const noexcept {
     return callback_exceptions_.load(std::memory_order_relaxed);
   }
+  // backend::begin_batch / end_batch: while this thread's batch is open, the streams it
+  // schedules wait in it and go to the workers together when it ends. A thread's batch is one
+  // engine's: false (nothing deferred) when it is another's.
+  bool begin_batch() noexcept;
+  void end_batch() noexcept;
+  // What this thread's batch deferred goes to the workers now; the batch stays open.
+  void hand_over_batch() noexcept;
+
   // Host threads held up on the device: synchronize and timeline waits, counted at the call.
-  void note_host_wait() noexcept { host_waits_->fetch_add(1, std::memory_order_relaxed); }
+  // What the caller's batch deferred is handed over first: it may be what the wait is for.
+  void note_host_wait() noexcept {
+    hand_over_batch();
+    host_waits_->fetch_add(1, std::memory_order_relaxed);
+  }
   [[nodiscard]] std::uint64_t host_waits() const noexcept {
     return host_waits_->load(std::memory_order_relaxed);
   }

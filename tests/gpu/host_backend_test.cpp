@@ -125,6 +125,94 @@ BOOST_AUTO_TEST_CASE(work_after_a_cross_stream_wait_starts_after_the_awaited_wor
   BOOST_TEST(violations == 0);
 }
 
+// A batch hands its burst to the workers when it ends: nothing of it starts before, nested
+// batches hand over at the outermost end, and the order on each stream is kept.
+BOOST_AUTO_TEST_CASE(a_batch_starts_its_work_when_it_ends) {
+  auto a = make_stream(backend(), "a");
+  auto b = make_stream(backend(), "b");
+  std::mutex mutex;
+  std::vector<int> ran;
+  auto log = [&](int i) {
+    return [&, i](const gpu::launch_context&) {
+      std::lock_guard<std::mutex> lock{mutex};
+      ran.push_back(i);
+      return gpu::status{};
+    };
+  };
+  gpu::timeline_point last_a = 0;
+  {
+    gpu::batch_scope outer{backend()};
+    CUDACTOR_REQUIRE_OK(backend().enqueue(a, log(1)));
+    {
+      gpu::batch_scope inner{backend()};
+      CUDACTOR_REQUIRE_OK(backend().enqueue(b, log(2)));
+      CUDACTOR_REQUIRE_OK(backend().enqueue(a, log(3)));
+    }
+    auto point = backend().signal(a);
+    BOOST_REQUIRE(point.ok());
+    last_a = point.value();
+    std::this_thread::sleep_for(20ms);  // two idle workers had all the time they need
+    std::lock_guard<std::mutex> lock{mutex};
+    BOOST_TEST(ran.empty(), "work of an open batch started");
+  }
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+  BOOST_REQUIRE(ran.size() == 3u);
+  const auto at = [&](int i) { return std::find(ran.begin(), ran.end(), i) - ran.begin(); };
+  BOOST_TEST(at(1) < at(3));  // stream a's order
+  auto line = backend().timeline_of(a);
+  BOOST_REQUIRE(line.ok());
+  BOOST_TEST(line.value()->query(last_a).ready());
+}
+
+// A thread that blocks inside its batch hands the batch over first, or it would wait for work
+// it deferred itself: synchronize (one stream, all of them) and a timeline's wait.
+BOOST_AUTO_TEST_CASE(blocking_inside_a_batch_hands_it_over_first) {
+  auto s = make_stream(backend(), "s");
+  std::atomic<int> ran{0};
+  auto count = [&](const gpu::launch_context&) {
+    ++ran;
+    return gpu::status{};
+  };
+  gpu::batch_scope batch{backend()};
+  CUDACTOR_REQUIRE_OK(backend().enqueue(s, count));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  BOOST_TEST(ran.load() == 1);
+  CUDACTOR_REQUIRE_OK(backend().enqueue(s, count));
+  CUDACTOR_REQUIRE_OK(backend().synchronize());
+  BOOST_TEST(ran.load() == 2);
+  CUDACTOR_REQUIRE_OK(backend().enqueue(s, count));
+  auto point = backend().signal(s);
+  BOOST_REQUIRE(point.ok());
+  auto line = backend().timeline_of(s);
+  BOOST_REQUIRE(line.ok());
+  CUDACTOR_REQUIRE_OK(line.value()->wait(point.value(), 5000ms));
+  BOOST_TEST(ran.load() == 3);
+}
+
+// A thread's batch is one backend's: another backend's work inside it is not deferred.
+BOOST_AUTO_TEST_CASE(a_batch_defers_only_its_own_backends_work) {
+  gpu::host_backend other{gpu::host_backend_options{1, std::size_t{1} << 20, "other"}};
+  auto mine = make_stream(backend(), "mine");
+  auto theirs = make_stream(other, "theirs");
+  std::atomic<bool> mine_ran{false}, theirs_ran{false};
+  {
+    gpu::batch_scope batch{backend()};
+    BOOST_TEST(!other.begin_batch());  // this thread's batch is the first backend's
+    CUDACTOR_REQUIRE_OK(backend().enqueue(mine, [&](const gpu::launch_context&) {
+      mine_ran = true;
+      return gpu::status{};
+    }));
+    CUDACTOR_REQUIRE_OK(other.enqueue(theirs, [&](const gpu::launch_context&) {
+      theirs_ran = true;
+      return gpu::status{};
+    }));
+    BOOST_TEST(spin_until(theirs_ran));
+    BOOST_TEST(!mine_ran.load());
+  }
+  CUDACTOR_REQUIRE_OK(backend().synchronize(mine));
+  BOOST_TEST(mine_ran.load());
+}
+
 // What the barrier's device mode is checked with: only calls that hold a host thread up
 // count, device-side waits and queries do not.
 BOOST_AUTO_TEST_CASE(host_waits_count_the_calls_that_hold_a_host_thread) {
