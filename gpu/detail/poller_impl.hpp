@@ -152,7 +152,8 @@ class completion_poller::impl {
   const delivery_mode mode_;
 
  private:
-  struct stream_state {
+  // What the loop keeps per stream it has watched: its FIFO of watches and how it moves.
+  struct watched_stream {
     stream_ref ref;
     std::shared_ptr<timeline> line;  // empty when the stream could not be found
     status line_error;
@@ -182,9 +183,9 @@ class completion_poller::impl {
   void accept(watch_command&& command);
   void cancel_now(const watch_id& id);
   void subscribe_now(subscribe_command&& command);
-  bool poll(stream_state& s);
-  [[nodiscard]] query_result query_point(stream_state& s, timeline_point point);
-  void answer(stream_state& s, watch_entry&& entry, watch_outcome outcome, status error,
+  bool poll(watched_stream& s);
+  [[nodiscard]] query_result query_point(watched_stream& s, timeline_point point);
+  void answer(watched_stream& s, watch_entry&& entry, watch_outcome outcome, status error,
               time_point when);
   void expire_deadlines(time_point now);
   void compact_deadlines();
@@ -196,9 +197,9 @@ class completion_poller::impl {
   void sleep_until(std::optional<time_point> when);
   void disarm_timer();
   void shut_down();
-  stream_state* find_state(const handle_id& stream);
-  stream_state* find_state_by_key(std::uint64_t key);
-  stream_state& state_for(stream_ref s);
+  watched_stream* find_state(const handle_id& stream);
+  watched_stream* find_state_by_key(std::uint64_t key);
+  watched_stream& state_for(stream_ref s);
 
   std::shared_ptr<detail::poller_core> core_;
   boost::asio::steady_timer timer_;
@@ -218,8 +219,8 @@ class completion_poller::impl {
 
   // Owned by the loop's thread.
   bool stopped_ = false;
-  std::unordered_map<std::uint64_t, std::unique_ptr<stream_state>> streams_;
-  std::vector<stream_state*> active_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<watched_stream>> streams_;
+  std::vector<watched_stream*> active_;
   std::vector<deadline_entry> deadlines_;  // a heap, earliest on top; may hold answered ones
   std::size_t live_deadlines_ = 0;
   std::vector<command> batch_;  // taken from the inbox; batch_[batch_next_..] still to do

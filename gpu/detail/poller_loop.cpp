@@ -34,7 +34,7 @@ void completion_poller::impl::tick() {
   core_->notified.store(false);
   bool progressed = false;
   for (std::size_t i = 0; i < active_.size();) {
-    stream_state& s = *active_[i];
+    watched_stream& s = *active_[i];
     progressed |= poll(s);
     if (s.queue.empty()) {
       s.active = false;
@@ -80,7 +80,7 @@ void completion_poller::impl::drain_inbox() {
 }
 
 void completion_poller::impl::accept(watch_command&& command) {
-  stream_state& s = state_for(command.stream);
+  watched_stream& s = state_for(command.stream);
   watch_entry& entry = command.entry;
   if (command.deadline) {
     entry.has_deadline = true;
@@ -107,7 +107,7 @@ void completion_poller::impl::accept(watch_command&& command) {
 }
 
 void completion_poller::impl::cancel_now(const watch_id& id) {
-  stream_state* s = find_state(id.stream);
+  watched_stream* s = find_state(id.stream);
   if (s == nullptr) return;
   watch_entry* entry = s->queue.find(id.sequence);
   if (entry == nullptr) return;  // already answered: the cancel does nothing
@@ -122,7 +122,7 @@ void completion_poller::impl::subscribe_now(subscribe_command&& command) {
   state_for(command.stream).progress = std::move(command.callback);
 }
 
-bool completion_poller::impl::poll(stream_state& s) {
+bool completion_poller::impl::poll(watched_stream& s) {
   bool any = false;
   time_point when{};
   stream_progress report;
@@ -179,12 +179,12 @@ bool completion_poller::impl::poll(stream_state& s) {
   return true;
 }
 
-query_result completion_poller::impl::query_point(stream_state& s, timeline_point point) {
+query_result completion_poller::impl::query_point(watched_stream& s, timeline_point point) {
   if (!s.line) return {event_state::failed, s.line_error};
   return s.line->query(point);
 }
 
-void completion_poller::impl::answer(stream_state& s, watch_entry&& entry, watch_outcome outcome,
+void completion_poller::impl::answer(watched_stream& s, watch_entry&& entry, watch_outcome outcome,
                                      status error, time_point when) {
   assert(pending_ > 0);
   --pending_;
@@ -210,7 +210,7 @@ void completion_poller::impl::expire_deadlines(time_point now) {
     std::pop_heap(deadlines_.begin(), deadlines_.end(), later);
     const deadline_entry due = deadlines_.back();
     deadlines_.pop_back();
-    stream_state* s = find_state_by_key(due.stream_key);
+    watched_stream* s = find_state_by_key(due.stream_key);
     if (s == nullptr) continue;
     watch_entry* entry = s->queue.find(due.sequence);
     if (entry == nullptr) continue;  // answered before its deadline
@@ -225,7 +225,7 @@ void completion_poller::impl::expire_deadlines(time_point now) {
 
 void completion_poller::impl::compact_deadlines() {
   auto answered = [this](const deadline_entry& d) {
-    stream_state* s = find_state_by_key(d.stream_key);
+    watched_stream* s = find_state_by_key(d.stream_key);
     return s == nullptr || s->queue.find(d.sequence) == nullptr;
   };
   deadlines_.erase(std::remove_if(deadlines_.begin(), deadlines_.end(), answered),
@@ -237,7 +237,7 @@ void completion_poller::impl::check_stuck(time_point now) {
   next_watchdog_ =
       now + std::max<nanoseconds>(options_.stuck_after / 8, std::chrono::milliseconds{1});
   std::uint64_t stuck = 0;
-  for (stream_state* s : active_) {
+  for (watched_stream* s : active_) {
     const watch_entry* head = s->queue.front();
     if (head == nullptr) continue;
     // Stuck means the stream has not moved for stuck_after: a watch that queued behind a slow
@@ -292,7 +292,7 @@ time_point completion_poller::impl::next_poll(time_point now) {
   // Sleep longer only when every active stream is predicted to need longer.
   if (options_.learn_durations) {
     time_point earliest = time_point::max();
-    for (stream_state* s : active_) {
+    for (watched_stream* s : active_) {
       if (s->queue.empty()) continue;
       const auto shortest = s->learner.shortest();
       if (!shortest) return advance_backoff(backed_off);
@@ -374,7 +374,7 @@ void completion_poller::impl::shut_down() {
   }
   for (auto& command : untaken) {
     if (auto* w = std::get_if<watch_command>(&command)) {
-      stream_state& s = state_for(w->stream);
+      watched_stream& s = state_for(w->stream);
       ++pending_;
       if (w->deadline) {
         w->entry.has_deadline = true;
@@ -397,30 +397,30 @@ void completion_poller::impl::shut_down() {
   core_->io.stop();
 }
 
-completion_poller::impl::stream_state* completion_poller::impl::find_state(
+completion_poller::impl::watched_stream* completion_poller::impl::find_state(
     const handle_id& stream) {
   if (stream.instance != device_.instance()) return nullptr;
   return find_state_by_key(stream.value());
 }
 
-completion_poller::impl::stream_state* completion_poller::impl::find_state_by_key(
+completion_poller::impl::watched_stream* completion_poller::impl::find_state_by_key(
     std::uint64_t key) {
   auto found = streams_.find(key);
   return found == streams_.end() ? nullptr : found->second.get();
 }
 
-completion_poller::impl::stream_state& completion_poller::impl::state_for(stream_ref s) {
+completion_poller::impl::watched_stream& completion_poller::impl::state_for(stream_ref s) {
   const std::uint64_t key = s.id().value();
   if (auto found = streams_.find(key); found != streams_.end()) return *found->second;
   if (streams_.size() >= stream_cache_limit) {
     for (auto it = streams_.begin(); it != streams_.end();) {
-      const stream_state& old = *it->second;
+      const watched_stream& old = *it->second;
       const bool idle = !old.active && old.queue.held() == 0 && !old.progress;
       if (idle && old.listener != 0) old.line->remove_listener(old.listener);
       it = idle ? streams_.erase(it) : std::next(it);
     }
   }
-  auto state = std::make_unique<stream_state>();
+  auto state = std::make_unique<watched_stream>();
   state->ref = s;
   if (auto line = device_.timeline_of(s)) {
     state->line = std::move(line.value());
