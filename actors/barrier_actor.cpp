@@ -114,10 +114,9 @@ class barrier_state {
       reached(g, i, seen_ns);
       return;
     }
-    open_generation& gen = found->second;
-    gen.outcome[i] = std::move(why);
-    gen.crossing.members[i].arrived_ns = seen_ns;
-    if (--gen.outstanding == 0) answer(found);
+    found->second.outcome[i] = std::move(why);
+    found->second.crossing.members[i].arrived_ns = seen_ns;
+    settle_one(found);
   }
 
   // Member `i` passed generation `g`'s mark, seen at `seen_ns`. A stream passes its marks in
@@ -363,7 +362,7 @@ class barrier_state {
     }
   }
 
-  // One member of the generation at `at` settled otherwise than by arriving.
+  // One more member of the generation at `at` settled; the last answers it.
   void settle_one(std::map<std::uint64_t, open_generation>::iterator at) {
     if (--at->second.outstanding == 0) answer(at);
   }

@@ -107,13 +107,6 @@ class id_table {
       if (const auto& cell = ring_[slot(i)]) f(base_ + i, static_cast<const T&>(*cell));
     }
   }
-  template <class F>
-  void for_each(F&& f) {
-    for (auto& [id, value] : stragglers_) f(id, *value);
-    for (std::uint64_t i = 0; i < length_; ++i) {
-      if (auto& cell = ring_[slot(i)]) f(base_ + i, *cell);
-    }
-  }
 
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }

@@ -1,3 +1,10 @@
+// actors/detail/stream_state.cpp
+//
+// The stream actor's state: taking operations onto its one backend stream in order (the
+// in-flight cap, events from the pool's leases, timing, holds, batches to the backend),
+// and hearing back from the poller (completions, failures, awaits and synchronizes). Past
+// 600 lines because accepting and completing share the point records and the queue; the
+// requests' argument checks already live apart (stream_requests.cpp).
 #include "cudactor/actors/detail/stream_state.hpp"
 
 #include <caf/all.hpp>
