@@ -42,20 +42,31 @@ op_spec barrier_over(std::vector<stream_id> streams, barrier_mode mode) {
   return b;
 }
 
-// Eight operations of 2 ms spread over the four streams, a barrier over all of them with no
-// dependency, then eight short ones: half depend on the barrier, half do not (they are after
-// it only by coming after it on their streams). Nothing after the barrier starts before
-// everything before it ended, by the times the work recorded where it ran.
+// Work pinned to `stream`: where it goes is the test's, not the load balancer's, whose choice
+// depends on which completions the coordinator has heard of when it places.
+op_spec on_stream(work w, std::uint32_t stream) {
+  op_spec s = spec_of(std::move(w));
+  s.placement.pinned = true;
+  s.placement.stream = stream_id{stream};
+  return s;
+}
+
+// Eight operations of 2 ms, two on each of the four streams, a barrier over all of them with
+// no dependency, then eight short ones, two on each stream: one depends on the barrier, one
+// does not (it is after it only by coming after it on its stream). Nothing after the barrier
+// starts before everything before it ended, by the times the work recorded where it ran.
 void a_barrier_orders_its_graph(coordinator_fixture& fx, barrier_mode mode) {
   constexpr std::size_t before = 8, after = 8;
   auto log = std::make_shared<work_log>(before + after);
   graph_spec g;
-  for (std::size_t i = 0; i < before; ++i) g.add(spec_of(log->record(i, 2ms)));
+  for (std::size_t i = 0; i < before; ++i) {
+    g.add(on_stream(log->record(i, 2ms), static_cast<std::uint32_t>(i % 4)));
+  }
   const auto b = g.add(barrier_over({}, mode));
   for (std::size_t j = 0; j < after; ++j) {
     std::vector<std::uint32_t> deps;
     if (j % 2 == 1) deps.push_back(b);
-    g.add(spec_of(log->record(before + j, 200us)), deps);
+    g.add(on_stream(log->record(before + j, 200us), static_cast<std::uint32_t>(j / 2)), deps);
   }
   auto ids = fx.ask<std::vector<op_id>>(fx.co(), submit_atom::value, std::move(g), fx.me());
   BOOST_REQUIRE_MESSAGE(ids, fx.why(ids));
