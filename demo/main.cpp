@@ -107,10 +107,15 @@ int run_on_nodes(demo_config& config, const char* argv0) {
   o.width = config.width;
   o.step_us = 2000;
   o.backend = config.backend;
-  const auto beside = std::filesystem::path{argv0}.parent_path() / "cudactor-node";
-  o.program = !config.node_program.empty()      ? config.node_program
-              : std::filesystem::exists(beside) ? beside.string()
-                                                : std::string{CUDACTOR_NODE};
+  // The one beside the demo (an install), else where a build tree keeps it relative to the
+  // demo (a build moved elsewhere, as the GPU bundle is), else the one this build made.
+  const auto here = std::filesystem::path{argv0}.parent_path();
+  const auto beside = here / "cudactor-node";
+  const auto in_tree = here / ".." / "node" / "cudactor-node";
+  o.program = !config.node_program.empty()       ? config.node_program
+              : std::filesystem::exists(beside)  ? beside.string()
+              : std::filesystem::exists(in_tree) ? in_tree.string()
+                                                 : std::string{CUDACTOR_NODE};
   caf::actor_system system{config};
   return demo::run_node_training(system, o);
 }

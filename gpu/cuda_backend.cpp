@@ -205,9 +205,13 @@ struct cuda_backend::impl {
       auto awaited = find_stream(other);
       if (!awaited) return awaited.error();
       if (value == 0) return {};
+      status carried;
       auto waited = awaited.value()->timeline->enqueue_wait(target.handle, value, target.label,
-                                                            carry_failure);
+                                                            carry_failure, &carried);
       if (waited.code() == errc::device_lost) mark_lost(waited);
+      // The work waited for failed at launch: the waiter's next point fails with it, as
+      // backend::wait_point says (the host backend's wait fails it when the stream gets there).
+      if (waited.ok() && !carried.ok() && target.timeline) target.timeline->fail_next(carried);
       return waited;
     });
   }
@@ -631,16 +635,24 @@ status cuda_backend::enqueue(stream_ref s, work_fn work) {
     outcome = status{errc::op_failed, "threw a non-standard exception"};
   }
   const cudaError_t launch = cudaGetLastError();
+  status failed;
   if (launch != cudaSuccess) {
     status why = impl_->check(launch, "launching work on " + label);
     if (why.code() == errc::device_lost) return why;
-    return {errc::op_failed, why.message()};
-  }
-  if (!outcome.ok()) {
+    failed = status{errc::op_failed, why.message()};
+  } else if (!outcome.ok()) {
     if (outcome.code() == errc::device_lost) return outcome;
-    return {errc::op_failed, "work on " + label + " failed: " + outcome.to_string()};
+    failed = status{errc::op_failed, "work on " + label + " failed: " + outcome.to_string()};
+  } else {
+    return {};
   }
-  return {};
+  // The stream's next point fails with it, as on the host backend, so that whoever reads the
+  // timeline (a barrier, a wait_point on another stream) learns of it, not only this caller.
+  (void)impl_->with_stream(s, [&](cuda_stream_entry& entry) {
+    if (entry.timeline) entry.timeline->fail_next(failed);
+    return status{};
+  });
+  return failed;
 }
 
 namespace {

@@ -58,8 +58,19 @@ void cuda_timeline::retire_locked() {
   }
 }
 
+const status* cuda_timeline::failure_locked(timeline_point value) const {
+  for (auto it = failures_.rbegin(); it != failures_.rend(); ++it) {
+    if (it->first == value) return &it->second;
+    if (it->first < value) break;  // ordered by value
+  }
+  return nullptr;
+}
+
 query_result cuda_timeline::query_locked(timeline_point value) const {
-  if (completed_.load(std::memory_order_acquire) >= value) return {event_state::ready, {}};
+  if (completed_.load(std::memory_order_acquire) >= value) {
+    if (const status* failed = failure_locked(value)) return {event_state::failed, *failed};
+    return {event_state::ready, {}};
+  }
   if (!poison_.ok()) return {event_state::failed, poison_};
   return {event_state::not_ready, {}};
 }
@@ -123,7 +134,8 @@ status cuda_timeline::wait(timeline_point value, std::chrono::milliseconds timeo
 }
 
 status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
-                                   const std::string& waiter_label, bool carry_failure) {
+                                   const std::string& waiter_label, bool carry_failure,
+                                   status* carried) {
   std::shared_ptr<slot> target;
   {
     std::lock_guard<std::mutex> lock{mutex_};
@@ -133,9 +145,20 @@ status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
                                                 "': not signalled yet (newest " +
                                                 std::to_string(submitted_.load()) + ")"};
     }
+    // Work that failed at launch is known before the device gets there: the waiter's next
+    // point carries it (the caller fails it), and the wait is placed all the same.
+    if (const status* failed = failure_locked(value);
+        failed != nullptr && carry_failure && carried != nullptr) {
+      *carried =
+          status{errc::dependency_failed, waiter_label + " waited on point " +
+                                              std::to_string(value) + " of timeline '" + name_ +
+                                              "', whose work failed: " + failed->to_string()};
+    }
     retire_locked();
     const query_result answer = query_locked(value);
     if (answer.failed()) {
+      // Reached, its own work failed (*carried says so): nothing to wait for.
+      if (completed_.load(std::memory_order_acquire) >= value) return {};
       return carry_failure || answer.error.code() == errc::device_lost ? answer.error : status{};
     }
     if (answer.ready()) return {};
@@ -201,7 +224,17 @@ result<timeline_point> cuda_timeline::signal() {
   const timeline_point value = submitted_.load(std::memory_order_relaxed) + 1;
   submitted_.store(value, std::memory_order_release);
   in_flight_.push_back(entry{value, std::move(marker)});
+  if (!next_failure_.ok()) {
+    failures_.emplace_back(value, std::move(next_failure_));
+    next_failure_ = status{};
+    if (failures_.size() > failure_history) failures_.pop_front();
+  }
   return value;
+}
+
+void cuda_timeline::fail_next(status why) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  if (next_failure_.ok()) next_failure_ = std::move(why);
 }
 
 void cuda_timeline::poison(status why) {

@@ -336,6 +336,9 @@ void stream_state::flush_watches() {
 }
 
 void stream_state::note_failure(timeline_point point, caf::error error) {
+  // A point fails once: a launch's failure (known when issued) is the timeline's too, and the
+  // poller reports it again when the stream passes the point.
+  if (failures_.count(point) != 0) return;
   ++failure_count_;
   metrics_->failed();
   failures_[point] = std::move(error);

@@ -44,12 +44,19 @@ class cuda_timeline final : public timeline {
 
   // Makes `waiter` wait on the device for `value` (cudaStreamWaitEvent on the value's event,
   // under the lock so that the event cannot be recycled meanwhile). Nothing when reached.
-  // `carry_failure`: a value that failed is the answer (wait_point); else it counts as reached
-  // (order_after), unless the device is lost.
+  // `carry_failure` (wait_point): a poisoned timeline's error is the answer, and when the work
+  // before `value` failed at launch (fail_next), *carried says so (dependency_failed) for the
+  // waiter's next point, the wait placed all the same. Without it (order_after) a failure
+  // counts as reached, unless the device is lost.
   [[nodiscard]] status enqueue_wait(cudaStream_t waiter, timeline_point value,
-                                    const std::string& waiter_label, bool carry_failure = true);
+                                    const std::string& waiter_label, bool carry_failure,
+                                    status* carried);
   // Records the next value on the stream. Called with the stream known to be alive.
   [[nodiscard]] result<timeline_point> signal();
+  // Work enqueued on the stream failed at its launch with `why`: the value the next signal()
+  // records fails with it (query, and a wait_point on it), as a host stream's failed work
+  // fails the point after it. The first failure before a signal is the one kept.
+  void fail_next(status why);
   // Every value not yet reached fails with `why` (device lost).
   void poison(status why);
   // After a device reset the events are gone: forget them without calling CUDA.
@@ -72,6 +79,8 @@ class cuda_timeline final : public timeline {
   // Poisons with `why` unless poisoned already. Mutex held.
   void poison_locked(status why);
   [[nodiscard]] query_result query_locked(timeline_point value) const;
+  // The failure of the work before `value` (fail_next), or nullptr. Mutex held.
+  [[nodiscard]] const status* failure_locked(timeline_point value) const;
 
   cudaStream_t stream_;
   std::string name_;
@@ -86,6 +95,11 @@ class cuda_timeline final : public timeline {
   std::deque<entry> in_flight_;
   std::vector<std::shared_ptr<slot>> spare_;
   status poison_;
+  // Values whose work failed at launch, oldest first; the newest 256 are kept (older ones
+  // read as reached), as host_timeline keeps its own.
+  static constexpr std::size_t failure_history = 256;
+  std::deque<std::pair<timeline_point, status>> failures_;
+  status next_failure_;  // for the next signal()
 };
 
 }  // namespace cudactor::gpu::detail

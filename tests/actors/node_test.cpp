@@ -24,6 +24,7 @@
 #include "common/http_get.hpp"
 #include "common/log_file.hpp"
 #include "common/remote_node.hpp"
+#include "common/test_backend.hpp"
 #include "cudactor/actors/client.hpp"
 #include "cudactor/actors/node_client.hpp"
 #include "cudactor/actors/runtime.hpp"
@@ -56,7 +57,8 @@ BOOST_AUTO_TEST_CASE(a_control_plane_runs_named_work_on_a_node_in_another_proces
   connected_node fixture{"n1"};
   auto& [node, cp, connected] = fixture;
   BOOST_TEST(connected->info.name == "n1");
-  BOOST_TEST(connected->info.backend.find("host") != std::string::npos);
+  BOOST_TEST(connected->info.backend.find(test_backend()) != std::string::npos,
+             connected->info.backend);
   BOOST_TEST(connected->info.coordinator_streams == 4u);
   BOOST_TEST((connected->info.operations ==
               std::vector<std::string>{"busy", "dp_grad", "dp_sgd", "fail", "noop", "scale"}));

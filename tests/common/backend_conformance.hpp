@@ -460,6 +460,50 @@ inline void timeline_values_are_reached_in_order(conformance_target& t) {
   CUDACTOR_REQUIRE_OK(tl.wait(2, 10ms));  // reached values answer at once
 }
 
+// Work that fails (at launch on CUDA, when run on the host) fails the point signalled after
+// it, for whoever reads the timeline: its wait and query answer the work's words, and a
+// wait_point on it from another stream carries the failure, refused at once (CUDA, which
+// knows it at launch) or failing that stream's next point (host). The point after, with clean
+// work before it, is reached cleanly.
+inline void failed_work_fails_the_point_after_it(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "failing");
+  auto other = make_stream(b, "waiting");
+  auto line = b.timeline_of(s);
+  BOOST_REQUIRE(line.ok());
+  auto& tl = *line.value();
+  (void)b.enqueue(s, [](const gpu::launch_context&) {
+    return gpu::status{gpu::errc::op_failed, "refused by the test"};
+  });
+  auto point = b.signal(s);
+  BOOST_REQUIRE(point.ok());
+  const auto waited = tl.wait(point.value(), 5000ms);
+  BOOST_TEST(!waited.ok());
+  BOOST_TEST(waited.message().find("refused by the test") != std::string::npos, waited.to_string());
+  BOOST_TEST(tl.query(point.value()).failed());
+
+  const auto carried = b.wait_point(other, s, point.value());
+  if (carried.ok()) {
+    auto after = b.signal(other);
+    BOOST_REQUIRE(after.ok());
+    auto other_line = b.timeline_of(other);
+    BOOST_REQUIRE(other_line.ok());
+    const auto failed = other_line.value()->wait(after.value(), 5000ms);
+    BOOST_TEST(failed.message().find("refused by the test") != std::string::npos,
+               failed.to_string());
+  } else {
+    BOOST_TEST(carried.message().find("refused by the test") != std::string::npos,
+               carried.to_string());
+  }
+  CUDACTOR_REQUIRE_OK(b.order_after(other, s, point.value()));  // an order carries nothing
+
+  CUDACTOR_REQUIRE_OK(t.busy(s, 0ms));
+  auto next = b.signal(s);
+  BOOST_REQUIRE(next.ok());
+  CUDACTOR_REQUIRE_OK(tl.wait(next.value(), 5000ms));
+  BOOST_TEST(tl.query(next.value()).ready());
+}
+
 inline void a_timeline_outlives_its_stream(conformance_target& t) {
   auto& b = t.backend();
   auto s = make_stream(b);
@@ -523,6 +567,7 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   CUDACTOR_CONFORMANCE_CASE(fixture, prefetch_takes_managed_memory)                             \
   CUDACTOR_CONFORMANCE_CASE(fixture, host_callbacks_run_once_in_stream_order)                   \
   CUDACTOR_CONFORMANCE_CASE(fixture, timeline_values_are_reached_in_order)                      \
+  CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_point_after_it)                      \
   CUDACTOR_CONFORMANCE_CASE(fixture, a_timeline_outlives_its_stream)                            \
   CUDACTOR_CONFORMANCE_CASE(fixture, moving_an_owning_handle_over_a_live_one_destroys_the_old)
 

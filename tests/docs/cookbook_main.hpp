@@ -7,6 +7,7 @@
 // throws fails: its exit code is 1 and what it threw is printed.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
