@@ -2,8 +2,9 @@
 //
 // What an NCCL all-reduce costs through cudactor, against NCCL called directly by the same
 // process in the same run, on one CUDA device (one rank: the machine has one GPU, and NCCL
-// takes one rank per GPU; a one-rank all-reduce still runs NCCL's kernel and its launch path,
-// so what cudactor adds per collective shows, while the wire's time does not). Two shapes:
+// takes one rank per GPU; a one-rank all-reduce from one buffer to another is NCCL's launch
+// path and a device copy, so what cudactor adds per collective shows, while the wire's time
+// does not; in place, NCCL skips even the copy). Two shapes:
 //   single     one all-reduce at a time: direct, the call then cudaStreamSynchronize;
 //              through cudactor, coordinator::run of one collective operation (registered,
 //              dispatched to the stream actor, launched by the communicator, its end seen by
@@ -11,7 +12,7 @@
 //   pipelined  `rounds` all-reduces back to back: direct, enqueued then one synchronize;
 //              through cudactor, one graph of them (ordered by the communicator and the
 //              buffer), submission to the last notice. Microseconds per all-reduce.
-// Sum of floats, in place, 4 KiB to 16 MiB (64 MiB without --quick); the two sides alternate
+// Sum of floats, out of place, 4 KiB to 16 MiB (64 MiB without --quick); the two sides alternate
 // three times per size and the median of each side's figure is reported.
 //
 //   collective_gpu_bench --backend=cuda [--quick] [-- runtime options]
@@ -56,38 +57,42 @@ std::vector<size_case> sizes(bool quick) {
   return out;
 }
 
-op_spec all_reduce(buffer_id data, std::size_t bytes) {
+op_spec all_reduce(buffer_id from, buffer_id to, std::size_t bytes) {
   op_collective x;
   x.communicator = "bench";
   x.kind = gpu::collective_kind::all_reduce;
   x.type = gpu::element_type::f32;
   x.op = gpu::reduce_op::sum;
   x.count = bytes / sizeof(float);
-  x.send = data;
-  x.recv = data;
+  x.send = from;
+  x.recv = to;
   return op_spec::of(x, "all-reduce");
 }
+
+struct buffer_pair {
+  buffer_id send, recv;
+};
 
 void check(const op_notice& n, runtime& rt) {
   if (n.state != op_state::completed) fail("all-reduce: " + rt.system().render(n.cause));
 }
 
-std::vector<double> cudactor_single(const coordinator& c, runtime& rt, buffer_id data,
+std::vector<double> cudactor_single(const coordinator& c, runtime& rt, const buffer_pair& data,
                                     std::size_t bytes, int rounds) {
   std::vector<double> us;
   us.reserve(static_cast<std::size_t>(rounds));
   for (int i = 0; i < rounds; ++i) {
     const auto t0 = now_ns();
-    check(c.run(all_reduce(data, bytes)).get(), rt);
+    check(c.run(all_reduce(data.send, data.recv, bytes)).get(), rt);
     us.push_back(static_cast<double>(now_ns() - t0) / 1e3);
   }
   return us;
 }
 
-double cudactor_pipelined(const coordinator& c, runtime& rt, buffer_id data, std::size_t bytes,
-                          int rounds) {
+double cudactor_pipelined(const coordinator& c, runtime& rt, const buffer_pair& data,
+                          std::size_t bytes, int rounds) {
   graph_spec g;
-  for (int i = 0; i < rounds; ++i) g.add(all_reduce(data, bytes));
+  for (int i = 0; i < rounds; ++i) g.add(all_reduce(data.send, data.recv, bytes));
   const auto t0 = now_ns();
   const auto ends = c.run(std::move(g)).get();
   const double us = static_cast<double>(now_ns() - t0) / 1e3 / rounds;
@@ -125,7 +130,7 @@ int main(int argc, char** argv) {
     }
   }
   coordinator c{*rt};
-  const buffer_handle data = c.allocate(largest).get();
+  const buffer_pair data{c.allocate(largest).get().id, c.allocate(largest).get().id};
 
   table t({"size", "shape", "rounds x 3", "NCCL us", "cudactor us", "ratio", "added us"});
   json_line json;
@@ -134,7 +139,7 @@ int main(int argc, char** argv) {
   json.add("quick", mode.quick);
   // Warm-up: NCCL's first calls and cudactor's first operation pay one-off costs.
   (void)direct.single(4 << 10, 20);
-  (void)cudactor_single(c, *rt, data.id, 4 << 10, 20);
+  (void)cudactor_single(c, *rt, data, 4 << 10, 20);
   for (const auto& sc : cases) {
     std::vector<double> nccl_single, ours_single, nccl_pipe, ours_pipe;
     for (int alternation = 0; alternation < 3; ++alternation) {
@@ -142,11 +147,11 @@ int main(int argc, char** argv) {
       if (d.empty()) fail("NCCL directly: " + direct.failure());
       nccl_single.push_back(summarize_us(d).p50);
       ours_single.push_back(
-          summarize_us(cudactor_single(c, *rt, data.id, sc.bytes, sc.single_rounds)).p50);
+          summarize_us(cudactor_single(c, *rt, data, sc.bytes, sc.single_rounds)).p50);
       const double p = direct.pipelined(sc.bytes, sc.pipelined_rounds);
       if (p < 0) fail("NCCL directly: " + direct.failure());
       nccl_pipe.push_back(p);
-      ours_pipe.push_back(cudactor_pipelined(c, *rt, data.id, sc.bytes, sc.pipelined_rounds));
+      ours_pipe.push_back(cudactor_pipelined(c, *rt, data, sc.bytes, sc.pipelined_rounds));
     }
     const auto row = [&](const char* shape, int rounds, double theirs, double ours) {
       t.add({sc.label, shape, std::to_string(rounds), fixed(theirs), fixed(ours),
@@ -157,9 +162,10 @@ int main(int argc, char** argv) {
     row("single", sc.single_rounds, median(nccl_single), median(ours_single));
     row("pipelined", sc.pipelined_rounds, median(nccl_pipe), median(ours_pipe));
   }
-  (void)c.release(data.id).get();
+  (void)c.release(data.send).get();
+  (void)c.release(data.recv).get();
   std::printf("collective_gpu_bench on %s: one rank\n", rt->backend_reason().c_str());
-  t.print("all-reduce (sum, f32, in place): NCCL called directly vs through cudactor");
+  t.print("all-reduce (sum, f32, out of place): NCCL called directly vs through cudactor");
   json.print();
   return 0;
 }

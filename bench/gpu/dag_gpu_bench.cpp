@@ -118,9 +118,8 @@ int main(int argc, char** argv) {
   const int rounds = mode.quick ? 3 : 7;
 
   runtime_config config;
-  auto rt = start_cuda_runtime(
-      config, {"--cudactor.streams=" + std::to_string(streams)},
-      mode.passed_on);
+  auto rt =
+      start_cuda_runtime(config, {"--cudactor.streams=" + std::to_string(streams)}, mode.passed_on);
   const std::string backend = rt->backend_reason();
 
   samples through_coordinator, raw;

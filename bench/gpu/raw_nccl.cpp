@@ -26,7 +26,8 @@ struct raw_nccl::impl {
   void* lib = nullptr;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
-  void* buffer = nullptr;
+  void* send = nullptr;
+  void* recv = nullptr;
   std::size_t capacity = 0;
   std::string failure;
 
@@ -47,9 +48,8 @@ struct raw_nccl::impl {
     return out != nullptr;
   }
   bool all_reduce_once(std::size_t bytes) {
-    return nccl(
-        all_reduce(buffer, buffer, bytes / sizeof(float), ncclFloat32, ncclSum, comm, stream),
-        "ncclAllReduce");
+    return nccl(all_reduce(send, recv, bytes / sizeof(float), ncclFloat32, ncclSum, comm, stream),
+                "ncclAllReduce");
   }
 };
 
@@ -69,8 +69,9 @@ raw_nccl::raw_nccl(std::size_t max_bytes) : impl_(std::make_unique<impl>()) {
   ncclUniqueId id;
   if (!m.cuda(cudaSetDevice(0), "cudaSetDevice") ||
       !m.cuda(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking), "cudaStreamCreate") ||
-      !m.cuda(cudaMalloc(&m.buffer, max_bytes), "cudaMalloc") ||
-      !m.cuda(cudaMemset(m.buffer, 0, max_bytes), "cudaMemset") ||
+      !m.cuda(cudaMalloc(&m.send, max_bytes), "cudaMalloc") ||
+      !m.cuda(cudaMalloc(&m.recv, max_bytes), "cudaMalloc") ||
+      !m.cuda(cudaMemset(m.send, 0, max_bytes), "cudaMemset") ||
       !m.cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize") ||
       !m.nccl(m.get_unique_id(&id), "ncclGetUniqueId") ||
       !m.nccl(m.init_rank(&m.comm, 1, id, 0), "ncclCommInitRank")) {
@@ -83,7 +84,8 @@ raw_nccl::~raw_nccl() {
   auto& m = *impl_;
   if (m.stream != nullptr) (void)cudaStreamSynchronize(m.stream);
   if (m.comm != nullptr) (void)m.destroy(m.comm);
-  if (m.buffer != nullptr) (void)cudaFree(m.buffer);
+  if (m.send != nullptr) (void)cudaFree(m.send);
+  if (m.recv != nullptr) (void)cudaFree(m.recv);
   if (m.stream != nullptr) (void)cudaStreamDestroy(m.stream);
   // The library stays loaded: NCCL's threads may outlive the communicator briefly.
 }

@@ -2,9 +2,9 @@
 //
 // NCCL called directly, as a program without cudactor would call it: the baseline of
 // collective_gpu_bench. One rank (this process, device 0) made with ncclCommInitRank, an
-// all-reduce (sum of floats, in place) on a CUDA stream and device buffer of its own. NCCL is
-// loaded from libnccl.so.2 as cudactor loads it (never linked). Callable from plain C++: no
-// CUDA or NCCL header reaches the caller.
+// all-reduce (sum of floats) from one device buffer to another, on a CUDA stream of its own. NCCL
+// is loaded from libnccl.so.2 as cudactor loads it (never linked). Callable from plain C++: no CUDA
+// or NCCL header reaches the caller.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +16,7 @@ namespace cudactor::bench {
 
 class raw_nccl {
  public:
-  // Loads NCCL and makes the communicator, its stream and a buffer of `max_bytes`.
+  // Loads NCCL and makes the communicator, its stream and two buffers of `max_bytes`.
   explicit raw_nccl(std::size_t max_bytes);
   raw_nccl(const raw_nccl&) = delete;
   raw_nccl& operator=(const raw_nccl&) = delete;
