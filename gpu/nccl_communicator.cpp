@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -96,12 +97,22 @@ ncclRedOp_t nccl_op(reduce_op o) {
   return ncclSum;
 }
 
-// Waits while NCCL says a non-blocking call is in progress; its final state.
+// Waits while NCCL says a non-blocking call is in progress; its final state. A collective's
+// enqueue is usually done within microseconds, so the wait starts by yielding and backs off
+// to sleeps of up to 1 ms: a fixed 100 us sleep charged that much to every call that was
+// briefly in progress, on the stream actor's thread.
 ncclResult_t settle(ncclComm_t comm, ncclResult_t r, std::chrono::milliseconds limit) {
   const auto until = std::chrono::steady_clock::now() + limit;
+  auto pause = std::chrono::microseconds{0};
   while (r == ncclInProgress) {
     if (std::chrono::steady_clock::now() >= until) return ncclInProgress;
-    std::this_thread::sleep_for(std::chrono::microseconds{100});
+    if (pause.count() == 0) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(pause);
+    }
+    pause = std::min(std::max(pause * 2, std::chrono::microseconds{1}),
+                     std::chrono::microseconds{1000});
     if (api().async_error(comm, &r) != ncclSuccess) return ncclInternalError;
   }
   return r;
@@ -134,6 +145,7 @@ class nccl_communicator final : public communicator {
     // Abort, not destroy: destroying waits for what is queued, which a dead peer never ends.
     if (comm_ != nullptr) (void)api().abort(comm_);
     for (auto& p : pending_) (void)cudaEventDestroy(p.done);
+    for (cudaEvent_t e : spare_) (void)cudaEventDestroy(e);
     if (scratch_ != nullptr) (void)cudaFree(scratch_);
   }
 
@@ -169,13 +181,21 @@ class nccl_communicator final : public communicator {
       return broken_;
     }
     pending_op p{seq, nullptr, std::chrono::steady_clock::now()};
-    if (cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming) != cudaSuccess ||
-        cudaEventRecord(p.done, stream) != cudaSuccess) {
-      if (p.done != nullptr) (void)cudaEventDestroy(p.done);
+    if (!spare_.empty()) {
+      p.done = spare_.back();
+      spare_.pop_back();
+    } else if (cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming) != cudaSuccess) {
+      (void)cudaGetLastError();
       return {errc::backend_error, what + ": its completion cannot be watched"};
     }
+    if (cudaEventRecord(p.done, stream) != cudaSuccess) {
+      (void)cudaGetLastError();
+      (void)cudaEventDestroy(p.done);
+      return {errc::backend_error, what + ": its completion cannot be watched"};
+    }
+    // The watchdog finds it at its next round (every 10 ms): a wake-up per collective cost a
+    // thread switch and the lock on the launching thread's path.
     pending_.push_back(p);
-    wake_.notify_all();
     return {};
   }
 
@@ -244,7 +264,11 @@ class nccl_communicator final : public communicator {
           }
           break;
         }
-        (void)cudaEventDestroy(pending_.front().done);
+        if (spare_.size() < max_spare_events) {
+          spare_.push_back(pending_.front().done);  // recorded again by a later collective
+        } else {
+          (void)cudaEventDestroy(pending_.front().done);
+        }
         pending_.pop_front();
       }
     }
@@ -256,6 +280,9 @@ class nccl_communicator final : public communicator {
   ncclComm_t comm_;
   float* scratch_;
   std::deque<pending_op> pending_;
+  // Events of collectives seen complete, for the next ones: at most max_spare_events kept.
+  static constexpr std::size_t max_spare_events = 256;
+  std::vector<cudaEvent_t> spare_;
   status broken_;
   bool stopping_ = false;
   std::thread watchdog_;  // last: it starts once everything else is made

@@ -17,7 +17,8 @@
 //
 //   collective_gpu_bench --backend=cuda [--quick] [-- runtime options]
 // Prints a table, then one JSON object on the last line (keys cudactor_single_us_<size>,
-// nccl_single_us_<size>, cudactor_pipelined_us_<size>, nccl_pipelined_us_<size>).
+// nccl_single_us_<size>, cudactor_pipelined_us_<size>, nccl_pipelined_us_<size>, and
+// cudactor_dispatch_span_us_<size>: how long the pipelined graph took to reach its stream).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -89,15 +90,29 @@ std::vector<double> cudactor_single(const coordinator& c, runtime& rt, const buf
   return us;
 }
 
-double cudactor_pipelined(const coordinator& c, runtime& rt, const buffer_pair& data,
-                          std::size_t bytes, int rounds) {
+struct pipelined_run {
+  double us_per_op = 0;
+  // From the first all-reduce's dispatch to the last's: near zero when the graph went to the
+  // stream in one pass, the whole run when each waited for the one before.
+  double dispatch_span_us = 0;
+};
+
+pipelined_run cudactor_pipelined(const coordinator& c, runtime& rt, const buffer_pair& data,
+                                 std::size_t bytes, int rounds) {
   graph_spec g;
   for (int i = 0; i < rounds; ++i) g.add(all_reduce(data.send, data.recv, bytes));
   const auto t0 = now_ns();
   const auto ends = c.run(std::move(g)).get();
-  const double us = static_cast<double>(now_ns() - t0) / 1e3 / rounds;
-  for (const auto& n : ends) check(n, rt);
-  return us;
+  pipelined_run out;
+  out.us_per_op = static_cast<double>(now_ns() - t0) / 1e3 / rounds;
+  std::int64_t first = ends.front().dispatched_ns, last = first;
+  for (const auto& n : ends) {
+    check(n, rt);
+    first = std::min(first, n.dispatched_ns);
+    last = std::max(last, n.dispatched_ns);
+  }
+  out.dispatch_span_us = static_cast<double>(last - first) / 1e3;
+  return out;
 }
 
 double median(std::vector<double> xs) {
@@ -140,8 +155,9 @@ int main(int argc, char** argv) {
   // Warm-up: NCCL's first calls and cudactor's first operation pay one-off costs.
   (void)direct.single(4 << 10, 20);
   (void)cudactor_single(c, *rt, data, 4 << 10, 20);
+  std::string dispatch_spans;
   for (const auto& sc : cases) {
-    std::vector<double> nccl_single, ours_single, nccl_pipe, ours_pipe;
+    std::vector<double> nccl_single, ours_single, nccl_pipe, ours_pipe, spans;
     for (int alternation = 0; alternation < 3; ++alternation) {
       const auto d = direct.single(sc.bytes, sc.single_rounds);
       if (d.empty()) fail("NCCL directly: " + direct.failure());
@@ -151,7 +167,9 @@ int main(int argc, char** argv) {
       const double p = direct.pipelined(sc.bytes, sc.pipelined_rounds);
       if (p < 0) fail("NCCL directly: " + direct.failure());
       nccl_pipe.push_back(p);
-      ours_pipe.push_back(cudactor_pipelined(c, *rt, data, sc.bytes, sc.pipelined_rounds));
+      const auto ours = cudactor_pipelined(c, *rt, data, sc.bytes, sc.pipelined_rounds);
+      ours_pipe.push_back(ours.us_per_op);
+      spans.push_back(ours.dispatch_span_us);
     }
     const auto row = [&](const char* shape, int rounds, double theirs, double ours) {
       t.add({sc.label, shape, std::to_string(rounds), fixed(theirs), fixed(ours),
@@ -161,11 +179,15 @@ int main(int argc, char** argv) {
     };
     row("single", sc.single_rounds, median(nccl_single), median(ours_single));
     row("pipelined", sc.pipelined_rounds, median(nccl_pipe), median(ours_pipe));
+    json.add(std::string{"cudactor_dispatch_span_us_"} + sc.label, median(spans));
+    dispatch_spans +=
+        std::string{dispatch_spans.empty() ? "" : ", "} + sc.label + " " + fixed(median(spans));
   }
   (void)c.release(data.send).get();
   (void)c.release(data.recv).get();
   std::printf("collective_gpu_bench on %s: one rank\n", rt->backend_reason().c_str());
   t.print("all-reduce (sum, f32, out of place): NCCL called directly vs through cudactor");
+  std::printf("pipelined graphs, first to last dispatch (us): %s\n", dispatch_spans.c_str());
   json.print();
   return 0;
 }
