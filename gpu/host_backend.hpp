@@ -11,9 +11,10 @@
 // device (every pending operation on every stream fails, new work is refused until reset()),
 // an operation that hangs until released, and a slow one.
 //
-// A failure is reported by the first completion point (recorded event or timeline signal)
-// enqueued after it on the same stream, once; place a point after each operation to
-// attribute failures exactly.
+// A failure is reported by the first event recorded after it on the same stream, once, and
+// by the next timeline signal whether or not an event reported it first (the timeline is what
+// barriers and wait_point read: a timing event recorded after the work must not take the
+// failure from it); place a point after each operation to attribute failures exactly.
 #pragma once
 
 #include <chrono>

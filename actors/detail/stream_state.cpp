@@ -382,18 +382,6 @@ completion stream_state::times_of(timeline_point point) const {
   return make_completion(point, nullptr, 0);
 }
 
-caf::error stream_state::timing_failure(const point_record& record) const {
-  // The host backend reports a failure once, at the first completion after it: with timing
-  // events around the work, that is the start event (a failed wait) or the end event (failed
-  // work), both reached before the point itself. It is the point's failure all the same.
-  for (const auto& e : {record.start, record.end}) {
-    if (!e) continue;
-    const gpu::query_result q = context_.device->query(e->device);
-    if (q.failed() && q.error.code() != gpu::errc::device_lost) return to_error(q.error);
-  }
-  return {};
-}
-
 void stream_state::on_progress(const completion_batch& batch, std::uint64_t incarnation) {
   if (incarnation != incarnation_) return;  // about a stream replaced since
   caf::error lost;
@@ -416,9 +404,6 @@ void stream_state::on_progress(const completion_batch& batch, std::uint64_t inca
     if (record.start && record.end) {
       if (auto took = context_.device->elapsed(record.start->device, record.end->device)) {
         metrics_->gpu_time(took->count());
-      }
-      if (failures_.count(p) == 0) {
-        if (auto failed = timing_failure(record)) note_failure(p, std::move(failed));
       }
     }
     const completion done = make_completion(p, &record, batch.detected_ns);

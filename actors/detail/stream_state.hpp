@@ -175,8 +175,6 @@ class stream_state {
   [[nodiscard]] bool timed(const pending_op& op) const noexcept;
   // Answers a pass once (its tickets, or `why`).
   void answer(const std::shared_ptr<dispatch_reply>& reply, const caf::error& why);
-  // A failure one of the point's timing events reported instead of the point.
-  [[nodiscard]] caf::error timing_failure(const point_record& record) const;
   // Subscribes to the poller's reports of the stream now owned.
   void follow_stream();
   // The stream can go on no more: everything outstanding is answered with `why`, the

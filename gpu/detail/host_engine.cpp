@@ -204,6 +204,7 @@ void host_engine::drain(const stream_ptr& s) {
 }
 
 void host_engine::note_failure(host_stream& s, status why) {
+  if (s.failed_since_signal.ok()) s.failed_since_signal = why;
   if (s.pending_error.ok()) s.pending_error = std::move(why);
 }
 
@@ -259,7 +260,10 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
     }
     case op_type::callback: invoke(o.callback, {}); return step::done;
     case op_type::signal: {
-      status failure = std::exchange(s->pending_error, {});
+      // The first failure since the last signal, whether or not an event reported it; what
+      // no event took yet is reported here, once.
+      status failure = std::exchange(s->failed_since_signal, {});
+      s->pending_error = {};
       if (failure.ok()) {
         s->timeline->set(o.value);
       } else {

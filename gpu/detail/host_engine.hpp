@@ -75,7 +75,12 @@ struct host_stream {
   std::deque<op> taken;
   bool scheduled = false;  // a drain is queued or running
   bool parked = false;     // the front operation waits for a completion or a deadline
-  status pending_error;    // touched only by the draining worker
+  // Both touched only by the draining worker. A failure goes to the first event recorded
+  // after it (pending_error, once) and to the next timeline signal (failed_since_signal),
+  // which the timeline's readers (barriers, wait_point) rely on: an event recorded in between,
+  // as a stream actor's timing events are, does not take it from the timeline.
+  status pending_error;
+  status failed_since_signal;
 
   // Other streams waiting for a value of this one's timeline (backend::wait_point). The count
   // keeps a signal to one load when nobody waits.

@@ -337,3 +337,27 @@ BOOST_FIXTURE_TEST_CASE(held_back_work_is_before_a_barrier_asked_for_after_its_t
 BOOST_FIXTURE_TEST_CASE(held_back_work_is_before_the_barrier_with_timing_on, capped_timed_streams) {
   held_back_work_is_before_the_barrier(*this);
 }
+
+namespace {
+
+struct timed_streams : barrier_fixture {
+  timed_streams() : barrier_fixture({"--cudactor.streams=2", "--cudactor.timing"}) {}
+};
+
+}  // namespace
+
+// With timing on, the stream actor records timing events around each work; a failure must
+// still reach the stream's timeline, which the barrier reads, not stop at the end event.
+BOOST_FIXTURE_TEST_CASE(failed_work_is_named_with_timing_on, timed_streams) {
+  auto b = barrier({0, 1});
+  gate g;
+  auto log = std::make_shared<work_log>(1);
+  on(0, noop());
+  on(1, g.hold());
+  on(1, log->record(0, 0us, true));
+  auto pending = self()->request(b, 10s, synchronize_atom::value);
+  g.open();
+  const caf::error failed = refusal_of(pending, "crossed despite the failure");
+  BOOST_TEST(failed.code() == static_cast<std::uint8_t>(errc::dependency_failed));
+  BOOST_TEST(says(render(failed), "kernel 0 failed"), render(failed));
+}

@@ -45,6 +45,29 @@ BOOST_AUTO_TEST_CASE(a_failing_operation_fails_the_next_point_only) {
   BOOST_TEST(backend().health().ok());  // one failed op does not lose the device
 }
 
+// An event between the failed work and the signal (a stream actor's timing event) reports the
+// failure, and so does the signal: the timeline, which barriers and wait_point read, keeps it.
+BOOST_AUTO_TEST_CASE(an_event_before_the_signal_does_not_take_the_failure_from_it) {
+  auto s = make_stream(backend(), "timed");
+  auto line = backend().timeline_of(s).value();
+  auto end = make_event(backend(), gpu::event_kind::timing);
+  CUDACTOR_REQUIRE_OK(backend().enqueue(s, [](const gpu::launch_context&) {
+    return gpu::status{gpu::errc::op_failed, "kernel 7 failed"};
+  }));
+  CUDACTOR_REQUIRE_OK(backend().record(end, s));
+  const auto point = backend().signal(s).value();
+  auto after = make_event(backend());
+  CUDACTOR_REQUIRE_OK(backend().record(after, s));
+  const auto next = backend().signal(s).value();
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  BOOST_TEST(backend().query(end).failed());
+  const auto at_point = line->query(point);
+  BOOST_TEST(at_point.failed());
+  BOOST_TEST(at_point.error.message().find("kernel 7 failed") != std::string::npos);
+  BOOST_TEST(backend().query(after).ready());  // reported, so the next points are clean
+  BOOST_TEST(line->query(next).ready());
+}
+
 BOOST_AUTO_TEST_CASE(work_that_returns_an_error_or_throws_fails_alone) {
   auto s = make_stream(backend(), "work");
   auto line = backend().timeline_of(s).value();
