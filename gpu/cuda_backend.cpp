@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <utility>
@@ -52,6 +53,14 @@ struct cuda_event_entry {
   cudaEvent_t handle = nullptr;
   event_kind kind = event_kind::regular;
   recorded_flag recorded;
+  // The launch failure its latest record came after (cuda_timeline::take_event_failure), or
+  // empty. Set by record() and read by query(), wait() and elapsed() under the table's shared
+  // lock: read and written atomically.
+  std::shared_ptr<const status> failure;
+
+  [[nodiscard]] std::shared_ptr<const status> failed() const {
+    return std::atomic_load_explicit(&failure, std::memory_order_acquire);
+  }
 };
 
 }  // namespace
@@ -402,6 +411,12 @@ status cuda_backend::record(event_ref e, stream_ref s) {
       return bad;
     }
     found.value()->recorded.value.store(true, std::memory_order_release);
+    // As on the host backend: the first event after work that failed at launch reports it.
+    status failed = target.timeline ? target.timeline->take_event_failure() : status{};
+    std::atomic_store_explicit(
+        &found.value()->failure,
+        failed.ok() ? nullptr : std::make_shared<const status>(std::move(failed)),
+        std::memory_order_release);
     return {};
   });
 }
@@ -410,8 +425,16 @@ status cuda_backend::wait(stream_ref s, event_ref e) {
   return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
     auto found = impl_->find_event(e);
     if (!found) return found.error();
-    return impl_->check(cudaStreamWaitEvent(target.handle, found.value()->handle, 0),
-                        target.label + " waiting on event " + to_string(e.id()));
+    auto waited = impl_->check(cudaStreamWaitEvent(target.handle, found.value()->handle, 0),
+                               target.label + " waiting on event " + to_string(e.id()));
+    // The event's work failed at launch: the waiter's next point reports it, as backend::wait
+    // says (the wait is placed all the same).
+    if (auto failed = found.value()->failed(); waited.ok() && failed && target.timeline) {
+      target.timeline->fail_next(
+          status{errc::dependency_failed, target.label + " waited on event " + to_string(e.id()) +
+                                              ", whose work failed: " + failed->to_string()});
+    }
+    return waited;
   });
 }
 
@@ -429,7 +452,10 @@ query_result cuda_backend::query(event_ref e) {
   auto found = impl_->find_event(e);
   if (!found) return {event_state::failed, found.error()};
   const cudaError_t answer = cudaEventQuery(found.value()->handle);
-  if (answer == cudaSuccess) return {event_state::ready, {}};
+  if (answer == cudaSuccess) {
+    if (auto failed = found.value()->failed()) return {event_state::failed, *failed};
+    return {event_state::ready, {}};
+  }
   if (answer == cudaErrorNotReady) {
     detail::clear_not_ready();
     return {event_state::not_ready, {}};
@@ -452,6 +478,10 @@ result<std::chrono::nanoseconds> cuda_backend::elapsed(event_ref start, event_re
     if (!found->recorded.value.load(std::memory_order_acquire)) {
       return status{errc::not_recorded, "event " + to_string(ref.id()) + " was never recorded"};
     }
+  }
+  // Time over failed work is no figure (as on the host backend): the failure is the answer.
+  for (auto* found : {a.value(), b.value()}) {
+    if (auto failed = found->failed()) return *failed;
   }
   float milliseconds = 0.0F;
   const cudaError_t answer =

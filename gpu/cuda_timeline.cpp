@@ -227,6 +227,7 @@ result<timeline_point> cuda_timeline::signal() {
   if (!next_failure_.ok()) {
     failures_.emplace_back(value, std::move(next_failure_));
     next_failure_ = status{};
+    next_event_failure_ = status{};  // reported here: later events are clean
     if (failures_.size() > failure_history) failures_.pop_front();
   }
   return value;
@@ -234,7 +235,13 @@ result<timeline_point> cuda_timeline::signal() {
 
 void cuda_timeline::fail_next(status why) {
   std::lock_guard<std::mutex> lock{mutex_};
+  if (next_event_failure_.ok()) next_event_failure_ = why;
   if (next_failure_.ok()) next_failure_ = std::move(why);
+}
+
+status cuda_timeline::take_event_failure() {
+  std::lock_guard<std::mutex> lock{mutex_};
+  return std::exchange(next_event_failure_, status{});
 }
 
 void cuda_timeline::poison(status why) {

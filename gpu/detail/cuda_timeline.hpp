@@ -55,8 +55,11 @@ class cuda_timeline final : public timeline {
   [[nodiscard]] result<timeline_point> signal();
   // Work enqueued on the stream failed at its launch with `why`: the value the next signal()
   // records fails with it (query, and a wait_point on it), as a host stream's failed work
-  // fails the point after it. The first failure before a signal is the one kept.
+  // fails the point after it; so does the first event recorded after it, once
+  // (take_event_failure). The first failure before a signal is the one kept.
   void fail_next(status why);
+  // The failure the next recorded event reports, taken: ok when none. A signal takes it too.
+  [[nodiscard]] status take_event_failure();
   // Every value not yet reached fails with `why` (device lost).
   void poison(status why);
   // After a device reset the events are gone: forget them without calling CUDA.
@@ -99,7 +102,8 @@ class cuda_timeline final : public timeline {
   // read as reached), as host_timeline keeps its own.
   static constexpr std::size_t failure_history = 256;
   std::deque<std::pair<timeline_point, status>> failures_;
-  status next_failure_;  // for the next signal()
+  status next_failure_;        // for the next signal()
+  status next_event_failure_;  // for the next event recorded, unless a signal came first
 };
 
 }  // namespace cudactor::gpu::detail

@@ -504,6 +504,42 @@ inline void failed_work_fails_the_point_after_it(conformance_target& t) {
   BOOST_TEST(tl.query(next.value()).ready());
 }
 
+// The first event recorded after failed work reports the failure, once; a stream that waits
+// on that event reports dependency_failed at its next point; the timeline's next point fails
+// all the same (an event in between does not take it from the timeline).
+inline void failed_work_fails_the_first_event_after_it(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "failing");
+  auto other = make_stream(b, "waiting");
+  auto first = make_event(b);
+  auto second = make_event(b);
+  (void)b.enqueue(s, [](const gpu::launch_context&) {
+    return gpu::status{gpu::errc::op_failed, "refused by the test"};
+  });
+  CUDACTOR_REQUIRE_OK(b.record(first, s));
+  CUDACTOR_REQUIRE_OK(b.record(second, s));
+  auto point = b.signal(s);
+  BOOST_REQUIRE(point.ok());
+  CUDACTOR_REQUIRE_OK(b.wait(other, first));
+  auto after = b.signal(other);
+  BOOST_REQUIRE(after.ok());
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  const auto one = b.query(first);
+  BOOST_TEST(one.failed());
+  BOOST_TEST(one.error.message().find("refused by the test") != std::string::npos,
+             one.error.to_string());
+  BOOST_TEST(b.query(second).ready());  // once
+  auto line = b.timeline_of(s);
+  BOOST_REQUIRE(line.ok());
+  BOOST_TEST(line.value()->query(point.value()).failed());
+  auto other_line = b.timeline_of(other);
+  BOOST_REQUIRE(other_line.ok());
+  const auto carried = other_line.value()->wait(after.value(), 5000ms);
+  BOOST_TEST(carried.code() == gpu::errc::dependency_failed, carried.to_string());
+  BOOST_TEST(carried.message().find("refused by the test") != std::string::npos,
+             carried.to_string());
+}
+
 inline void a_timeline_outlives_its_stream(conformance_target& t) {
   auto& b = t.backend();
   auto s = make_stream(b);
@@ -568,6 +604,7 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   CUDACTOR_CONFORMANCE_CASE(fixture, host_callbacks_run_once_in_stream_order)                   \
   CUDACTOR_CONFORMANCE_CASE(fixture, timeline_values_are_reached_in_order)                      \
   CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_point_after_it)                      \
+  CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_first_event_after_it)                \
   CUDACTOR_CONFORMANCE_CASE(fixture, a_timeline_outlives_its_stream)                            \
   CUDACTOR_CONFORMANCE_CASE(fixture, moving_an_owning_handle_over_a_live_one_destroys_the_old)
 
