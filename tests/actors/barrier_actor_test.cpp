@@ -15,6 +15,23 @@ using namespace std::chrono_literals;
 using namespace cudactor;
 using namespace cudactor::test;
 
+namespace {
+
+// Stream 1 reaches barrier `b` (over streams 0 and 1) with failed work ("kernel 0 failed"),
+// stream 0 with clean work: the answer to a host-mode synchronize, which must be a refusal.
+caf::error synchronize_over_failed_work(barrier_fixture& f, const barrier_actor& b) {
+  gate g;
+  auto log = std::make_shared<work_log>(1);
+  f.on(0, noop());
+  f.on(1, g.hold());
+  f.on(1, log->record(0, 0us, true));
+  auto pending = f.self()->request(b, 10s, synchronize_atom::value);
+  g.open();
+  return f.refusal_of(pending, "crossed despite the failure");
+}
+
+}  // namespace
+
 BOOST_FIXTURE_TEST_SUITE(barrier, barrier_fixture)
 
 // The seeds' pattern: launch on every stream, synchronize, launch the next step everywhere.
@@ -193,14 +210,7 @@ BOOST_AUTO_TEST_CASE(the_device_side_mode_neither_watches_nor_waits_on_the_host)
 
 BOOST_AUTO_TEST_CASE(a_stream_that_reaches_the_barrier_with_failed_work_is_named) {
   auto b = barrier({0, 1});
-  gate g;
-  auto log = std::make_shared<work_log>(2);
-  on(0, noop());
-  on(1, g.hold());
-  on(1, log->record(0, 0us, true));
-  auto pending = self()->request(b, 10s, synchronize_atom::value);
-  g.open();
-  const caf::error failed = refusal_of(pending, "crossed despite the failure");
+  const caf::error failed = synchronize_over_failed_work(*this, b);
   BOOST_TEST(failed.code() == static_cast<std::uint8_t>(errc::dependency_failed));
   BOOST_TEST(says(render(failed), "stream 'stream-1' reached the barrier with failed work"),
              render(failed));
@@ -349,15 +359,7 @@ struct timed_streams : barrier_fixture {
 // With timing on, the stream actor records timing events around each work; a failure must
 // still reach the stream's timeline, which the barrier reads, not stop at the end event.
 BOOST_FIXTURE_TEST_CASE(failed_work_is_named_with_timing_on, timed_streams) {
-  auto b = barrier({0, 1});
-  gate g;
-  auto log = std::make_shared<work_log>(1);
-  on(0, noop());
-  on(1, g.hold());
-  on(1, log->record(0, 0us, true));
-  auto pending = self()->request(b, 10s, synchronize_atom::value);
-  g.open();
-  const caf::error failed = refusal_of(pending, "crossed despite the failure");
+  const caf::error failed = synchronize_over_failed_work(*this, barrier({0, 1}));
   BOOST_TEST(failed.code() == static_cast<std::uint8_t>(errc::dependency_failed));
   BOOST_TEST(says(render(failed), "kernel 0 failed"), render(failed));
 }
