@@ -1,8 +1,9 @@
 // The CUDA backend: every member of the backend interface over the runtime API, with the
-// argument checks and the loss handling each needs. Long (some 700 lines) because the
-// interface is; what stands on its own is apart: the timeline (cuda_timeline.cpp), freeing
-// after a destroyed stream (cuda_release_stream.cpp), device selection and driver versions
-// (cuda_device.cpp), error classes (cuda_status.cpp).
+// argument checks and the loss handling each needs, and the failures of work that failed at
+// launch carried to the stream's next point and event as the host backend carries them. Long
+// (some 800 lines) because the interface is; what stands on its own is apart: the timeline
+// (cuda_timeline.cpp), freeing after a destroyed stream (cuda_release_stream.cpp), device selection
+// and driver versions (cuda_device.cpp), error classes (cuda_status.cpp).
 #include "cudactor/gpu/cuda_backend.hpp"
 
 #include <cuda_runtime_api.h>

@@ -4,16 +4,12 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
-#include <chrono>
+#include "common/report.hpp"
 
 namespace cudactor::bench {
 namespace {
 
-double now_us() {
-  return std::chrono::duration<double, std::micro>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+double now_us() { return static_cast<double>(now_ns()) / 1e3; }
 
 }  // namespace
 
