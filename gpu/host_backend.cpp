@@ -435,9 +435,8 @@ status host_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
 status host_backend::enqueue(stream_ref s, work_fn work) {
   if (!work) return {errc::invalid_argument, "empty work function"};
   op o;
-  o.body = [work = std::move(work), context = launch_context{backend_kind::host, s, nullptr}] {
-    return work(context);
-  };
+  o.work = std::move(work);
+  o.stream = s;
   return impl_->submit(s, std::move(o));
 }
 

@@ -41,19 +41,28 @@ namespace {
 
 caf::error bad(std::string what) { return make_error(errc::invalid_argument, std::move(what)); }
 
+// Which operation an error is about, rendered only for an error: a graph of 50k operations is
+// checked without building 50k strings.
+struct op_label {
+  static constexpr std::size_t alone = ~std::size_t{0};
+  std::size_t index = alone;  // in its graph
+  [[nodiscard]] std::string str() const {
+    return index == alone ? "the operation" : "graph op " + std::to_string(index);
+  }
+};
+
 // What a collective's fields mean together (the walker checked each enum's range already).
-caf::error check_collective(const op_spec& op, const input_limits& limits,
-                            const std::string& which) {
+caf::error check_collective(const op_spec& op, const input_limits& limits, op_label which) {
   const op_collective& c = op.collective;
   if (!op.is_collective()) {
     if (op.type == op_type::all_gather || op.type == op_type::reduce_scatter ||
         op.type == op_type::collective_barrier) {
-      return bad(which + " is a " + std::string{to_string(op.type)} +
+      return bad(which.str() + " is a " + std::string{to_string(op.type)} +
                  " without a collective (its communicator is empty)");
     }
     return {};
   }
-  const std::string what = which + " (a " + std::string{to_string(c.kind)} + ")";
+  const std::string what = which.str() + " (a " + std::string{to_string(c.kind)} + ")";
   if (c.communicator.size() > limits.max_name) {
     return bad(what + ": a communicator's name has 1 to " + std::to_string(limits.max_name) +
                " bytes");
@@ -84,47 +93,49 @@ caf::error check_collective(const op_spec& op, const input_limits& limits,
 }
 
 // The fields of `op`, and what they mean, as operation `index` of a graph (or alone).
-caf::error check_op(const op_spec& op, const input_limits& limits, const std::string& which,
+caf::error check_op(const op_spec& op, const input_limits& limits, op_label which,
                     std::size_t& bytes) {
   detail::input_walker walker{limits};
   walker.walk(op);
-  if (!walker.problem().empty()) return bad(which + ": " + walker.problem());
+  if (!walker.problem().empty()) return bad(which.str() + ": " + walker.problem());
   if (op.description.size() > limits.max_description) {
-    return bad(which + "'s description has " + std::to_string(op.description.size()) +
+    return bad(which.str() + "'s description has " + std::to_string(op.description.size()) +
                " bytes (at most " + std::to_string(limits.max_description) +
                ", limit max-description)");
   }
   if (op.body.name().size() > limits.max_name) {
-    return bad(which + "'s operation name has " + std::to_string(op.body.name().size()) +
+    return bad(which.str() + "'s operation name has " + std::to_string(op.body.name().size()) +
                " bytes (at most " + std::to_string(limits.max_name) + ")");
   }
   if (op.is_barrier()) {
     if (!op.body.empty()) {
-      return bad(which + " is a barrier: it carries no work (its body must be empty)");
+      return bad(which.str() + " is a barrier: it carries no work (its body must be empty)");
     }
     if (op.placement.pinned || op.placement.strict || op.placement.own_strategy) {
-      return bad(which +
+      return bad(which.str() +
                  " is a barrier: it names its streams in barrier.streams, and takes no "
                  "placement");
     }
     if (!op.uses.empty()) {
-      return bad(which + " is a barrier: it orders whole streams and declares no buffer uses");
+      return bad(which.str() +
+                 " is a barrier: it orders whole streams and declares no buffer uses");
     }
   } else if (!op.barrier.streams.empty() || op.barrier.mode != barrier_mode::device) {
-    return bad(which + " is a " + std::string{to_string(op.type)} +
+    return bad(which.str() + " is a " + std::string{to_string(op.type)} +
                ", not a barrier: it names no barrier streams or mode");
   }
   if (op.type == op_type::release) {
-    return bad(which + " is a release: buffers are released with release_atom, not registered");
+    return bad(which.str() +
+               " is a release: buffers are released with release_atom, not registered");
   }
   if (auto err = check_collective(op, limits, which)) return err;
   if (op.uses.size() > limits.max_uses) {
-    return bad(which + " declares " + std::to_string(op.uses.size()) + " buffer uses (at most " +
-               std::to_string(limits.max_uses) + ", limit max-uses)");
+    return bad(which.str() + " declares " + std::to_string(op.uses.size()) +
+               " buffer uses (at most " + std::to_string(limits.max_uses) + ", limit max-uses)");
   }
   for (std::size_t u = 0; u < op.uses.size(); ++u) {
     if (op.uses[u].access == buffer_access::none) {
-      return bad(which + "'s buffer use " + std::to_string(u) + " (" +
+      return bad(which.str() + "'s buffer use " + std::to_string(u) + " (" +
                  to_string(op.uses[u].buffer) + ") declares no access (read, write or read_write)");
     }
   }
@@ -152,7 +163,7 @@ caf::error check_input(op_workload x) { return check_bare(x); }
 
 caf::error check_input(const op_spec& op, const input_limits& limits) {
   std::size_t bytes = 0;
-  if (auto err = check_op(op, limits, "the operation", bytes)) return err;
+  if (auto err = check_op(op, limits, op_label{}, bytes)) return err;
   if (op.deps.size() > limits.max_graph_edges) {
     return bad("the operation has " + std::to_string(op.deps.size()) + " dependencies (at most " +
                std::to_string(limits.max_graph_edges) + ", limit max-graph-edges)");
@@ -170,23 +181,23 @@ caf::error check_input(const graph_spec& graph, const input_limits& limits) {
   std::size_t bytes = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const graph_op& op = graph.ops[i];
-    const std::string which = "graph op " + std::to_string(i);
+    const op_label which{i};
     // Edges first: the walk over a list of millions is what the bound is there to avoid.
     edges += op.after.size() + op.spec.deps.size();
     if (edges > limits.max_graph_edges) {
       return bad("the graph has more than " + std::to_string(limits.max_graph_edges) +
-                 " dependencies (limit max-graph-edges), counted up to " + which);
+                 " dependencies (limit max-graph-edges), counted up to " + which.str());
     }
     if (auto err = check_op(op.spec, limits, which, bytes)) return err;
     if (bytes > limits.max_graph_bytes) {
       return bad("the graph holds more than " + std::to_string(limits.max_graph_bytes) +
                  " bytes of names, descriptions and arguments (limit max-graph-bytes), counted "
                  "up to " +
-                 which);
+                 which.str());
     }
     for (std::uint32_t a : op.after) {
       if (a >= n) {
-        return bad(which + " comes after op " + std::to_string(a) + ", beyond the graph's " +
+        return bad(which.str() + " comes after op " + std::to_string(a) + ", beyond the graph's " +
                    std::to_string(n));
       }
     }

@@ -104,6 +104,19 @@ caf::error order_of(const graph_spec& graph, const std::vector<std::vector<std::
       for (std::uint32_t a : extra[i]) f(a);
     }
   };
+  // Most graphs come in an order that already works (each op after only earlier ones): ids
+  // are then issued in the graph's own order. That order is also the one whose memory is
+  // near: Kahn's, below, takes every root first, which scatters a large graph's registration
+  // and dispatch over all of it (a 50k-op random DAG ran at two thirds of the speed so).
+  bool in_order = true;
+  for (std::size_t i = 0; i < n && in_order; ++i) {
+    for_after(i, [&](std::uint32_t a) { in_order = in_order && a < i; });
+  }
+  if (in_order) {
+    order.resize(n);
+    for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
+    return {};
+  }
   // Local edges, checked and ordered (Kahn): ids are issued in that order, so every
   // dependency is older than its dependent, as op_graph requires.
   std::vector<std::uint32_t> waiting(n, 0);
@@ -238,6 +251,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
   if (auto bad = check_input(graph, options_.limits)) return bad;
   const std::size_t n = graph.ops.size();
   for (std::size_t i = 0; i < n; ++i) {
+    if (!graph.ops[i].spec.is_collective()) continue;  // no label to build
     if (auto bad = expand_collective(graph.ops[i].spec, "graph op " + std::to_string(i))) {
       return bad;
     }
@@ -274,7 +288,10 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
   for (std::uint32_t i : order) {
     op_spec& spec = graph.ops[i].spec;
     const op_id id{graph_.newest().value + 1};
-    deps = spec.deps;
+    // One allocation: this vector becomes the record's.
+    deps.reserve(spec.deps.size() + graph.ops[i].after.size() +
+                 (inferences.empty() ? 0 : inferences[i].inferred.size()));
+    deps.assign(spec.deps.begin(), spec.deps.end());
     for (std::uint32_t a : graph.ops[i].after) deps.push_back(ids[a]);
     order_deps.clear();
     tails.clear();

@@ -106,8 +106,12 @@ void coordinator_state::finish() {
       info.state = e.state;
       info.cause = e.cause;
       info.ended_ns = now;
-      ended_kept_.push_back(std::move(info));
-      if (ended_kept_.size() > options_.ended_kept) ended_kept_.pop_front();
+      if (ended_kept_.size() < options_.ended_kept) {
+        ended_kept_.push_back(std::move(info));
+      } else {
+        ended_kept_[ended_next_] = std::move(info);
+        ended_next_ = (ended_next_ + 1) % ended_kept_.size();
+      }
     }
     records_.erase(e.id.value);
   }
@@ -118,8 +122,16 @@ void coordinator_state::finish() {
 
 void coordinator_state::notify(const op_listener& listener, op_notice notice) {
   pump_later();  // whose handler flushes the outbox
-  auto [at, added] = outbox_index_.emplace(listener.address(), outbox_.size());
-  if (added) outbox_.emplace_back(listener, std::vector<op_notice>{});
+  // Found before inserting: emplace would allocate a node for every notice, only to drop it.
+  auto at = outbox_index_.find(listener.address());
+  if (at == outbox_index_.end()) {
+    at = outbox_index_.emplace(listener.address(), outbox_.size()).first;
+    // Room for every end of this handler at once: grown one by one, a graph's notices were
+    // moved over and over.
+    std::vector<op_notice> notices;
+    notices.reserve(std::max<std::size_t>(ended_.size(), 1));
+    outbox_.emplace_back(listener, std::move(notices));
+  }
   outbox_[at->second].second.push_back(std::move(notice));
 }
 

@@ -33,8 +33,12 @@ op_notice notice_of(const op_info& ended) {
 }  // namespace
 
 const op_info* coordinator_state::find_ended(op_id id) const {
-  for (auto it = ended_kept_.rbegin(); it != ended_kept_.rend(); ++it) {
-    if (it->id == id) return &*it;
+  // Newest first: the slot before ended_next_, back round the ring (the ring fills from 0,
+  // ended_next_ staying 0 until it is full).
+  const std::size_t n = ended_kept_.size();
+  for (std::size_t k = 1; k <= n; ++k) {
+    const op_info& info = ended_kept_[(ended_next_ + n - k) % n];
+    if (info.id == id) return &info;
   }
   return nullptr;
 }

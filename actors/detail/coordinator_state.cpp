@@ -127,10 +127,7 @@ coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& s
 }
 
 void coordinator_state::add_listener(op_record& r, const op_listener& listener) {
-  if (!listener) return;
-  if (std::find(r.listeners.begin(), r.listeners.end(), listener) == r.listeners.end()) {
-    r.listeners.push_back(listener);
-  }
+  if (listener) r.listeners.add(listener);
 }
 
 caf::result<op_state> coordinator_state::depend(op_id op, op_id dep) {
@@ -311,14 +308,22 @@ void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
 
 void coordinator_state::send_to(std::uint32_t slot, op_id id, dispatched_op op) {
   ++pool_.at(slot).in_transit;
-  staged_[slot].ops.push_back(std::move(op));
-  staged_[slot].ids.push_back(id);
+  staged_pass& pass = staged_[slot];
+  if (pass.ops.empty()) {
+    // The last pass's size is the best guess for this one: room for it at once, rather than
+    // the message's vector grown (and its work moved) by doubling.
+    pass.ops.reserve(pass.last_size);
+    pass.ids.reserve(pass.last_size);
+  }
+  pass.ops.push_back(std::move(op));
+  pass.ids.push_back(id);
 }
 
 void coordinator_state::send_staged() {
   for (std::uint32_t slot = 0; slot < staged_.size(); ++slot) {
     staged_pass& pass = staged_[slot];
     if (pass.ops.empty()) continue;
+    pass.last_size = pass.ops.size();
     auto ids = std::make_shared<std::vector<op_id>>(std::move(pass.ids));
     pass.ids.clear();
     const std::uint64_t epoch = epoch_;

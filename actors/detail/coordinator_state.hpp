@@ -14,6 +14,7 @@
 #include <caf/fwd.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -126,6 +127,27 @@ class coordinator_state {
     std::vector<op_id> after_ops;
     buffer_id releases;  // a release operation: the buffer it releases
   };
+  // An operation's listeners, each once. Nearly every operation has one (its graph's, or its
+  // registrar's), held without an allocation: a vector per record cost one per operation.
+  class listener_list {
+   public:
+    void add(const op_listener& listener) {
+      if (!first_) {
+        first_ = listener;
+      } else if (listener != first_ &&
+                 std::find(rest_.begin(), rest_.end(), listener) == rest_.end()) {
+        rest_.push_back(listener);
+      }
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return first_ ? 1 + rest_.size() : 0; }
+    [[nodiscard]] const op_listener& operator[](std::size_t k) const {
+      return k == 0 ? first_ : rest_[k - 1];
+    }
+
+   private:
+    op_listener first_;
+    std::vector<op_listener> rest_;
+  };
   struct op_record {
     op_type type = op_type::kernel;
     op_priority priority = op_priority::normal;
@@ -137,7 +159,7 @@ class coordinator_state {
     std::string description;
     std::vector<op_id> deps;
     gpu::work_fn fn;
-    std::vector<op_listener> listeners;
+    listener_list listeners;
     std::int64_t registered_ns = 0;
     std::int64_t dispatched_ns = 0;
     std::uint32_t stream = no_stream;  // the pool's slot
@@ -174,6 +196,7 @@ class coordinator_state {
   struct staged_pass {
     std::vector<dispatched_op> ops;
     std::vector<op_id> ids;
+    std::size_t last_size = 16;  // of the slot's last pass
   };
 
   // Why nothing new is taken now (shut down, device lost), or an empty error.
@@ -397,7 +420,10 @@ class coordinator_state {
   // Ops the device finished whose dependencies' reports have not come yet, with their outcome.
   std::unordered_map<op_id, caf::error> deferred_;
   std::vector<op_id> wake_;  // settle_and_wake()'s work list, kept for its capacity
-  std::deque<op_info> ended_kept_;
+  // The newest ended operations, a ring of up to options_.ended_kept: each end overwrites the
+  // oldest in place (a deque allocated and freed a block every other operation).
+  std::vector<op_info> ended_kept_;
+  std::size_t ended_next_ = 0;  // the slot the next end goes to once the ring is full
   std::vector<op_listener> all_listeners_;
   std::vector<std::pair<op_listener, std::vector<op_notice>>> outbox_;
   std::unordered_map<caf::actor_addr, std::size_t> outbox_index_;

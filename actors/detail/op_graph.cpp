@@ -84,6 +84,7 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
                                                   to_string(newest_) + ", the newest added");
   }
   std::vector<op_id> live_deps;
+  live_deps.reserve(deps.size() + order_deps.size());
   for (op_id dep : deps) {
     bool live = false;
     if (auto err = resolve(id, dep, live)) return err;
@@ -112,6 +113,9 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
   n.manual = manual;
   for (op_id dep : live_deps) {
     node& d = *get(dep);
+    // Room for a few at once: most operations have few dependents, and growing one by one
+    // costs an allocation for each of the first ones.
+    if (d.dependents.capacity() == 0) d.dependents.reserve(4);
     d.dependents.push_back(id);
     ++d.holders;
     if (d.state != op_state::submitted) ++n.unsubmitted;
@@ -261,8 +265,7 @@ bool op_graph::complete(op_id id) {
   } else if (n->state != op_state::submitted) {
     return false;  // never dispatched: it cannot have completed
   }
-  std::vector<ended_op> none;
-  end(*n, op_state::completed, {}, none);
+  end(*n, op_state::completed, {}, nullptr);
   forget_unneeded();
   return true;
 }
@@ -289,16 +292,16 @@ void op_graph::fail_all(const caf::error& cause, std::vector<ended_op>& ended) {
   std::sort(open.begin(), open.end());  // oldest first: a stable order for the caller
   for (op_id id : open) {
     node* n = get(id);
-    if (n != nullptr && !is_terminal(n->state)) end(*n, op_state::failed, cause, ended);
+    if (n != nullptr && !is_terminal(n->state)) end(*n, op_state::failed, cause, &ended);
   }
   forget_unneeded();
 }
 
-void op_graph::end(node& n, op_state state, caf::error cause, std::vector<ended_op>& ended) {
+void op_graph::end(node& n, op_state state, caf::error cause, std::vector<ended_op>* ended) {
   n.state = state;
   n.cause = std::move(cause);
   --live_;
-  ended.push_back({n.id, state, n.cause});
+  if (ended != nullptr) ended->push_back({n.id, state, n.cause});
   release_deps(n);
   if (n.holders == 0) to_forget_.push_back(n.id);
 }
@@ -309,7 +312,7 @@ void op_graph::end_with_dependents(node& first, op_state state, caf::error cause
   const std::string why = to_string(first.id) +
                           (state == op_state::failed ? " failed" : " was cancelled") +
                           (cause ? ": " + describe(cause) : std::string{});
-  end(first, state, std::move(cause), ended);
+  end(first, state, std::move(cause), &ended);
   // Breadth first over dependents: each ends once, cancelled with the first cause. One that
   // only comes after the ended operation is not cancelled: it stops waiting for it.
   for (std::size_t i = from; i < ended.size(); ++i) {
@@ -327,7 +330,7 @@ void op_graph::end_with_dependents(node& first, op_state state, caf::error cause
         continue;
       }
       end(*dependent, op_state::cancelled,
-          make_error(errc::dependency_failed, to_string(d) + " cancelled: " + why), ended);
+          make_error(errc::dependency_failed, to_string(d) + " cancelled: " + why), &ended);
     }
   }
   forget_unneeded();

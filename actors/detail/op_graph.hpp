@@ -175,7 +175,8 @@ class op_graph {
   // The same for an order-only dependency: any end satisfies it.
   [[nodiscard]] caf::error resolve_order(op_id id, op_id dep, bool& live) const;
   void make_ready(node& n);
-  void end(node& n, op_state state, caf::error cause, std::vector<ended_op>& ended);
+  // `ended`, when given, receives the operation (a completion, told by its caller, needs not).
+  void end(node& n, op_state state, caf::error cause, std::vector<ended_op>* ended);
   void end_with_dependents(node& n, op_state state, caf::error cause, std::vector<ended_op>& ended);
   void release_deps(node& n);
   void forget_unneeded();

@@ -173,7 +173,15 @@ host_engine::step host_engine::settle_park(const stream_ptr& s, bool waiting) {
 // to another stream if one is waiting, and otherwise goes on.
 void host_engine::drain(const stream_ptr& s) {
   for (int budget = drain_batch;;) {
-    if (s->taken.empty()) {
+    if (s->next_taken == s->taken.size()) {
+      // The room of a rare flood is not kept: past this many operations it goes.
+      constexpr std::size_t room_kept = 16384;
+      if (s->taken.capacity() > room_kept) {
+        std::vector<op>{}.swap(s->taken);
+      } else {
+        s->taken.clear();
+      }
+      s->next_taken = 0;
       std::lock_guard<std::mutex> lock{s->mutex};
       if (s->queue.empty() || s->parked) {
         s->scheduled = false;
@@ -181,11 +189,12 @@ void host_engine::drain(const stream_ptr& s) {
       }
       s->taken.swap(s->queue);
     }
-    op& front = s->taken.front();
+    op& front = s->taken[s->next_taken];
     const step outcome = lost_.load(std::memory_order_acquire) ? fail(*s, front) : run(s, front);
     if (outcome == step::parked) return;
     if (outcome == step::again) continue;
-    s->taken.pop_front();
+    front = op{};  // what it holds (its work's captures) goes now, as a pop would
+    ++s->next_taken;
     if (--budget == 0) {
       if (pool_.waiting()) break;
       budget = drain_batch;
@@ -194,7 +203,7 @@ void host_engine::drain(const stream_ptr& s) {
   bool post = false;
   {
     std::lock_guard<std::mutex> lock{s->mutex};
-    if ((s->taken.empty() && s->queue.empty()) || s->parked) {
+    if ((s->next_taken == s->taken.size() && s->queue.empty()) || s->parked) {
       s->scheduled = false;
     } else {
       post = true;  // still scheduled: give other streams a turn, then go on
@@ -221,7 +230,7 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
     case op_type::work: {
       status outcome;
       try {
-        outcome = o.body();
+        outcome = o.work ? o.work(launch_context{backend_kind::host, o.stream, nullptr}) : o.body();
       } catch (const std::exception& e) {
         outcome = status{errc::op_failed, std::string{"threw: "} + e.what()};
       } catch (...) {

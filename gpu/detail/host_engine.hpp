@@ -11,7 +11,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -50,6 +49,10 @@ enum class op_type : std::uint8_t {
 struct op {
   op_type type = op_type::work;
   std::function<status()> body;
+  // The user's work, run with a launch context for `stream` (held as it is, not wrapped in
+  // `body`: the wrapper did not fit std::function's inline room and cost an allocation).
+  work_fn work;
+  stream_ref stream;
   std::shared_ptr<host_completion> point;
   std::string what;
   host_callback callback;
@@ -68,11 +71,14 @@ struct host_stream {
   std::shared_ptr<host_timeline> timeline;
 
   std::mutex mutex;
-  std::deque<op> queue;  // pushed by anyone, popped only by the draining worker
+  std::vector<op> queue;  // pushed by anyone, taken only by the draining worker
   // Operations the draining worker moved out of `queue` in one go, so that a busy stream costs
-  // one lock per batch rather than two per operation. Only the draining worker touches it;
-  // it keeps its order ahead of `queue` across parks and yields.
-  std::deque<op> taken;
+  // one lock per batch rather than two per operation; taken[next_taken] is the next to run.
+  // Only the draining worker touches them; they keep their order ahead of `queue` across
+  // parks and yields. Vectors swapped back and forth keep their room: a busy stream allocates
+  // nothing per operation (a deque allocated and freed a block every few).
+  std::vector<op> taken;
+  std::size_t next_taken = 0;
   bool scheduled = false;  // a drain is queued or running
   bool parked = false;     // the front operation waits for a completion or a deadline
   // Both touched only by the draining worker. A failure goes to the first event recorded

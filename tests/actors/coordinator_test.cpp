@@ -16,8 +16,7 @@ using namespace cudactor::test;
 namespace {
 
 std::vector<std::string> streams(int n, std::string strategy = "load_balanced") {
-  return {"--cudactor.streams=" + std::to_string(n),
-          "--cudactor.coordinator.strategy=" + strategy};
+  return {"--cudactor.streams=" + std::to_string(n), "--cudactor.coordinator.strategy=" + strategy};
 }
 
 struct one_stream : coordinator_fixture {
@@ -83,7 +82,8 @@ BOOST_AUTO_TEST_CASE(a_notices_stream_id_names_the_stream_actor_it_ran_on) {
     BOOST_TEST((notice.state == op_state::completed));
     BOOST_TEST(notice.stream == where.stream);
     BOOST_TEST(notice.point == where.point);
-    auto reached = ask<completion>(rt().stream(notice.stream.value), await_atom::value, notice.point);
+    auto reached =
+        ask<completion>(rt().stream(notice.stream.value), await_atom::value, notice.point);
     BOOST_REQUIRE_MESSAGE(reached, why(reached));
     BOOST_TEST(reached->op.stream == notice.stream);
     auto direct = ask<completion>(s, await_atom::value, after->point);
@@ -477,6 +477,33 @@ BOOST_AUTO_TEST_CASE(work_after_shutdown_is_refused_clearly) {
   BOOST_TEST((told(root).state == op_state::failed));  // every op still ends once
 }
 
+// A graph need not list its operations in dependency order: here each comes after the one
+// listed after it. Ids are issued in an order that works (each after what it comes after), the
+// answer's ids are still by graph index, and the work runs in dependency order.
+BOOST_AUTO_TEST_CASE(a_graph_listed_out_of_dependency_order_runs_in_dependency_order) {
+  constexpr std::size_t n = 6;
+  auto log = std::make_shared<work_log>(n);
+  graph_spec g;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::uint32_t> after;
+    if (i + 1 < n) after.push_back(static_cast<std::uint32_t>(i + 1));
+    g.add(spec_of(log->record(i, 50us)), std::move(after));
+  }
+  auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(g), me());
+  BOOST_REQUIRE_MESSAGE(ids, why(ids));
+  BOOST_REQUIRE_EQUAL(ids->size(), n);
+  auto notices = collect(*ids);
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    BOOST_TEST((*ids)[i].value > (*ids)[i + 1].value);  // issued after what it comes after
+    BOOST_TEST(log->started(i) >= log->ended(i + 1));
+    BOOST_TEST((notices.at((*ids)[i].value).state == op_state::completed));
+  }
+  auto info = ask<op_info>(co(), describe_atom::value, (*ids)[0]);
+  BOOST_REQUIRE_MESSAGE(info, why(info));
+  BOOST_REQUIRE_EQUAL(info->deps.size(), 1u);
+  BOOST_TEST(info->deps[0].value == (*ids)[1].value);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(contention, one_stream)
@@ -522,7 +549,7 @@ BOOST_AUTO_TEST_CASE(an_operation_reached_before_its_ticket_came_back_keeps_its_
   BOOST_REQUIRE_MESSAGE(held, why(held));
   graph_spec spec;
   spec.add(spec_of(log->record(0, 0us, true)));  // on the stream beside the gate's work
-  spec.add(spec_of(log->record(1)));              // over the cap: issued once the first ended
+  spec.add(spec_of(log->record(1)));             // over the cap: issued once the first ended
   spec.add(spec_of(log->record(2)));
   auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(spec), me());
   BOOST_REQUIRE_MESSAGE(ids, why(ids));
@@ -536,6 +563,38 @@ BOOST_AUTO_TEST_CASE(an_operation_reached_before_its_ticket_came_back_keeps_its_
     BOOST_TEST((notices.at((*ids)[i].value).state == op_state::completed));
   }
   BOOST_TEST(log->started(1) >= log->ended(0));  // one stream: in order
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// describe answers for the newest `ended-kept` ended operations, the oldest forgotten first,
+// however many times the ring of them has gone round.
+struct three_kept : coordinator_fixture {
+  three_kept() : coordinator_fixture({"--cudactor.coordinator.ended-kept=3"}) {}
+};
+
+BOOST_FIXTURE_TEST_SUITE(coordinator_ended_kept, three_kept)
+
+BOOST_AUTO_TEST_CASE(describe_knows_the_newest_ended_operations_only) {
+  constexpr std::size_t n = 8;
+  std::vector<op_id> ids;
+  for (std::size_t i = 0; i < n; ++i) {
+    ids.push_back(add(spec_of(noop(), {}, op_priority::normal, op_workload::compute,
+                              "op number " + std::to_string(i))));
+    (void)told(ids.back());  // ended in this order
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    auto info = ask<op_info>(co(), describe_atom::value, ids[i]);
+    if (i + 3 < n) {
+      BOOST_TEST(!info, "op " << i << " is still described");
+      if (!info) BOOST_TEST(info.error().code() == static_cast<std::uint8_t>(errc::unknown_op));
+    } else {
+      BOOST_REQUIRE_MESSAGE(info, why(info));
+      BOOST_TEST(info->id.value == ids[i].value);
+      BOOST_TEST(info->description == "op number " + std::to_string(i));
+      BOOST_TEST((info->state == op_state::completed));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
