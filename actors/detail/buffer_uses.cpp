@@ -21,11 +21,18 @@ buffer_uses::buffer_uses(std::uint64_t size) : size_(size) {
 }
 
 std::size_t buffer_uses::holding(std::uint64_t at) const noexcept {
-  // The first segment beginning after `at`, less one: segments tile the buffer from 0.
-  const auto after =
-      std::upper_bound(segments_.begin(), segments_.end(), at,
-                       [](std::uint64_t x, const segment& s) { return x < s.begin; });
-  return static_cast<std::size_t>(after - segments_.begin()) - 1;
+  // The last segment beginning at or before `at`: segments tile the buffer from 0. A search
+  // without branches on the comparisons (each step keeps one half by arithmetic, not by a
+  // jump): which half holds `at` is a coin toss to the branch predictor, and the search with
+  // branches was a quarter of the time of inferring and recording a use.
+  const segment* base = segments_.data();
+  std::size_t n = segments_.size();
+  while (n > 1) {
+    const std::size_t half = n / 2;
+    base = base[half].begin <= at ? base + half : base;
+    n -= half;
+  }
+  return static_cast<std::size_t>(base - segments_.data());
 }
 
 void buffer_uses::count(const segment& s, int sign) noexcept {
@@ -44,17 +51,6 @@ bool buffer_uses::alike(const segment& a, const segment& b) const {
   if ((pa == nullptr) != (pb == nullptr) || (pa != nullptr && *pa != *pb)) return false;
   return std::equal(readers_.begin() + a.first, readers_.begin() + a.first + a.readers,
                     readers_.begin() + b.first);
-}
-
-void buffer_uses::add_edge(std::vector<use_edge>& out, std::size_t from, op_id op,
-                           bool order_only) {
-  for (std::size_t i = from; i < out.size(); ++i) {
-    if (out[i].op == op) {
-      out[i].order_only = out[i].order_only && order_only;  // a data edge wins
-      return;
-    }
-  }
-  out.push_back(use_edge{op, order_only});
 }
 
 void buffer_uses::new_block(segment& s, std::uint32_t capacity, const op_id* from,

@@ -140,6 +140,19 @@ class buffer_uses {
 
 // --- templates -----------------------------------------------------------------------------
 
+// Inline: it runs for every user infer() finds, and a call per candidate cost as much as the
+// search it makes (a handful of edges per use).
+inline void buffer_uses::add_edge(std::vector<use_edge>& out, std::size_t from, op_id op,
+                                  bool order_only) {
+  for (std::size_t i = from; i < out.size(); ++i) {
+    if (out[i].op == op) {
+      out[i].order_only = out[i].order_only && order_only;  // a data edge wins
+      return;
+    }
+  }
+  out.push_back(use_edge{op, order_only});
+}
+
 template <class Waited>
 void buffer_uses::infer(byte_range range, buffer_access access, Waited&& waited,
                         std::vector<use_edge>& out, caf::error& poisoned) const {
