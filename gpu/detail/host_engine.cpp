@@ -175,7 +175,7 @@ void host_engine::drain(const stream_ptr& s) {
   for (int budget = drain_batch;;) {
     if (s->next_taken == s->taken.size()) {
       // The room of a rare flood is not kept: past this many operations it goes.
-      constexpr std::size_t room_kept = 16384;
+      constexpr std::size_t room_kept = 4096;
       if (s->taken.capacity() > room_kept) {
         std::vector<op>{}.swap(s->taken);
       } else {
