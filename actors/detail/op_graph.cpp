@@ -91,7 +91,11 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
     if (live) live_deps.push_back(dep);
   }
   sort_unique(live_deps);
-  std::vector<op_id> live_order;
+  // The order-only ones gathered in a vector kept for it (grown one by one, a vector of their
+  // own took four allocations for eight of them), then merged into live_deps from the back,
+  // in the room reserved above: nothing allocated but the node's own copy.
+  std::vector<op_id>& live_order = order_work_;
+  live_order.clear();
   for (op_id dep : order_deps) {
     bool live = false;
     if (auto err = resolve_order(id, dep, live)) return err;
@@ -101,10 +105,14 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
   }
   sort_unique(live_order);
   if (!live_order.empty()) {
-    live_deps.insert(live_deps.end(), live_order.begin(), live_order.end());
-    std::inplace_merge(live_deps.begin(),
-                       live_deps.end() - static_cast<std::ptrdiff_t>(live_order.size()),
-                       live_deps.end());
+    // Both sorted, disjoint: the greatest of the two goes last, each step (the write never
+    // overtakes the read, so nothing unread is overwritten).
+    std::size_t a = live_deps.size(), b = live_order.size(), out = a + b;
+    live_deps.resize(out);
+    while (b > 0) {
+      live_deps[--out] =
+          a > 0 && live_order[b - 1] < live_deps[a - 1] ? live_deps[--a] : live_order[--b];
+    }
   }
   newest_ = id;
   node& n = nodes_.add(id.value);
@@ -121,7 +129,7 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
     if (d.state != op_state::submitted) ++n.unsubmitted;
   }
   n.deps = std::move(live_deps);
-  n.order_deps = std::move(live_order);
+  if (!live_order.empty()) n.order_deps.assign(live_order.begin(), live_order.end());
   ++live_;
   if (n.unsubmitted == 0) make_ready(n);
   return {};
@@ -174,7 +182,8 @@ caf::error op_graph::add_dependency(op_id op, op_id dep) {
   node& d = *get(dep);
   d.dependents.push_back(op);
   ++d.holders;
-  n->deps.push_back(dep);
+  // Kept sorted, as add() leaves it: for_each_unfinished_dep walks it beside order_deps.
+  n->deps.insert(std::lower_bound(n->deps.begin(), n->deps.end(), dep), dep);
   if (d.state != op_state::submitted) {
     ++n->unsubmitted;
     if (n->state == op_state::ready) n->state = op_state::pending;  // its queue entry goes stale

@@ -65,7 +65,7 @@ class op_graph {
     std::uint32_t holders = 0;      // dependents that may still need this node
     bool released = false;          // this node no longer holds its dependencies
     std::uint64_t ready_seq = 0;    // FIFO among equal priorities; stale queue entries differ
-    std::vector<op_id> deps;        // dependencies still in the graph when added
+    std::vector<op_id> deps;        // dependencies still in the graph when added, sorted
     std::vector<op_id> order_deps;  // those of them that are order-only, sorted
     std::vector<op_id> dependents;
     std::optional<op_position> position;  // once submitted
@@ -123,11 +123,15 @@ class op_graph {
   void for_each_unfinished_dep(op_id id, F&& f) const {
     const node* n = find(id);
     if (n == nullptr) return;
+    // Both lists sorted: which are order-only is found in one walk along the two, not by a
+    // search per dependency.
+    auto order = n->order_deps.begin();
     for (op_id d : n->deps) {
       const node* dep = find(d);
       if (dep != nullptr && dep->state == op_state::submitted && dep->position) {
         if constexpr (std::is_invocable_v<F&, op_id, const op_position&, bool>) {
-          f(d, *dep->position, is_order_only(*n, d));
+          while (order != n->order_deps.end() && *order < d) ++order;
+          f(d, *dep->position, order != n->order_deps.end() && *order == d);
         } else {
           f(d, *dep->position);
         }
@@ -188,7 +192,8 @@ class op_graph {
   static constexpr std::size_t op_priorities = enum_count<op_priority>;
   std::array<std::deque<ready_entry>, op_priorities> ready_;
   std::uint64_t next_seq_ = 1;
-  op_id newest_;  // the greatest id added
+  op_id newest_;                   // the greatest id added
+  std::vector<op_id> order_work_;  // add()'s room for the order-only dependencies
   std::size_t live_ = 0;
   std::vector<op_id> forgotten_;
   std::vector<op_id> to_forget_;  // candidates, looked at once a transition is over

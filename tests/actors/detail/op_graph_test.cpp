@@ -102,6 +102,44 @@ BOOST_AUTO_TEST_CASE(an_order_only_dependency_orders_without_carrying_a_failure)
               static_cast<std::uint8_t>(errc::unknown_op)));
 }
 
+BOOST_AUTO_TEST_CASE(data_and_order_only_dependencies_interleave_in_one_sorted_list) {
+  op_graph g;
+  for (std::uint64_t i = 1; i <= 9; ++i)
+    BOOST_REQUIRE(!g.add(id(i), op_priority::normal, false, {}));
+  // Data 2, 5, 9 (named out of order, one twice); order-only 1, 3, 4, 8 and 5 (data wins).
+  BOOST_REQUIRE(!g.add(id(10), op_priority::normal, false, {id(9), id(2), id(5), id(2)},
+                       {id(8), id(4), id(1), id(5), id(3), id(4)}));
+  const op_graph::node* n = g.find(id(10));
+  BOOST_REQUIRE(n != nullptr);
+  std::vector<std::uint64_t> deps, order;
+  for (op_id d : n->deps) deps.push_back(d.value);
+  for (op_id d : n->order_deps) order.push_back(d.value);
+  BOOST_TEST((deps == std::vector<std::uint64_t>{1, 2, 3, 4, 5, 8, 9}));
+  BOOST_TEST((order == std::vector<std::uint64_t>{1, 3, 4, 8}));
+  for (std::uint64_t d : {1, 3, 4, 8}) BOOST_TEST(op_graph::is_order_only(*n, id(d)));
+  for (std::uint64_t d : {2, 5, 9}) BOOST_TEST(!op_graph::is_order_only(*n, id(d)));
+  // One added later keeps the list sorted, so the walk that tells each kind stays right.
+  BOOST_REQUIRE(!g.add_dependency(id(10), id(6)));
+  deps.clear();
+  for (op_id d : g.find(id(10))->deps) deps.push_back(d.value);
+  BOOST_TEST((deps == std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 8, 9}));
+  BOOST_REQUIRE(drain(g).size() == 10u);  // 1 to 9, then 10
+  std::vector<std::pair<std::uint64_t, bool>> kinds;
+  g.for_each_unfinished_dep(id(10), [&](op_id d, const op_position&, bool order_only) {
+    kinds.emplace_back(d.value, order_only);
+  });
+  const std::vector<std::pair<std::uint64_t, bool>> expected{
+      {1, true}, {2, false}, {3, true}, {4, true}, {5, false}, {6, false}, {8, true}, {9, false}};
+  BOOST_TEST((kinds == expected));
+  // Only order-only ones, and a later add that has none: the room kept for them starts empty.
+  BOOST_REQUIRE(!g.add(id(11), op_priority::normal, false, {}, {id(7), id(6)}));
+  BOOST_TEST(g.find(id(11))->deps.size() == 2u);
+  BOOST_TEST(g.find(id(11))->deps.front().value == 6u);
+  BOOST_REQUIRE(!g.add(id(12), op_priority::normal, false, {id(6)}));
+  BOOST_TEST(g.find(id(12))->order_deps.empty());
+  BOOST_TEST(g.find(id(12))->deps.size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(a_dependency_named_both_ways_is_a_data_dependency) {
   op_graph g;
   std::vector<detail::ended_op> ended;
