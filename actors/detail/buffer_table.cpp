@@ -66,19 +66,20 @@ buffer_table::entry* buffer_table::find_live(const buffer_id& id, caf::error& wh
   return e;
 }
 
-caf::error buffer_table::check(const buffer_use& use, const std::string& which, byte_range& out) {
+caf::error buffer_table::check(const buffer_use& use, byte_range& out, entry*& found) {
   caf::error why;
   entry* e = find_live(use.buffer, why);
-  if (e == nullptr) return make_error(static_cast<errc>(why.code()), which + ": " + to_string(why));
+  if (e == nullptr) return make_error(static_cast<errc>(why.code()), ": " + to_string(why));
   const std::uint64_t size = e->handle.size;
   const std::uint64_t bytes = use.bytes == 0 && use.offset < size ? size - use.offset : use.bytes;
   if (use.offset >= size || bytes > size - use.offset) {
     return make_error(errc::out_of_range,
-                      which + " uses bytes " + std::to_string(use.offset) + " to " +
+                      " uses bytes " + std::to_string(use.offset) + " to " +
                           std::to_string(use.offset) + " + " + std::to_string(use.bytes) + " of " +
                           to_string(use.buffer) + ", which has " + std::to_string(size) + " bytes");
   }
   out = byte_range{use.offset, use.offset + bytes};
+  found = e;
   return {};
 }
 

@@ -52,9 +52,10 @@ class buffer_table {
   // The live entry `id` names, or why not (also: released).
   [[nodiscard]] entry* find_live(const buffer_id& id, caf::error& why);
 
-  // A use an operation declares, checked against the table (`which` names the operation in the
-  // error): the buffer is live and ours, the range inside it. The range it covers in `out`.
-  [[nodiscard]] caf::error check(const buffer_use& use, const std::string& which, byte_range& out);
+  // A use an operation declares, checked against the table: the buffer is live and ours, the
+  // range inside it. The range it covers in `out`, its entry in `found`. The error's text
+  // follows the operation's name (": ..." or " uses bytes ..."), which the caller puts first.
+  [[nodiscard]] caf::error check(const buffer_use& use, byte_range& out, entry*& found);
 
   // The buffer in `slot` (a slot a checked id named).
   [[nodiscard]] entry* find_slot(std::uint32_t slot) { return &entries_[slot]; }

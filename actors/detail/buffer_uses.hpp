@@ -144,6 +144,11 @@ class buffer_uses {
 // search it makes (a handful of edges per use).
 inline void buffer_uses::add_edge(std::vector<use_edge>& out, std::size_t from, op_id op,
                                   bool order_only) {
+  // Most often the one just found again: a segment's neighbour has the same writer.
+  if (out.size() > from && out.back().op == op) {
+    out.back().order_only = out.back().order_only && order_only;
+    return;
+  }
   for (std::size_t i = from; i < out.size(); ++i) {
     if (out[i].op == op) {
       out[i].order_only = out[i].order_only && order_only;  // a data edge wins
@@ -157,6 +162,12 @@ template <class Waited>
 void buffer_uses::infer(byte_range range, buffer_access access, Waited&& waited,
                         std::vector<use_edge>& out, caf::error& poisoned) const {
   const std::size_t from = out.size();
+  // The readers of the segment before: neighbours share most of theirs (a read adds itself to
+  // every segment it covers, a cut copies them), and one already seen needs no search among
+  // those found. Both blocks are in submission order, so one pass over the two finds them
+  // (a graph's renamed users may not be: then a few are searched for after all).
+  const op_id* before = nullptr;
+  std::uint32_t before_count = 0;
   for (std::size_t i = holding(range.begin); i < segments_.size(); ++i) {
     const segment& s = segments_[i];
     if (s.begin >= range.end) break;
@@ -169,9 +180,14 @@ void buffer_uses::infer(byte_range range, buffer_access access, Waited&& waited,
         add_edge(out, from, s.writer, true);
       }
       const op_id* r = readers_.data() + s.first;
+      std::uint32_t p = 0;
       for (std::uint32_t k = 0; k < s.readers; ++k) {
+        while (p < before_count && before[p] < r[k]) ++p;
+        if (p < before_count && before[p] == r[k]) continue;  // handled with the one before
         if (waited(r[k])) add_edge(out, from, r[k], true);
       }
+      before = r;
+      before_count = s.readers;
     }
   }
 }

@@ -153,11 +153,18 @@ void coordinator_state::drop_kept_buffers() {
 // --- uses -------------------------------------------------------------------------------------
 
 caf::error coordinator_state::check_uses(const std::vector<buffer_use>& uses,
-                                         const std::string& which,
-                                         std::vector<byte_range>& ranges) {
-  ranges.resize(uses.size());
+                                         std::size_t graph_index, byte_range* ranges,
+                                         buffer_uses** histories) {
   for (std::size_t i = 0; i < uses.size(); ++i) {
-    if (auto bad = buffers_->check(uses[i], which, ranges[i])) return bad;
+    buffer_table::entry* e = nullptr;
+    if (auto bad = buffers_->check(uses[i], ranges[i], e)) {
+      // The label only on the way out: a graph's checks that pass build no text.
+      const std::string which = graph_index == ~std::size_t{0}
+                                    ? "the operation"
+                                    : "graph op " + std::to_string(graph_index);
+      return make_error(static_cast<errc>(bad.code()), which + error_context(bad));
+    }
+    histories[i] = &*e->uses;
   }
   return {};
 }
@@ -169,10 +176,8 @@ bool coordinator_state::waited(op_id op) const {
   return tails_.count(op) != 0;
 }
 
-void coordinator_state::infer_uses(const std::vector<buffer_use>& uses,
-                                   const std::vector<byte_range>& ranges, op_id user,
-                                   use_inference& out,
-                                   std::unordered_map<std::uint32_t, buffer_uses>* scratch) {
+void coordinator_state::infer_uses(const std::vector<buffer_use>& uses, const byte_range* ranges,
+                                   buffer_uses* const* histories, op_id user, use_inference& out) {
   std::vector<use_edge>& edges = edges_;
   std::vector<inferred_dep>& found = inferred_work_;
   found.clear();
@@ -184,15 +189,8 @@ void coordinator_state::infer_uses(const std::vector<buffer_use>& uses,
   };
   for (std::size_t i = 0; i < uses.size(); ++i) {
     const buffer_id& b = uses[i].buffer;
-    const buffer_uses* history = nullptr;
-    if (scratch != nullptr) {
-      auto in_scratch = scratch->find(b.slot);
-      if (in_scratch != scratch->end()) history = &in_scratch->second;
-    }
-    caf::error why;
-    if (history == nullptr) history = &*buffers_->find(b, why)->uses;
     edges.clear();
-    history->infer(ranges[i], uses[i].access, still, edges, out.poisoned);
+    histories[i]->infer(ranges[i], uses[i].access, still, edges, out.poisoned);
     for (const use_edge& e : edges) {
       if (!ghosts_.empty() && ghosts_.count(e.op) != 0 && !waited(e.op)) {
         // It never ran: what it came after stands in for it.
@@ -219,22 +217,13 @@ void coordinator_state::infer_uses(const std::vector<buffer_use>& uses,
   out.inferred.assign(found.begin(), found.end());  // one allocation, of its size
 }
 
-void coordinator_state::record_uses(const std::vector<buffer_use>& uses,
-                                    const std::vector<byte_range>& ranges, op_id user,
-                                    std::unordered_map<std::uint32_t, buffer_uses>* scratch) {
+void coordinator_state::record_uses(const std::vector<buffer_use>& uses, const byte_range* ranges,
+                                    buffer_uses* const* histories, op_id user, bool compact) {
   for (std::size_t i = 0; i < uses.size(); ++i) {
-    buffer_uses* history = nullptr;
-    if (scratch != nullptr) {
-      auto found = scratch->find(uses[i].buffer.slot);
-      if (found != scratch->end()) history = &found->second;
-    }
-    if (history == nullptr) {
-      caf::error why;
-      history = &*buffers_->find(uses[i].buffer, why)->uses;
-    }
-    history->record(ranges[i], uses[i].access, user);
-    if (scratch == nullptr && history->compaction_due()) {
-      history->compact([this](op_id x) { return waited(x); });
+    buffer_uses& history = *histories[i];
+    history.record(ranges[i], uses[i].access, user);
+    if (compact && history.compaction_due()) {
+      history.compact([this](op_id x) { return waited(x); });
     }
   }
 }

@@ -31,13 +31,16 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
     if (auto bad = members_of(spec, members)) return bad;
   }
   if (auto bad = check_placement(spec)) return bad;
-  std::vector<byte_range> ranges;
+  std::vector<byte_range> ranges(spec.uses.size());
+  std::vector<buffer_uses*> histories(spec.uses.size());
   if (!spec.uses.empty()) {
-    if (auto bad = check_uses(spec.uses, "the operation", ranges)) return bad;
+    if (auto bad = check_uses(spec.uses, ~std::size_t{0}, ranges.data(), histories.data())) {
+      return bad;
+    }
   }
   gpu::work_fn fn;
   if (!spec.body.empty()) {
-    if (auto bad = resolve(spec.body, spec.uses, ranges, fn)) return bad;
+    if (auto bad = resolve(spec.body, spec.uses, ranges.data(), fn)) return bad;
   }
   if (spec.is_collective()) {
     if (auto bad = resolve_collective(spec, "the operation", fn)) return bad;
@@ -46,7 +49,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   use_inference inferred;
   std::vector<op_id> order, tails;
   if (!spec.uses.empty()) {
-    infer_uses(spec.uses, ranges, id, inferred, nullptr);
+    infer_uses(spec.uses, ranges.data(), histories.data(), id, inferred);
     for_each_inferred(inferred.inferred, [&](op_id dep, dep_kind kind) {
       (kind == dep_kind::data ? spec.deps : kind == dep_kind::order ? order : tails).push_back(dep);
     });
@@ -59,7 +62,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   r.run = run;
   if (listener != nullptr) add_listener(r, *listener);
   if (!spec.uses.empty()) {
-    record_uses(spec.uses, ranges, id, nullptr);
+    record_uses(spec.uses, ranges.data(), histories.data(), id, true);
     r.bufs = std::make_unique<op_buffers>();
     r.bufs->uses = std::move(spec.uses);
     r.bufs->inferred = std::move(inferred.inferred);
@@ -93,15 +96,17 @@ namespace {
 
 // The graph's operations in an order where each comes after those it names in `after`
 // (Kahn), or the cycle that makes one impossible, named. Linear in operations and edges.
-// `extra`: more edges by index (inferred from buffer uses), or empty.
-caf::error order_of(const graph_spec& graph, const std::vector<std::vector<std::uint32_t>>& extra,
+// `extra`: more edges by index (inferred from buffer uses), op i's at
+// [extra_first[i], extra_first[i + 1]); none when extra_first is empty.
+caf::error order_of(const graph_spec& graph, const std::vector<std::uint32_t>& extra,
+                    const std::vector<std::uint32_t>& extra_first,
                     std::vector<std::uint32_t>& order) {
   const std::size_t n = graph.ops.size();
   // Calls f(a) for every op that op i comes after.
   const auto for_after = [&](std::size_t i, auto&& f) {
     for (std::uint32_t a : graph.ops[i].after) f(a);
-    if (!extra.empty()) {
-      for (std::uint32_t a : extra[i]) f(a);
+    if (!extra_first.empty()) {
+      for (std::uint32_t k = extra_first[i]; k < extra_first[i + 1]; ++k) f(extra[k]);
     }
   };
   // Most graphs come in an order that already works (each op after only earlier ones): ids
@@ -207,8 +212,7 @@ caf::error coordinator_state::check_placement(const op_spec& spec) const {
   return {};
 }
 
-caf::error coordinator_state::check_graph(const graph_spec& graph,
-                                          const std::vector<std::vector<byte_range>>& ranges,
+caf::error coordinator_state::check_graph(const graph_spec& graph, const graph_uses& uses,
                                           std::vector<gpu::work_fn>& fns) {
   const std::size_t n = graph.ops.size();
   // Dependencies on operations registered before, and the work: all checked before any is
@@ -233,10 +237,8 @@ caf::error coordinator_state::check_graph(const graph_spec& graph,
       }
     }
     if (!graph.ops[i].spec.body.empty()) {
-      // `ranges` is empty when no operation of the graph declares a use.
-      static const std::vector<byte_range> none;
-      const auto& mine = i < ranges.size() ? ranges[i] : none;
-      if (auto bad = resolve(graph.ops[i].spec.body, graph.ops[i].spec.uses, mine, fns[i])) {
+      if (auto bad =
+              resolve(graph.ops[i].spec.body, graph.ops[i].spec.uses, uses.ranges_of(i), fns[i])) {
         return make_error(static_cast<errc>(bad.code()),
                           "graph op " + std::to_string(i) + ": " + to_string(bad));
       }
@@ -261,17 +263,13 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
   // Buffer uses are inferred in the graph's own order (its submission order), before the
   // order ids are issued in, which must respect them too.
   const op_id scratch_first{std::uint64_t{1} << 63};
-  std::vector<std::vector<byte_range>> ranges;
-  std::vector<use_inference> inferences;
-  std::vector<std::vector<std::uint32_t>> local;
-  std::unordered_map<std::uint32_t, buffer_uses> scratch;
-  if (auto bad = infer_graph_uses(graph, scratch_first, ranges, inferences, local, scratch)) {
-    return bad;
-  }
+  graph_uses uses;
+  if (auto bad = infer_graph_uses(graph, scratch_first, uses)) return bad;
+  std::vector<use_inference>& inferences = uses.inferences;
   std::vector<std::uint32_t> order;
-  if (auto bad = order_of(graph, local, order)) return bad;
+  if (auto bad = order_of(graph, uses.local, uses.local_first, order)) return bad;
   std::vector<gpu::work_fn> fns;
-  if (auto bad = check_graph(graph, ranges, fns)) return bad;
+  if (auto bad = check_graph(graph, uses, fns)) return bad;
   for (std::size_t i = 0; i < n; ++i) {
     if (!graph.ops[i].spec.is_collective()) continue;
     if (auto bad = resolve_collective(graph.ops[i].spec, "graph op " + std::to_string(i), fns[i])) {
@@ -335,7 +333,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     }
   }
   // The scratch histories, their users renamed, become the buffers' own.
-  for (auto& [slot, history] : scratch) {
+  for (auto& [slot, history] : uses.scratch) {
     history.rename(real);
     buffers_->find_slot(slot)->uses = std::move(history);
   }
@@ -346,41 +344,52 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
   return {};
 }
 
-caf::error coordinator_state::infer_graph_uses(
-    const graph_spec& graph, op_id first, std::vector<std::vector<byte_range>>& ranges,
-    std::vector<use_inference>& inferences, std::vector<std::vector<std::uint32_t>>& local,
-    std::unordered_map<std::uint32_t, buffer_uses>& scratch) {
+caf::error coordinator_state::infer_graph_uses(const graph_spec& graph, op_id first,
+                                               graph_uses& out) {
   const std::size_t n = graph.ops.size();
-  bool any = false;
-  for (std::size_t i = 0; i < n && !any; ++i) any = !graph.ops[i].spec.uses.empty();
-  if (!any) return {};
-  ranges.resize(n);
+  std::size_t count = 0;  // uses over all ops
+  for (std::size_t i = 0; i < n; ++i) count += graph.ops[i].spec.uses.size();
+  if (count == 0) return {};
+  out.use_first.resize(n + 1);
+  out.ranges.resize(count);
+  out.histories.resize(count);
+  std::size_t at = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& uses = graph.ops[i].spec.uses;
-    if (uses.empty()) continue;
-    if (auto bad = check_uses(uses, "graph op " + std::to_string(i), ranges[i])) return bad;
-    for (const buffer_use& u : uses) {
-      if (scratch.count(u.buffer.slot) != 0) continue;
-      caf::error why;
-      scratch.emplace(u.buffer.slot, *buffers_->find(u.buffer, why)->uses);
+    out.use_first[i] = static_cast<std::uint32_t>(at);
+    if (auto bad = check_uses(uses, i, &out.ranges[at], &out.histories[at])) return bad;
+    at += uses.size();
+  }
+  out.use_first[n] = static_cast<std::uint32_t>(at);
+  // The graph infers from and records in copies, made the buffers' own once it is registered
+  // (all or nothing): each use's history becomes its buffer's copy.
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::uint32_t u = out.use_first[i]; u < out.use_first[i + 1]; ++u) {
+      const buffer_id& b = graph.ops[i].spec.uses[u - out.use_first[i]].buffer;
+      auto found = out.scratch.find(b.slot);
+      if (found == out.scratch.end()) found = out.scratch.emplace(b.slot, *out.histories[u]).first;
+      out.histories[u] = &found->second;
     }
   }
-  inferences.resize(n);
-  local.resize(n);
+  out.inferences.resize(n);
+  out.local_first.resize(n + 1);
   for (std::size_t i = 0; i < n; ++i) {
+    out.local_first[i] = static_cast<std::uint32_t>(out.local.size());
     const auto& uses = graph.ops[i].spec.uses;
     if (uses.empty()) continue;
     const op_id user{first.value + i};
-    infer_uses(uses, ranges[i], user, inferences[i], &scratch);
-    record_uses(uses, ranges[i], user, &scratch);
+    const byte_range* ranges = &out.ranges[out.use_first[i]];
+    buffer_uses* const* histories = &out.histories[out.use_first[i]];
+    infer_uses(uses, ranges, histories, user, out.inferences[i]);
+    record_uses(uses, ranges, histories, user, false);
     // The graph's own ops among what it comes after (they are never tails).
-    local[i].reserve(inferences[i].inferred.size());
-    for_each_inferred(inferences[i].inferred, [&](op_id d, dep_kind) {
+    for_each_inferred(out.inferences[i].inferred, [&](op_id d, dep_kind) {
       if (d.value >= first.value) {
-        local[i].push_back(static_cast<std::uint32_t>(d.value - first.value));
+        out.local.push_back(static_cast<std::uint32_t>(d.value - first.value));
       }
     });
   }
+  out.local_first[n] = static_cast<std::uint32_t>(out.local.size());
   return {};
 }
 

@@ -87,13 +87,13 @@ caf::error coordinator_state::refusal() const {
 }
 
 caf::error coordinator_state::resolve(const work& w, const std::vector<buffer_use>& uses,
-                                      const std::vector<byte_range>& ranges, gpu::work_fn& out) {
+                                      const byte_range* ranges, gpu::work_fn& out) {
   if (w.is_local()) {  // the hot path builds no name
     out = w.closure();
     return {};
   }
   buffer_spans spans(uses.size());
-  for (std::size_t i = 0; i < uses.size() && i < ranges.size(); ++i) {
+  for (std::size_t i = 0; i < uses.size() && ranges != nullptr; ++i) {
     caf::error unused;  // checked by check_uses already
     if (const buffer_table::entry* e = buffers_->find(uses[i].buffer, unused)) {
       spans[i].data =

@@ -201,10 +201,10 @@ class coordinator_state {
 
   // Why nothing new is taken now (shut down, device lost), or an empty error.
   [[nodiscard]] caf::error refusal() const;
-  // A named operation is given the spans of its declared uses (`ranges`, as check_uses made
-  // them).
+  // A named operation is given the spans of its declared uses (`ranges`, one per use, as
+  // check_uses made them; null when it declares none).
   [[nodiscard]] caf::error resolve(const work& w, const std::vector<buffer_use>& uses,
-                                   const std::vector<byte_range>& ranges, gpu::work_fn& out);
+                                   const byte_range* ranges, gpu::work_fn& out);
   // `now`: when it was registered (one stamp for a whole graph).
   op_record& add_record(op_id id, op_spec& spec, gpu::work_fn fn, bool manual, std::int64_t now);
   // register_op and submit_graph, with the run request (0: none) the operations belong to;
@@ -214,8 +214,8 @@ class coordinator_state {
                        std::vector<op_id>& out);
   // A graph's dependencies on operations registered before, and its work, resolved into
   // `fns` (by index): what would refuse it, before any of it is registered.
-  [[nodiscard]] caf::error check_graph(const graph_spec& graph,
-                                       const std::vector<std::vector<byte_range>>& ranges,
+  struct graph_uses;
+  [[nodiscard]] caf::error check_graph(const graph_spec& graph, const graph_uses& uses,
                                        std::vector<gpu::work_fn>& fns);
   // Registers a run request; the error when nothing was registered (`done` is then not kept).
   caf::error start_run(op_spec& spec, std::function<void(std::vector<op_notice>)> done);
@@ -295,10 +295,12 @@ class coordinator_state {
   // its collectives uses (made on first use; counts against max_buffers).
   [[nodiscard]] caf::error order_token(const std::string& name, buffer_id& out);
 
-  // Buffers (coordinator_buffers.cpp). What an operation's uses resolve to, checked (`which`
-  // names it in errors): one range per use.
-  [[nodiscard]] caf::error check_uses(const std::vector<buffer_use>& uses, const std::string& which,
-                                      std::vector<byte_range>& ranges);
+  // Buffers (coordinator_buffers.cpp). What an operation's uses resolve to, checked: one
+  // range per use into `ranges`, and the history of the buffer it uses into `histories`
+  // (`graph_index`: which op of its graph errors name, or alone, ~0). The histories live in
+  // the buffer table: valid until a buffer is added (registration adds none after this).
+  [[nodiscard]] caf::error check_uses(const std::vector<buffer_use>& uses, std::size_t graph_index,
+                                      byte_range* ranges, buffer_uses** histories);
   // What the operation must come after by its uses, against the buffers' histories (`tmp`,
   // a graph's scratch copies, instead where given): each dependency and the buffer it comes
   // from, sorted by dependency (for_each_inferred says what each is), and the cause if it
@@ -341,11 +343,13 @@ class coordinator_state {
   // it came after (it never ran: a ghost), whatever the graph says of it now.
   void hand_over(op_id ended, const std::vector<op_id>& instead);
   // Registration's share: infer (into `out`), then record the uses as the newest.
-  void infer_uses(const std::vector<buffer_use>& uses, const std::vector<byte_range>& ranges,
-                  op_id user, use_inference& out,
-                  std::unordered_map<std::uint32_t, buffer_uses>* scratch);
-  void record_uses(const std::vector<buffer_use>& uses, const std::vector<byte_range>& ranges,
-                   op_id user, std::unordered_map<std::uint32_t, buffer_uses>* scratch);
+  // `ranges` and `histories` as check_uses made them (a graph's: its scratch copies).
+  void infer_uses(const std::vector<buffer_use>& uses, const byte_range* ranges,
+                  buffer_uses* const* histories, op_id user, use_inference& out);
+  // `compact`: compact the histories when due (not a graph's scratch copies, whose users are
+  // not registered yet).
+  void record_uses(const std::vector<buffer_use>& uses, const byte_range* ranges,
+                   buffer_uses* const* histories, op_id user, bool compact);
   // The frees to send after this pass's dispatch to each slot (released buffers' memory).
   void free_released(std::uint32_t slot, const buffer_ref& memory);
   // After a reset: buffers kept back by the loss are dropped.
@@ -359,11 +363,24 @@ class coordinator_state {
   // A graph's uses, checked and inferred in the graph's order (its submission order) on
   // scratch copies of the buffers it touches, the operations named by scratch ids (first +
   // index): per operation, its inference and the graph ops it comes after by its uses.
-  caf::error infer_graph_uses(const graph_spec& graph, op_id first,
-                              std::vector<std::vector<byte_range>>& ranges,
-                              std::vector<use_inference>& inferences,
-                              std::vector<std::vector<std::uint32_t>>& local,
-                              std::unordered_map<std::uint32_t, buffer_uses>& scratch);
+  // Flat, one allocation per array, not one per operation: op i's uses are
+  // [use_first[i], use_first[i + 1]) of ranges and histories (its scratch copies), the graph
+  // ops it comes after by them [local_first[i], local_first[i + 1]) of local. All empty when
+  // no op of the graph declares a use.
+  struct graph_uses {
+    std::vector<byte_range> ranges;
+    std::vector<buffer_uses*> histories;
+    std::vector<std::uint32_t> use_first;
+    std::vector<use_inference> inferences;
+    std::vector<std::uint32_t> local;
+    std::vector<std::uint32_t> local_first;
+    std::unordered_map<std::uint32_t, buffer_uses> scratch;  // by buffer slot
+    [[nodiscard]] bool empty() const noexcept { return use_first.empty(); }
+    [[nodiscard]] const byte_range* ranges_of(std::size_t op) const noexcept {
+      return empty() ? nullptr : ranges.data() + use_first[op];
+    }
+  };
+  caf::error infer_graph_uses(const graph_spec& graph, op_id first, graph_uses& out);
 
   // Ends the operations on `slot` the batch says were reached, oldest first, each with its
   // failure and device times.
