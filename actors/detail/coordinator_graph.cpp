@@ -357,7 +357,8 @@ caf::error coordinator_state::infer_graph_uses(const graph_spec& graph, op_id fi
   for (std::size_t i = 0; i < n; ++i) {
     const auto& uses = graph.ops[i].spec.uses;
     out.use_first[i] = static_cast<std::uint32_t>(at);
-    if (auto bad = check_uses(uses, i, &out.ranges[at], &out.histories[at])) return bad;
+    if (auto bad = check_uses(uses, i, out.ranges.data() + at, out.histories.data() + at))
+      return bad;
     at += uses.size();
   }
   out.use_first[n] = static_cast<std::uint32_t>(at);
@@ -378,8 +379,8 @@ caf::error coordinator_state::infer_graph_uses(const graph_spec& graph, op_id fi
     const auto& uses = graph.ops[i].spec.uses;
     if (uses.empty()) continue;
     const op_id user{first.value + i};
-    const byte_range* ranges = &out.ranges[out.use_first[i]];
-    buffer_uses* const* histories = &out.histories[out.use_first[i]];
+    const byte_range* ranges = out.ranges.data() + out.use_first[i];
+    buffer_uses* const* histories = out.histories.data() + out.use_first[i];
     infer_uses(uses, ranges, histories, user, out.inferences[i]);
     record_uses(uses, ranges, histories, user, false);
     // The graph's own ops among what it comes after (they are never tails).
