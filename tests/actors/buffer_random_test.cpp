@@ -372,9 +372,13 @@ BOOST_AUTO_TEST_CASE(released_memory_is_never_seen_by_a_user_of_the_buffer_befor
   const std::uint64_t seed = seed_of();
   std::mt19937_64 rng{seed};
   std::atomic<std::uint64_t> saw_pattern{0}, reads{0};
-  std::size_t reused = 0;
+  std::size_t reused = 0, reused_after_wait = 0;
   constexpr std::uint64_t size = 4096;
-  for (int round = 0; round < 100; ++round) {
+  // 100 rounds, and more (up to 400) until one has reused the memory: a stream hands out its
+  // oldest freed block of a size first (the blocks of earlier rounds), and on a loaded machine
+  // 100 rounds once saw no reuse of the block just released at all.
+  int rounds = 0;
+  for (int round = 0; round < 100 || (reused == 0 && round < 400); ++round, ++rounds) {
     const stream_id home{static_cast<std::uint32_t>(rng() % 4)};
     auto a = ask<buffer_handle>(co(), alloc_atom::value, home, size);
     BOOST_REQUIRE_MESSAGE(a, why(a));
@@ -408,11 +412,22 @@ BOOST_AUTO_TEST_CASE(released_memory_is_never_seen_by_a_user_of_the_buffer_befor
     BOOST_REQUIRE_MESSAGE(release, why(release));
     // The next owner of the same size on the same stream writes the pattern at once. Asked
     // for at a random moment: sometimes while the readers still run (the memory must not come
-    // back yet), sometimes after the release (it may).
-    std::this_thread::sleep_for(std::chrono::microseconds{rng() % 1500});
+    // back yet), sometimes after the release (it may). Every fourth round waits for the
+    // release to end and for its stream to pass the free that follows it, so that the memory
+    // is reusable in some rounds however slow the machine is.
+    const bool waited = round % 4 == 3;
+    if (waited) {
+      BOOST_REQUIRE(ask<op_notice>(co(), await_atom::value, *release, wait_limit{}));
+      BOOST_REQUIRE(ask<completion>(rt().stream(home.value), synchronize_atom::value));
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds{rng() % 1500});
+    }
     auto b = ask<buffer_handle>(co(), alloc_atom::value, home, size);
     BOOST_REQUIRE_MESSAGE(b, why(b));
-    if (b->address == a->address) ++reused;
+    if (b->address == a->address) {
+      ++reused;
+      if (waited) ++reused_after_wait;
+    }
     op_spec stomp =
         spec_of(work::local([theirs = b->as<std::uint8_t>()](const gpu::launch_context&) {
           std::memset(theirs, pattern, size);
@@ -434,9 +449,9 @@ BOOST_AUTO_TEST_CASE(released_memory_is_never_seen_by_a_user_of_the_buffer_befor
     BOOST_TEST((first->state == op_state::completed));
   }
   std::printf(
-      "reclamation: %zu of 100 rounds reused the released memory, %llu reads, %llu saw "
-      "the pattern\n",
-      reused, static_cast<unsigned long long>(reads.load()),
+      "reclamation: %zu of %d rounds reused the released memory (%zu of those that waited "
+      "for it), %llu reads, %llu saw the pattern\n",
+      reused, rounds, reused_after_wait, static_cast<unsigned long long>(reads.load()),
       static_cast<unsigned long long>(saw_pattern.load()));
   BOOST_TEST(saw_pattern.load() == 0u);
   BOOST_TEST(reads.load() >= 400u);
