@@ -21,8 +21,9 @@
 // (host callbacks stamp each operation's start and finish) and with a trace file written.
 // The client API (actors/client.hpp) from a plain thread, beside the actor client: pipelined
 // futures (up to the same depth in flight) and one future at a time.
-// Buffers: a random DAG whose every dependency comes from four buffer uses per op, inferred
-// by the coordinator, against the same dependencies stated explicitly, in the same runtime.
+// Buffers: the random DAG with its every dependency coming from four buffer uses per op,
+// inferred by the coordinator, against the same dependencies stated explicitly, in the same
+// runtime; and a denser use of random byte ranges, the same way (buffer_runs below).
 // Memory: the coordinator's tracked state and the process's resident memory across many
 // graphs of independent ops (10M ops; 1M with --quick).
 //
@@ -157,21 +158,67 @@ outcome graph_run(runtime& rt, shape s, std::size_t n, std::uint64_t seed) {
   return run_graph(rt, make_graph(s, n, rng), name_of(s));
 }
 
-// The buffer scenario: `n` ops, each with four uses (a random one of 8 buffers of 4 KiB, a
-// random range of up to 512 bytes, read, write or read_write), once as uses the coordinator
-// infers the dependencies from, once as the same dependencies stated with `after` (inferred
-// here by the same rules, detail/buffer_uses.hpp). Fresh buffers for each run, released after.
+// The buffer scenarios: each op declares four buffer uses, once as uses the coordinator infers
+// the dependencies from, once as the same dependencies stated with `after` (inferred here by
+// the same rules, detail/buffer_uses.hpp), in the same runtime. Fresh buffers (9 of 4 KiB) for
+// each run, released after.
+//  - random DAG (the scenario): the random shape's graph, its every dependency
+//    expressed as uses. Op i writes its output slot (i mod 128: 16 slots of 256 bytes in each
+//    of 8 buffers) and reads the output slots of the ops it comes after; its uses left read
+//    an input buffer nothing writes (the 9th; weights, say). So the data dependencies are the
+//    random DAG's, and a write of a slot also comes after the slot's last writer and its
+//    readers (order only), as when activations go through a ring of buffers.
+//  - dense: each use a random one of 8 buffers, a random range of up to 512 bytes, read,
+//    write or read_write: about 16 dependencies per op, each buffer cut into about 80
+//    segments. The stress case for the histories.
 struct buffer_outcome {
   double inferred_ops_per_s = 0, explicit_ops_per_s = 0, deps_per_op = 0;
 };
 
-buffer_outcome buffer_runs(runtime& rt, std::size_t n, std::uint64_t seed) {
-  constexpr std::size_t count = 8;
-  constexpr std::uint64_t size = 4096;
+enum class buffer_scenario { random_dag, dense };
+
+constexpr std::size_t buffer_count = 8;  // written; one more is only read
+constexpr std::uint64_t buffer_size = 4096;
+
+// Op `i`'s four uses, appended to `uses`, with the index in `made` each one's buffer has.
+void uses_of(buffer_scenario scenario, std::size_t i, const std::vector<std::uint32_t>& after,
+             const std::vector<buffer_id>& made, std::mt19937_64& rng,
+             std::vector<buffer_use>& uses, std::vector<std::size_t>& which) {
+  const auto add = [&](std::size_t b, buffer_access access, std::uint64_t begin,
+                       std::uint64_t bytes) {
+    uses.push_back(buffer_use{made[b], access, begin, bytes});
+    which.push_back(b);
+  };
+  if (scenario == buffer_scenario::random_dag) {
+    constexpr std::uint64_t slot_bytes = 256;
+    constexpr std::size_t slots_per_buffer = buffer_size / slot_bytes;
+    const auto slot = [&](std::size_t op, buffer_access access) {
+      const std::size_t at = op % (slots_per_buffer * buffer_count);
+      add(at / slots_per_buffer, access, (at % slots_per_buffer) * slot_bytes, slot_bytes);
+    };
+    for (std::uint32_t a : after) slot(a, buffer_access::read);
+    slot(i, buffer_access::write);
+    while (uses.size() < 4) add(buffer_count, buffer_access::read, 0, buffer_size);
+    return;
+  }
+  for (int u = 0; u < 4; ++u) {
+    const std::size_t b = rng() % buffer_count;
+    const std::uint64_t begin = rng() % buffer_size;
+    const std::uint64_t bytes = 1 + rng() % std::min<std::uint64_t>(512, buffer_size - begin);
+    const unsigned pick = static_cast<unsigned>(rng() % 10);
+    const auto access = pick < 5   ? buffer_access::read
+                        : pick < 8 ? buffer_access::write
+                                   : buffer_access::read_write;
+    add(b, access, begin, bytes);
+  }
+}
+
+buffer_outcome buffer_runs(runtime& rt, buffer_scenario scenario, std::size_t n,
+                           std::uint64_t seed) {
   caf::scoped_actor self{rt.system()};
   std::vector<buffer_id> made;
-  for (std::size_t b = 0; b < count; ++b) {
-    self->request(rt.coordinator(), caf::infinite, alloc_atom::value, size)
+  for (std::size_t b = 0; b <= buffer_count; ++b) {
+    self->request(rt.coordinator(), caf::infinite, alloc_atom::value, buffer_size)
         .receive([&](const buffer_handle& h) { made.push_back(h.id); },
                  [](caf::error& why) {
                    std::fprintf(stderr, "alloc: %s\n", describe(why).c_str());
@@ -179,37 +226,45 @@ buffer_outcome buffer_runs(runtime& rt, std::size_t n, std::uint64_t seed) {
                  });
   }
   std::mt19937_64 rng{seed};
+  const graph_spec dag =
+      scenario == buffer_scenario::random_dag ? make_graph(shape::random, n, rng) : graph_spec{};
+  static const std::vector<std::uint32_t> none;
   graph_spec inferred, stated;
   inferred.ops.reserve(n);
   stated.ops.reserve(n);
-  std::vector<detail::buffer_uses> local(count, detail::buffer_uses{size});
+  std::vector<detail::buffer_uses> local(buffer_count + 1, detail::buffer_uses{buffer_size});
   std::vector<detail::use_edge> edges;
+  std::vector<std::size_t> which;
   caf::error poisoned;
   std::size_t deps = 0;
   for (std::size_t i = 0; i < n; ++i) {
     op_spec with_uses = noop_spec();
+    const auto& dag_after = dag.ops.empty() ? none : dag.ops[i].after;
+    which.clear();
+    uses_of(scenario, i, dag_after, made, rng, with_uses.uses, which);
     std::vector<std::uint32_t> after;
-    std::vector<std::pair<std::size_t, detail::byte_range>> ranges;
-    for (int u = 0; u < 4; ++u) {
-      const std::size_t b = rng() % count;
-      const std::uint64_t begin = rng() % size;
-      const std::uint64_t bytes = 1 + rng() % std::min<std::uint64_t>(512, size - begin);
-      const unsigned pick = static_cast<unsigned>(rng() % 10);
-      const auto access = pick < 5   ? buffer_access::read
-                          : pick < 8 ? buffer_access::write
-                                     : buffer_access::read_write;
-      with_uses.uses.push_back(buffer_use{made[b], access, begin, bytes});
-      ranges.emplace_back(b, detail::byte_range{begin, begin + bytes});
+    for (std::size_t u = 0; u < which.size(); ++u) {
+      const buffer_use& use = with_uses.uses[u];
       edges.clear();
-      local[b].infer(
-          ranges.back().second, access, [](op_id) { return true; }, edges, poisoned);
+      local[which[u]].infer(
+          detail::byte_range{use.offset, use.offset + use.bytes}, use.access,
+          [](op_id) { return true; }, edges, poisoned);
       for (const auto& e : edges) after.push_back(static_cast<std::uint32_t>(e.op.value - 1));
     }
-    for (int u = 0; u < 4; ++u) {
-      local[ranges[u].first].record(ranges[u].second, with_uses.uses[u].access, op_id{i + 1});
+    for (std::size_t u = 0; u < which.size(); ++u) {
+      const buffer_use& use = with_uses.uses[u];
+      local[which[u]].record(detail::byte_range{use.offset, use.offset + use.bytes}, use.access,
+                             op_id{i + 1});
     }
     std::sort(after.begin(), after.end());
     after.erase(std::unique(after.begin(), after.end()), after.end());
+    for (std::uint32_t a : dag_after) {
+      // The uses must give the random DAG's dependencies, or this is another scenario.
+      if (!std::binary_search(after.begin(), after.end(), a)) {
+        std::fprintf(stderr, "buffer scenario: op %zu lost its dependency on %u\n", i, a);
+        std::exit(1);
+      }
+    }
     deps += after.size();
     inferred.add(std::move(with_uses));
     stated.add(noop_spec(), std::move(after));
@@ -407,7 +462,8 @@ int main(int argc, char** argv) {
   std::map<shape, samples> graph;
   samples single, direct, via_client, timed, traced;
   samples chain_waits, random_waits, random_skipped, random_cross;
-  samples buffer_inferred, buffer_explicit, buffer_deps;
+  samples buffer_inferred, buffer_explicit, buffer_deps, buffer_cost;
+  samples dense_inferred, dense_explicit, dense_deps, dense_cost;
   std::string backend;
   for (int round = 0; round < rounds; ++round) {
     runtime_config config;
@@ -431,10 +487,16 @@ int main(int argc, char** argv) {
     single.add(pipelined_run(*rt, n));
     via_client.add(client_run(*rt, n));
     // Last in this runtime: the buffers' state stays out of the figures above.
-    const auto buffers = buffer_runs(*rt, n, 11 + round);
+    const auto buffers = buffer_runs(*rt, buffer_scenario::random_dag, n, 11 + round);
     buffer_inferred.add(buffers.inferred_ops_per_s);
     buffer_explicit.add(buffers.explicit_ops_per_s);
     buffer_deps.add(buffers.deps_per_op);
+    buffer_cost.add(1.0 - buffers.inferred_ops_per_s / buffers.explicit_ops_per_s);
+    const auto dense = buffer_runs(*rt, buffer_scenario::dense, n, 11 + round);
+    dense_inferred.add(dense.inferred_ops_per_s);
+    dense_explicit.add(dense.explicit_ops_per_s);
+    dense_deps.add(dense.deps_per_op);
+    dense_cost.add(1.0 - dense.inferred_ops_per_s / dense.explicit_ops_per_s);
     rt.reset();
 
     // The same random graphs with timing on (two host callbacks per operation), then with a
@@ -458,12 +520,15 @@ int main(int argc, char** argv) {
     results.add({"graph", name_of(s), std::to_string(n), fixed(graph[s].median(), 0),
                  graph[s].range(), fixed(direct.median() / graph[s].median(), 2)});
   }
-  results.add({"graph, stated deps", "buffer uses", std::to_string(n),
-               fixed(buffer_explicit.median(), 0), buffer_explicit.range(),
-               fixed(direct.median() / buffer_explicit.median(), 2)});
-  results.add({"graph, inferred deps", "buffer uses", std::to_string(n),
-               fixed(buffer_inferred.median(), 0), buffer_inferred.range(),
-               fixed(direct.median() / buffer_inferred.median(), 2)});
+  const auto buffer_rows = [&](const char* shape_name, samples& stated, samples& inferred) {
+    results.add({"graph, stated deps", shape_name, std::to_string(n), fixed(stated.median(), 0),
+                 stated.range(), fixed(direct.median() / stated.median(), 2)});
+    results.add({"graph, inferred from uses", shape_name, std::to_string(n),
+                 fixed(inferred.median(), 0), inferred.range(),
+                 fixed(direct.median() / inferred.median(), 2)});
+  };
+  buffer_rows("random DAG as uses", buffer_explicit, buffer_inferred);
+  buffer_rows("dense uses", dense_explicit, dense_inferred);
   results.add({"graph, timing on", "random", std::to_string(n), fixed(timed.median(), 0),
                timed.range(), fixed(direct.median() / timed.median(), 2)});
   results.add({"graph, trace file", "random", std::to_string(n), fixed(traced.median(), 0),
@@ -480,10 +545,19 @@ int main(int argc, char** argv) {
   std::printf(
       "device waits per op: chain %.2f, random %.2f (redundant ones skipped: %.2f per op)\n",
       chain_waits.median(), random_waits.median(), random_skipped.median());
+  const auto percents = [](const samples& s) {
+    if (s.xs.empty()) return std::string{"-"};
+    auto [lo, hi] = std::minmax_element(s.xs.begin(), s.xs.end());
+    return fixed(100.0 * *lo, 0) + "-" + fixed(100.0 * *hi, 0) + "%";
+  };
   std::printf(
-      "buffer uses: %.2f dependencies per op; inferring them costs %.0f%% of the "
-      "throughput with them stated\n",
-      buffer_deps.median(), 100.0 * (1.0 - buffer_inferred.median() / buffer_explicit.median()));
+      "buffer uses, random DAG: %.2f dependencies per op; inferring them costs %.0f%% of the "
+      "throughput with them stated (per run: %s)\n",
+      buffer_deps.median(), 100.0 * buffer_cost.median(), percents(buffer_cost).c_str());
+  std::printf(
+      "buffer uses, dense: %.2f dependencies per op; inferring them costs %.0f%% (per run: "
+      "%s)\n",
+      dense_deps.median(), 100.0 * dense_cost.median(), percents(dense_cost).c_str());
 
   // Latency, in a fresh runtime: back to back, then with the runtime idle between ops.
   runtime_config config;
@@ -543,6 +617,11 @@ int main(int argc, char** argv) {
   json.add("buffer_inferred_ops_per_s", buffer_inferred.median());
   json.add("buffer_explicit_ops_per_s", buffer_explicit.median());
   json.add("buffer_deps_per_op", buffer_deps.median());
+  json.add("buffer_inference_cost", buffer_cost.median());
+  json.add("buffer_dense_inferred_ops_per_s", dense_inferred.median());
+  json.add("buffer_dense_explicit_ops_per_s", dense_explicit.median());
+  json.add("buffer_dense_deps_per_op", dense_deps.median());
+  json.add("buffer_dense_inference_cost", dense_cost.median());
   json.add("graph_timed_ops_per_s", timed.median());
   json.add("graph_traced_ops_per_s", traced.median());
   json.add("timing_cost_ratio", graph[shape::random].median() / timed.median());
