@@ -5,6 +5,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -140,7 +141,13 @@ status completion_poller::impl::watch_points(stream_ref s, timeline_point first,
   {
     std::lock_guard<std::mutex> lock{core_->mutex};
     if (core_->closed) return status{errc::cancelled, "the completion poller is stopped"};
-    core_->inbox.reserve(core_->inbox.size() + static_cast<std::size_t>(last - first + 1));
+    // Room grown geometrically: reserve() to the exact size takes a new block, and copies
+    // everything waiting, each time the inbox has not been drained since the last call, which
+    // made a burst of watches quadratic.
+    const std::size_t needed = core_->inbox.size() + static_cast<std::size_t>(last - first + 1);
+    if (needed > core_->inbox.capacity()) {
+      core_->inbox.reserve(std::max(needed, 2 * core_->inbox.capacity()));
+    }
     for (timeline_point p = first; p <= last; ++p) {
       watch_entry entry;
       entry.point = p;

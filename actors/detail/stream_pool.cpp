@@ -97,10 +97,19 @@ std::uint64_t stream_pool::load_of(std::uint32_t index) const {
 
 template <class Accept>
 std::optional<std::uint32_t> stream_pool::least_loaded(Accept&& accept) const {
+  // Each slot's load once (available() and the comparison each took it anew, three times a
+  // slot): every placement of every operation comes through here.
   std::optional<std::uint32_t> best;
+  std::uint64_t best_load = 0;
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {
-    if (!available(i) || !accept(i)) continue;
-    if (!best || load_of(i) < load_of(*best)) best = i;
+    const slot& s = slots_[i];
+    if (!s.reserved_by.empty()) continue;
+    const std::uint64_t load = s.in_flight.size() + s.in_transit;
+    if (load >= s.max_in_flight || !accept(i)) continue;  // not available()
+    if (!best || load < best_load) {
+      best = i;
+      best_load = load;
+    }
   }
   return best;
 }
