@@ -56,6 +56,22 @@ class buffer_table {
   // range inside it. The range it covers in `out`, its entry in `found`. The error's text
   // follows the operation's name (": ..." or " uses bytes ..."), which the caller puts first.
   [[nodiscard]] caf::error check(const buffer_use& use, byte_range& out, entry*& found);
+  // The same checks, for the common case that they pass: the entry and the range in `out`, or
+  // nullptr, and check() says why. Inline and without an error to build or destroy: every
+  // use of every operation comes through here, and check() cost more than inferring its
+  // dependencies did.
+  [[nodiscard]] entry* passing(const buffer_use& use, byte_range& out) noexcept {
+    const buffer_id& id = use.buffer;
+    if (id.empty() || id.owner != owner_ || id.slot >= entries_.size()) return nullptr;
+    entry& e = entries_[id.slot];
+    if (!e.used || e.generation != id.generation || e.state != phase::live) return nullptr;
+    const std::uint64_t size = e.handle.size;
+    if (use.offset >= size) return nullptr;
+    const std::uint64_t bytes = use.bytes == 0 ? size - use.offset : use.bytes;
+    if (bytes > size - use.offset) return nullptr;
+    out = byte_range{use.offset, use.offset + bytes};
+    return &e;
+  }
 
   // The buffer in `slot` (a slot a checked id named).
   [[nodiscard]] entry* find_slot(std::uint32_t slot) { return &entries_[slot]; }

@@ -118,8 +118,9 @@ void buffer_uses::repack() {
   unused_ = 0;
 }
 
-std::size_t buffer_uses::split(std::uint64_t at) {
-  const std::size_t i = holding(at);
+std::size_t buffer_uses::split(std::uint64_t at) { return cut(holding(at), at); }
+
+std::size_t buffer_uses::cut(std::size_t i, std::uint64_t at) {
   if (segments_[i].begin == at) return i;
   // [begin, at) stays, [at, end) is a copy of it with the same users.
   segment tail = segments_[i];
@@ -144,8 +145,15 @@ void buffer_uses::record(byte_range range, buffer_access access, op_id op) {
     record_write(range, op);
   } else {
     const std::size_t first = split(range.begin);
-    // Cutting at the end inserts after `first`, so `first` still names the same segment.
-    const std::size_t last = range.end < size_ ? split(range.end) : segments_.size();
+    // Cutting at the end inserts after `first`, so `first` still names the same segment. The
+    // segment holding the end is found by walking on from `first`, not by a second search:
+    // the walk passes the segments the read covers, which the loop below visits anyway.
+    std::size_t last = segments_.size();
+    if (range.end < size_) {
+      std::size_t j = first;
+      while (segments_[j].end <= range.end) ++j;  // ends before size_: a segment holds it
+      last = cut(j, range.end);
+    }
     for (std::size_t i = first; i < last; ++i) {
       segment& s = segments_[i];
       if (s.readers == 0 || readers_[s.first + s.readers - 1] != op) add_reader(s, op);
@@ -166,7 +174,7 @@ void buffer_uses::record_write(byte_range range, op_id op) {
   written.end = range.end;
   written.writer = op;
   if (segments_[i].begin < range.begin && segments_[i].end > range.end) {
-    const std::size_t tail = split(range.end);  // [range.end, old end) keeps the users
+    const std::size_t tail = cut(i, range.end);  // [range.end, old end) keeps the users
     segments_[i].end = range.begin;
     count(written, +1);
     segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(tail), written);

@@ -112,6 +112,8 @@ class buffer_uses {
   [[nodiscard]] std::size_t holding(std::uint64_t at) const noexcept;
   // Cuts the segment holding `at` so that a segment begins there (at < size_); its index.
   std::size_t split(std::uint64_t at);
+  // The same for segment `i`, the one holding `at`.
+  std::size_t cut(std::size_t i, std::uint64_t at);
   void record_write(byte_range range, op_id op);
   // A new block of `capacity` readers at the arena's end (holding `count` copied from `from`).
   void new_block(segment& s, std::uint32_t capacity, const op_id* from, std::uint32_t count);

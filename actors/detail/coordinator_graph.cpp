@@ -63,7 +63,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   if (listener != nullptr) add_listener(r, *listener);
   if (!spec.uses.empty()) {
     record_uses(spec.uses, ranges.data(), histories.data(), id, true);
-    r.bufs = std::make_unique<op_buffers>();
+    r.bufs.emplace();
     r.bufs->uses = std::move(spec.uses);
     r.bufs->inferred = std::move(inferred.inferred);
     r.bufs->after_ops = std::move(tails);
@@ -324,7 +324,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     ids[i] = id;
     deps = {};
     if (!spec.uses.empty()) {
-      r.bufs = std::make_unique<op_buffers>();
+      r.bufs.emplace();
       r.bufs->uses = std::move(spec.uses);
       r.bufs->after_ops = tails;
       r.bufs->inferred = std::move(inferences[i].inferred);
@@ -364,12 +364,15 @@ caf::error coordinator_state::infer_graph_uses(const graph_spec& graph, op_id fi
   out.use_first[n] = static_cast<std::uint32_t>(at);
   // The graph infers from and records in copies, made the buffers' own once it is registered
   // (all or nothing): each use's history becomes its buffer's copy.
+  // Found by slot (checked above, so below the table's size), not by a hash per use.
+  std::vector<buffer_uses*> by_slot;
   for (std::size_t i = 0; i < n; ++i) {
     for (std::uint32_t u = out.use_first[i]; u < out.use_first[i + 1]; ++u) {
-      const buffer_id& b = graph.ops[i].spec.uses[u - out.use_first[i]].buffer;
-      auto found = out.scratch.find(b.slot);
-      if (found == out.scratch.end()) found = out.scratch.emplace(b.slot, *out.histories[u]).first;
-      out.histories[u] = &found->second;
+      const std::uint32_t slot = graph.ops[i].spec.uses[u - out.use_first[i]].buffer.slot;
+      if (slot >= by_slot.size()) by_slot.resize(slot + 1, nullptr);
+      buffer_uses*& copy = by_slot[slot];
+      if (copy == nullptr) copy = &out.scratch.emplace(slot, *out.histories[u]).first->second;
+      out.histories[u] = copy;
     }
   }
   out.inferences.resize(n);

@@ -38,6 +38,7 @@ void coordinator_state::finish() {
     op_metrics_->ended(r.type, r.priority, e.state, now - r.registered_ns);
     profile(e.id, r, e.state, now);
     if (r.bufs) buffer_user_ended(e.id, r, e.state, e.cause);
+    if (options_.ended_kept > 0) keep_ended(e, r, now);
     op_notice notice;
     notice.id = e.id;
     notice.state = e.state;
@@ -47,7 +48,7 @@ void coordinator_state::finish() {
     notice.registered_ns = r.registered_ns;
     notice.dispatched_ns = r.dispatched_ns;
     notice.ended_ns = now;
-    if (r.bufs) notice.inferred = r.bufs->inferred;
+    if (r.bufs) notice.inferred = std::move(r.bufs->inferred);  // the ring has a copy
     if (r.type == op_type::barrier) end_barrier(e.id, notice);
     // Each listener gets a copy but the last to need it, which gets the notice itself: a
     // notice carries the inferred dependencies, and a graph's notices are many.
@@ -88,36 +89,44 @@ void coordinator_state::finish() {
         if (r.point != 0 && !lost_) release_hold(r.stream, r.point, e.cause);
       }
     }
-    if (options_.ended_kept > 0) {
-      // The record goes now: its text, dependencies and uses move to the ended ring.
-      std::string description = std::move(r.description);
-      std::vector<op_id> deps = std::move(r.deps);
-      std::vector<buffer_use> uses;
-      std::vector<inferred_dep> inferred;
-      if (r.bufs) {
-        uses = std::move(r.bufs->uses);
-        inferred = std::move(r.bufs->inferred);
-      }
-      op_info info = info_of(e.id, r);
-      info.description = std::move(description);
-      info.deps = std::move(deps);
-      info.uses = std::move(uses);
-      info.inferred = std::move(inferred);
-      info.state = e.state;
-      info.cause = e.cause;
-      info.ended_ns = now;
-      if (ended_kept_.size() < options_.ended_kept) {
-        ended_kept_.push_back(std::move(info));
-      } else {
-        ended_kept_[ended_next_] = std::move(info);
-        ended_next_ = (ended_next_ + 1) % ended_kept_.size();
-      }
-    }
     records_.erase(e.id.value);
   }
   ended_.clear();
   (void)graph_.take_forgotten();  // records went with the end; the graph's own go here
   if (unfinished && !deferred_.empty()) wake_deferred();
+}
+
+void coordinator_state::keep_ended(const ended_op& e, op_record& r, std::int64_t now) {
+  // The record goes now: its text, dependencies and uses move to the ring. Its inferred
+  // dependencies are copied into the room the slot's last ones left, for the notice takes
+  // them: a copy for the notice and the free of the slot's old ones cost more.
+  std::string description = std::move(r.description);
+  std::vector<op_id> deps = std::move(r.deps);
+  std::vector<buffer_use> uses;
+  if (r.bufs) uses = std::move(r.bufs->uses);
+  op_info* slot = nullptr;
+  if (ended_kept_.size() < options_.ended_kept) {
+    slot = &ended_kept_.emplace_back();
+  } else {
+    slot = &ended_kept_[ended_next_];
+    ended_next_ = (ended_next_ + 1) % ended_kept_.size();
+  }
+  std::vector<inferred_dep> inferred = std::move(slot->inferred);
+  inferred.clear();
+  std::vector<inferred_dep> theirs;  // out of the record while info_of copies the rest
+  if (r.bufs) {
+    theirs.swap(r.bufs->inferred);
+    inferred.assign(theirs.begin(), theirs.end());
+  }
+  *slot = info_of(e.id, r);
+  if (r.bufs) r.bufs->inferred.swap(theirs);  // for the notice
+  slot->description = std::move(description);
+  slot->deps = std::move(deps);
+  slot->uses = std::move(uses);
+  slot->inferred = std::move(inferred);
+  slot->state = e.state;
+  slot->cause = e.cause;
+  slot->ended_ns = now;
 }
 
 void coordinator_state::notify(const op_listener& listener, op_notice notice) {

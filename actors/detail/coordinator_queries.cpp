@@ -204,12 +204,12 @@ void coordinator_state::find_cycles(deadlock_report& report) const {
     while (!path.empty()) {
       auto& [at, next] = path.back();
       const op_graph::node* n = graph_.find(at);
-      if (n == nullptr || next >= n->deps.size()) {
+      if (n == nullptr || next >= n->deps().size()) {
         color[at.value] = 2;
         path.pop_back();
         continue;
       }
-      const op_id dep = n->deps[next++];
+      const op_id dep = n->deps()[next++];
       const op_graph::node* d = graph_.find(dep);
       if (d == nullptr || is_terminal(d->state)) continue;
       int& c = color[dep.value];
@@ -260,7 +260,7 @@ void coordinator_state::find_stalls(deadlock_report& report, caf::timespan stall
   // dispatched, so every state is followed.
   auto blocker = [&](const op_graph::node& n) -> const op_graph::node* {
     const op_graph::node* out = nullptr;
-    for (op_id d : n.deps) {
+    for (op_id d : n.deps()) {
       const op_graph::node* dep = graph_.find(d);
       if (dep != nullptr && !is_terminal(dep->state) && (out == nullptr || dep->id < out->id)) {
         out = dep;

@@ -84,7 +84,8 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
                                                   to_string(newest_) + ", the newest added");
   }
   std::vector<op_id> live_deps;
-  live_deps.reserve(deps.size() + order_deps.size());
+  // Room for every dependency, then the order-only ones again (the node's order_deps()).
+  live_deps.reserve(deps.size() + 2 * order_deps.size());
   for (op_id dep : deps) {
     bool live = false;
     if (auto err = resolve(id, dep, live)) return err;
@@ -128,8 +129,12 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
     ++d.holders;
     if (d.state != op_state::submitted) ++n.unsubmitted;
   }
-  n.deps = std::move(live_deps);
-  if (!live_order.empty()) n.order_deps.assign(live_order.begin(), live_order.end());
+  n.dep_count = static_cast<std::uint32_t>(live_deps.size());
+  if (!live_order.empty()) {
+    // In the room reserved above: no reallocation.
+    live_deps.insert(live_deps.end(), live_order.begin(), live_order.end());
+  }
+  n.dep_ids = std::move(live_deps);
   ++live_;
   if (n.unsubmitted == 0) make_ready(n);
   return {};
@@ -149,7 +154,8 @@ caf::error op_graph::add_dependency(op_id op, op_id dep) {
   }
   bool live = false;
   if (auto err = resolve(op, dep, live)) return err;
-  if (!live || std::find(n->deps.begin(), n->deps.end(), dep) != n->deps.end()) return {};
+  const id_span has = n->deps();
+  if (!live || std::find(has.begin(), has.end(), dep) != has.end()) return {};
   // A cycle exists if `dep` already depends, directly or not, on `op`.
   std::unordered_map<std::uint64_t, std::uint64_t> came_from;  // node -> the dependent we came from
   std::vector<op_id> stack{dep};
@@ -159,7 +165,7 @@ caf::error op_graph::add_dependency(op_id op, op_id dep) {
     const node* x = find(stack.back());
     stack.pop_back();
     if (x == nullptr) continue;
-    for (op_id next : x->deps) {
+    for (op_id next : x->deps()) {
       if (came_from.count(next.value) != 0) continue;
       came_from[next.value] = x->id.value;
       if (next == op) {
@@ -183,7 +189,9 @@ caf::error op_graph::add_dependency(op_id op, op_id dep) {
   d.dependents.push_back(op);
   ++d.holders;
   // Kept sorted, as add() leaves it: for_each_unfinished_dep walks it beside order_deps.
-  n->deps.insert(std::lower_bound(n->deps.begin(), n->deps.end(), dep), dep);
+  const auto deps_end = n->dep_ids.begin() + n->dep_count;
+  n->dep_ids.insert(std::lower_bound(n->dep_ids.begin(), deps_end, dep), dep);
+  ++n->dep_count;
   if (d.state != op_state::submitted) {
     ++n->unsubmitted;
     if (n->state == op_state::ready) n->state = op_state::pending;  // its queue entry goes stale
@@ -348,7 +356,7 @@ void op_graph::end_with_dependents(node& first, op_state state, caf::error cause
 bool op_graph::deps_ended(op_id id) const {
   const node* n = find(id);
   if (n == nullptr) return true;
-  for (op_id d : n->deps) {
+  for (op_id d : n->deps()) {
     const node* dep = find(d);
     if (dep == nullptr || dep->state == op_state::completed) continue;
     if (!is_terminal(dep->state) || !is_order_only(*n, d)) return false;
@@ -359,7 +367,7 @@ bool op_graph::deps_ended(op_id id) const {
 void op_graph::release_deps(node& n) {
   if (n.released) return;
   n.released = true;
-  for (op_id d : n.deps) {
+  for (op_id d : n.deps()) {
     node* dep = get(d);
     if (dep == nullptr) continue;
     --dep->holders;

@@ -54,6 +54,17 @@ struct ended_op {
   caf::error cause;
 };
 
+// A run of ids inside a vector it does not own (valid until that vector changes).
+struct id_span {
+  const op_id* first = nullptr;
+  const op_id* last = nullptr;
+  [[nodiscard]] const op_id* begin() const noexcept { return first; }
+  [[nodiscard]] const op_id* end() const noexcept { return last; }
+  [[nodiscard]] std::size_t size() const noexcept { return static_cast<std::size_t>(last - first); }
+  [[nodiscard]] bool empty() const noexcept { return first == last; }
+  [[nodiscard]] op_id operator[](std::size_t i) const noexcept { return first[i]; }
+};
+
 class op_graph {
  public:
   struct node {
@@ -65,11 +76,21 @@ class op_graph {
     std::uint32_t holders = 0;      // dependents that may still need this node
     bool released = false;          // this node no longer holds its dependencies
     std::uint64_t ready_seq = 0;    // FIFO among equal priorities; stale queue entries differ
-    std::vector<op_id> deps;        // dependencies still in the graph when added, sorted
-    std::vector<op_id> order_deps;  // those of them that are order-only, sorted
+    // Its dependencies still in the graph when added, sorted, and those of them that are
+    // order-only, sorted: deps() and order_deps(), one allocation for both (a vector of their
+    // own cost every buffer writer a malloc and a free).
+    std::vector<op_id> dep_ids;
+    std::uint32_t dep_count = 0;  // dep_ids[0, dep_count) are deps(), the rest order_deps()
     std::vector<op_id> dependents;
     std::optional<op_position> position;  // once submitted
     caf::error cause;                     // why it failed or was cancelled
+
+    [[nodiscard]] id_span deps() const noexcept {
+      return {dep_ids.data(), dep_ids.data() + dep_count};
+    }
+    [[nodiscard]] id_span order_deps() const noexcept {
+      return {dep_ids.data() + dep_count, dep_ids.data() + dep_ids.size()};
+    }
   };
 
   // `failures_kept`: how many failed or cancelled ids are remembered after they are
@@ -125,13 +146,14 @@ class op_graph {
     if (n == nullptr) return;
     // Both lists sorted: which are order-only is found in one walk along the two, not by a
     // search per dependency.
-    auto order = n->order_deps.begin();
-    for (op_id d : n->deps) {
+    const id_span order_only = n->order_deps();
+    const op_id* order = order_only.begin();
+    for (op_id d : n->deps()) {
       const node* dep = find(d);
       if (dep != nullptr && dep->state == op_state::submitted && dep->position) {
         if constexpr (std::is_invocable_v<F&, op_id, const op_position&, bool>) {
-          while (order != n->order_deps.end() && *order < d) ++order;
-          f(d, *dep->position, order != n->order_deps.end() && *order == d);
+          while (order != order_only.end() && *order < d) ++order;
+          f(d, *dep->position, order != order_only.end() && *order == d);
         } else {
           f(d, *dep->position);
         }
@@ -140,8 +162,8 @@ class op_graph {
   }
   // Whether `dep`, one of n's dependencies, is order-only.
   [[nodiscard]] static bool is_order_only(const node& n, op_id dep) {
-    return !n.order_deps.empty() &&
-           std::binary_search(n.order_deps.begin(), n.order_deps.end(), dep);
+    const id_span order_only = n.order_deps();
+    return !order_only.empty() && std::binary_search(order_only.begin(), order_only.end(), dep);
   }
   // Every dependency of `id` has ended as it must before `id` may be told ended: a dependency
   // completed, an order-only one ended in any way.

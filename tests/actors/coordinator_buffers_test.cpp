@@ -262,3 +262,45 @@ BOOST_AUTO_TEST_CASE(adopted_memory_is_ordered_and_never_freed) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// An ended operation is described from the ring of ended ones: with the inferred dependencies
+// its notice carried, however often the ring's slots have been reused by operations with more
+// or fewer of them.
+struct three_kept_four_streams : coordinator_fixture {
+  three_kept_four_streams()
+      : coordinator_fixture({"--cudactor.streams=4", "--cudactor.coordinator.ended-kept=3"}) {}
+};
+
+BOOST_FIXTURE_TEST_CASE(an_ended_operation_is_described_with_its_own_inferred_dependencies,
+                        three_kept_four_streams) {
+  const buffer_handle b = allocate(*this, 256);
+  for (const std::size_t readers : {3u, 1u, 2u}) {
+    gate g;
+    const op_id held = add(spec_of(g.hold()));
+    const op_id w = add(using_(noop(), {buffer_use::write(b.id)}, {held}));
+    std::vector<op_id> all{held, w};
+    std::set<std::pair<std::uint64_t, bool>> expected{{w.value, true}};
+    for (std::size_t k = 0; k < readers; ++k) {
+      all.push_back(add(using_(noop(), {buffer_use::read(b.id, 0, 16)})));
+      expected.emplace(all.back().value, true);
+    }
+    // After the write and every read since, so it ends last: the ring still holds it.
+    const op_id last = add(using_(noop(), {buffer_use::write(b.id)}));
+    all.push_back(last);
+    g.open();
+    const auto told = collect(all);
+    BOOST_TEST((told.at(last.value).state == op_state::completed));
+    std::set<std::pair<std::uint64_t, bool>> in_notice;
+    for (const auto& d : told.at(last.value).inferred) {
+      in_notice.emplace(d.dep.value, d.order_only);
+      BOOST_TEST((d.buffer == b.id));
+    }
+    BOOST_TEST((in_notice == expected), "readers " << readers);
+    auto info = ask<op_info>(co(), describe_atom::value, last);
+    BOOST_REQUIRE_MESSAGE(info, why(info));
+    BOOST_TEST((info->state == op_state::completed));
+    BOOST_TEST((inferred_of(*info) == expected), "readers " << readers);
+    BOOST_TEST(info->uses.size() == 1u);
+    BOOST_TEST(std::count(info->deps.begin(), info->deps.end(), w) == 1);
+  }
+}
