@@ -128,7 +128,7 @@ caf::result<op_id> coordinator_state::release_buffer(const buffer_id& id) {
     spec.placement.stream = pool_.at(e->home).id;
   }
   op_record& r = add_record(release, spec, gpu::work_fn{no_work}, false, now_ns());
-  r.bufs.emplace();
+  r.bufs = std::make_unique<op_buffers>();
   r.bufs->after_ops = std::move(tails);
   r.bufs->releases = id;
   e->state = buffer_table::phase::releasing;
@@ -360,7 +360,7 @@ void coordinator_state::hand_over(op_id ended, const std::vector<op_id>& instead
     auto r = records_.find(d.value);
     if (r == nullptr) continue;
     auto& bufs = r->bufs;
-    if (!bufs) bufs.emplace();
+    if (!bufs) bufs = std::make_unique<op_buffers>();
     bufs->after_ops.insert(bufs->after_ops.end(), instead.begin(), instead.end());
     r->deps.insert(r->deps.end(), instead.begin(), instead.end());
   }

@@ -63,7 +63,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   if (listener != nullptr) add_listener(r, *listener);
   if (!spec.uses.empty()) {
     record_uses(spec.uses, ranges.data(), histories.data(), id, true);
-    r.bufs.emplace();
+    r.bufs = std::make_unique<op_buffers>();
     r.bufs->uses = std::move(spec.uses);
     r.bufs->inferred = std::move(inferred.inferred);
     r.bufs->after_ops = std::move(tails);
@@ -324,7 +324,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     ids[i] = id;
     deps = {};
     if (!spec.uses.empty()) {
-      r.bufs.emplace();
+      r.bufs = std::make_unique<op_buffers>();
       r.bufs->uses = std::move(spec.uses);
       r.bufs->after_ops = tails;
       r.bufs->inferred = std::move(inferences[i].inferred);
