@@ -128,7 +128,7 @@ caf::result<op_id> coordinator_state::release_buffer(const buffer_id& id) {
     spec.placement.stream = pool_.at(e->home).id;
   }
   op_record& r = add_record(release, spec, gpu::work_fn{no_work}, false, now_ns());
-  r.bufs = std::make_unique<op_buffers>();
+  r.bufs.reset(new op_buffers{});
   r.bufs->after_ops = std::move(tails);
   r.bufs->releases = id;
   e->state = buffer_table::phase::releasing;
@@ -151,6 +151,20 @@ void coordinator_state::drop_kept_buffers() {
 }
 
 // --- uses -------------------------------------------------------------------------------------
+
+void coordinator_state::buffers_block::release(buffers_block* block) noexcept {
+  if (--block->live == 0) delete block;
+}
+
+void coordinator_state::buffers_release::operator()(op_buffers* b) const noexcept {
+  buffers_block* block = b->block;
+  if (block == nullptr) {
+    delete b;
+    return;
+  }
+  *b = op_buffers{};  // what it holds goes now, not with the block
+  buffers_block::release(block);
+}
 
 caf::error coordinator_state::check_uses(const std::vector<buffer_use>& uses,
                                          std::size_t graph_index, byte_range* ranges,
@@ -360,7 +374,7 @@ void coordinator_state::hand_over(op_id ended, const std::vector<op_id>& instead
     auto r = records_.find(d.value);
     if (r == nullptr) continue;
     auto& bufs = r->bufs;
-    if (!bufs) bufs = std::make_unique<op_buffers>();
+    if (!bufs) bufs.reset(new op_buffers{});
     bufs->after_ops.insert(bufs->after_ops.end(), instead.begin(), instead.end());
     r->deps.insert(r->deps.end(), instead.begin(), instead.end());
   }

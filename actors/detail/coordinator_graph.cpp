@@ -63,7 +63,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   if (listener != nullptr) add_listener(r, *listener);
   if (!spec.uses.empty()) {
     record_uses(spec.uses, ranges.data(), histories.data(), id, true);
-    r.bufs = std::make_unique<op_buffers>();
+    r.bufs.reset(new op_buffers{});
     r.bufs->uses = std::move(spec.uses);
     r.bufs->inferred = std::move(inferred.inferred);
     r.bufs->after_ops = std::move(tails);
@@ -283,6 +283,20 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
   };
   std::vector<op_id> deps, order_deps, tails;
   const std::int64_t arrived = now_ns();  // the whole graph came in one message
+  // The buffer users' sides in one block (a graph of one user: allocated alone). This
+  // function's own hold on it goes at its end, however it ends.
+  std::size_t users = 0;
+  for (const auto& op : graph.ops) users += op.spec.uses.empty() ? 0 : 1;
+  buffers_block* block = nullptr;
+  if (users > 1) {
+    block = new buffers_block;
+    block->items = std::make_unique<op_buffers[]>(users);
+  }
+  const auto let_go = [](buffers_block* b) {
+    if (b != nullptr) buffers_block::release(b);
+  };
+  const std::unique_ptr<buffers_block, decltype(let_go)> hold{block, let_go};
+  std::size_t taken = 0;
   for (std::uint32_t i : order) {
     op_spec& spec = graph.ops[i].spec;
     const op_id id{graph_.newest().value + 1};
@@ -324,7 +338,14 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     ids[i] = id;
     deps = {};
     if (!spec.uses.empty()) {
-      r.bufs = std::make_unique<op_buffers>();
+      if (block != nullptr) {
+        op_buffers* side = &block->items[taken++];
+        side->block = block;
+        ++block->live;
+        r.bufs.reset(side);
+      } else {
+        r.bufs.reset(new op_buffers{});
+      }
       r.bufs->uses = std::move(spec.uses);
       r.bufs->after_ops = tails;
       r.bufs->inferred = std::move(inferences[i].inferred);
