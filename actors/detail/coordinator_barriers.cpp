@@ -135,8 +135,7 @@ void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_p
                                         caf::error why, std::int64_t when) {
   auto found = barriers_.find(id);
   const op_graph::node* n = graph_.find(id);
-  if (found == barriers_.end() || n == nullptr || is_terminal(n->state) ||
-      deferred_.count(id) != 0) {
+  if (found == barriers_.end() || n == nullptr || is_terminal(n->state) || is_deferred(id)) {
     return;  // ended already (a failure of one of its points, a failed dependency)
   }
   barrier_run& b = found->second;
@@ -153,10 +152,11 @@ void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_p
     }
   }
   // Every dependency ran before the marks, on the device; their own reports may come later.
-  if (graph_.deps_ended(id)) {
+  op_record* r = records_.find(id.value);
+  if (r == nullptr || graph_.deps_ended(id)) {
     settle_and_wake(id, std::move(why));
   } else {
-    deferred_.emplace(id, std::move(why));
+    defer(id, *r, std::move(why));
   }
 }
 

@@ -127,7 +127,7 @@ caf::result<op_id> coordinator_state::release_buffer(const buffer_id& id) {
     spec.placement.pinned = true;
     spec.placement.stream = pool_.at(e->home).id;
   }
-  op_record& r = add_record(release, spec, gpu::work_fn{no_work}, false, now_ns());
+  op_record& r = add_record(release, spec, spec.deps, gpu::work_fn{no_work}, false, now_ns());
   r.bufs.reset(new op_buffers{});
   r.bufs->after_ops = std::move(tails);
   r.bufs->releases = id;
@@ -376,7 +376,7 @@ void coordinator_state::hand_over(op_id ended, const std::vector<op_id>& instead
     auto& bufs = r->bufs;
     if (!bufs) bufs.reset(new op_buffers{});
     bufs->after_ops.insert(bufs->after_ops.end(), instead.begin(), instead.end());
-    r->deps.insert(r->deps.end(), instead.begin(), instead.end());
+    r->deps.append(instead.data(), instead.data() + instead.size());
   }
 }
 

@@ -110,7 +110,8 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
       barrier_reached(id, index, point, std::move(why), when);
       continue;
     }
-    if (auto r = records_.find(id.value); r != nullptr) {
+    op_record* r = records_.find(id.value);
+    if (r != nullptr) {
       assert(in_range(r->workload));  // checked where it entered
       ++ended_by_workload[static_cast<std::size_t>(r->workload)];
       if (next_timed < batch.timed.size() && batch.timed[next_timed].op.point == point) {
@@ -118,20 +119,41 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
         r->finished_ns = batch.timed[next_timed].ended_ns;
       }
     }
-    if (graph_.deps_ended(id)) {
+    if (r == nullptr || graph_.deps_ended(id)) {
       settle_and_wake(id, std::move(why));
     } else {
       // A dependency on another stream finished first on the device, but its stream's report
       // comes later: this op is told once that dependency has ended.
-      deferred_.emplace(id, std::move(why));
+      defer(id, *r, std::move(why));
     }
   }
   s.completed = std::max(s.completed, std::min(batch.reached, s.issued));
   pool_.record_completions(index, ended_by_workload, when);
 }
 
+void coordinator_state::defer(op_id id, op_record& r, caf::error why) {
+  assert(!r.deferred);
+  r.deferred = true;
+  r.report = std::move(why);
+  ++deferred_count_;
+  // Ids settled since are stale here: dropped once they are most of the list.
+  if (deferred_.size() >= 64 && deferred_.size() >= 2 * deferred_count_) {
+    deferred_.erase(std::remove_if(deferred_.begin(), deferred_.end(),
+                                   [this](op_id d) { return !is_deferred(d); }),
+                    deferred_.end());
+  }
+  deferred_.push_back(id);
+}
+
+caf::error coordinator_state::undefer(op_record& r) {
+  assert(r.deferred && deferred_count_ > 0);
+  r.deferred = false;
+  --deferred_count_;
+  return std::move(r.report);
+}
+
 void coordinator_state::settle_and_wake(op_id first, caf::error why) {
-  if (deferred_.empty()) {
+  if (deferred_count_ == 0) {
     settle(first, why);
     return;
   }
@@ -141,7 +163,7 @@ void coordinator_state::settle_and_wake(op_id first, caf::error why) {
   auto collect = [this](op_id id) {
     if (const op_graph::node* n = graph_.find(id)) {
       for (op_id d : n->dependents) {
-        if (deferred_.count(d) != 0) wake_.push_back(d);
+        if (is_deferred(d)) wake_.push_back(d);
       }
     }
   };
@@ -151,16 +173,15 @@ void coordinator_state::settle_and_wake(op_id first, caf::error why) {
   while (!wake_.empty()) {
     const op_id d = wake_.back();
     wake_.pop_back();
-    auto it = deferred_.find(d);
-    if (it == deferred_.end()) continue;
+    op_record* r = records_.find(d.value);
+    if (r == nullptr || !r->deferred) continue;
     const op_graph::node* n = graph_.find(d);
     if (n == nullptr || is_terminal(n->state)) {  // cancelled by a dependency's failure
-      deferred_.erase(it);
+      (void)undefer(*r);
       continue;
     }
     if (!graph_.deps_ended(d)) continue;  // another dependency has not ended yet
-    caf::error held = std::move(it->second);
-    deferred_.erase(it);
+    caf::error held = undefer(*r);
     collect(d);
     settle(d, held);
   }
@@ -183,15 +204,17 @@ void coordinator_state::wake_deferred() {
   // completion wakes it (settle_and_wake); a failure cancels it, unless the dependency was
   // only an order one: then the failure's end is what it waited for.
   std::vector<op_id> due;
-  for (const auto& [id, why] : deferred_) {
+  deferred_.erase(std::remove_if(deferred_.begin(), deferred_.end(),
+                                 [this](op_id d) { return !is_deferred(d); }),
+                  deferred_.end());
+  for (op_id id : deferred_) {
     if (graph_.deps_ended(id)) due.push_back(id);
   }
   std::sort(due.begin(), due.end());
   for (op_id id : due) {
-    auto it = deferred_.find(id);
-    if (it == deferred_.end()) continue;
-    caf::error why = std::move(it->second);
-    deferred_.erase(it);
+    op_record* r = records_.find(id.value);
+    if (r == nullptr || !r->deferred) continue;  // settled by an earlier one's wake
+    caf::error why = undefer(*r);
     settle_and_wake(id, std::move(why));
   }
   finish();

@@ -57,7 +57,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   if (auto bad = graph_.add(id, spec.priority, manual, spec.deps, order)) return bad;
   spec.deps.insert(spec.deps.end(), order.begin(), order.end());
   spec.deps.insert(spec.deps.end(), tails.begin(), tails.end());
-  op_record& r = add_record(id, spec, std::move(fn), manual, now_ns());
+  op_record& r = add_record(id, spec, spec.deps, std::move(fn), manual, now_ns());
   if (spec.is_barrier()) add_barrier(id, spec);
   r.run = run;
   if (listener != nullptr) add_listener(r, *listener);
@@ -300,9 +300,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
   for (std::uint32_t i : order) {
     op_spec& spec = graph.ops[i].spec;
     const op_id id{graph_.newest().value + 1};
-    // One allocation: this vector becomes the record's.
-    deps.reserve(spec.deps.size() + graph.ops[i].after.size() +
-                 (inferences.empty() ? 0 : inferences[i].inferred.size()));
+    // Gathered in room kept from op to op; the record holds its copy (in place while short).
     deps.assign(spec.deps.begin(), spec.deps.end());
     for (std::uint32_t a : graph.ops[i].after) deps.push_back(ids[a]);
     order_deps.clear();
@@ -329,14 +327,12 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
       return make_error(errc::backend_error, "graph submission: " + to_string(bad));
     }
     deps.insert(deps.end(), order_deps.begin(), order_deps.end());
-    spec.deps = std::move(deps);
-    op_record& r = add_record(id, spec, std::move(fns[i]), manual, arrived);
+    op_record& r = add_record(id, spec, deps, std::move(fns[i]), manual, arrived);
     if (spec.is_barrier()) add_barrier(id, spec);
     r.run = run;
     r.run_index = i;
     if (listener != nullptr) add_listener(r, *listener);
     ids[i] = id;
-    deps = {};
     if (!spec.uses.empty()) {
       if (block != nullptr) {
         op_buffers* side = &block->items[taken++];
@@ -349,7 +345,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
       r.bufs->uses = std::move(spec.uses);
       r.bufs->after_ops = tails;
       r.bufs->inferred = std::move(inferences[i].inferred);
-      r.deps.insert(r.deps.end(), r.bufs->after_ops.begin(), r.bufs->after_ops.end());
+      r.deps.append(r.bufs->after_ops.data(), r.bufs->after_ops.data() + r.bufs->after_ops.size());
       for (inferred_dep& d : r.bufs->inferred) d.dep = real(d.dep);
     }
   }

@@ -31,10 +31,10 @@ void coordinator_state::finish() {
       case op_state::failed: ++failed_; break;
       default: ++cancelled_; break;
     }
-    if (!deferred_.empty()) deferred_.erase(e.id);  // cancelled while its report was held
     auto found = records_.find(e.id.value);
     if (found == nullptr) continue;
     op_record& r = *found;
+    if (r.deferred) (void)undefer(r);  // cancelled while its report was held
     op_metrics_->ended(r.type, r.priority, e.state, now - r.registered_ns);
     profile(e.id, r, e.state, now);
     if (r.bufs) buffer_user_ended(e.id, r, e.state, e.cause);
@@ -93,15 +93,15 @@ void coordinator_state::finish() {
   }
   ended_.clear();
   (void)graph_.take_forgotten();  // records went with the end; the graph's own go here
-  if (unfinished && !deferred_.empty()) wake_deferred();
+  if (unfinished && deferred_count_ != 0) wake_deferred();
 }
 
 void coordinator_state::keep_ended(const ended_op& e, op_record& r, std::int64_t now) {
-  // The record goes now: its text, dependencies and uses move to the ring. Its inferred
-  // dependencies are copied into the room the slot's last ones left, for the notice takes
-  // them: a copy for the notice and the free of the slot's old ones cost more.
+  // The record goes now: its text and uses move to the ring. Its dependencies are copied
+  // into the room the slot's last ones left (the record holds them in place while short), and
+  // so are its inferred ones, for the notice takes them: a copy for the notice and the free of
+  // the slot's old ones cost more.
   std::string description = std::move(r.description);
-  std::vector<op_id> deps = std::move(r.deps);
   std::vector<buffer_use> uses;
   if (r.bufs) uses = std::move(r.bufs->uses);
   op_info* slot = nullptr;
@@ -113,6 +113,9 @@ void coordinator_state::keep_ended(const ended_op& e, op_record& r, std::int64_t
   }
   std::vector<inferred_dep> inferred = std::move(slot->inferred);
   inferred.clear();
+  std::vector<op_id> deps = std::move(slot->deps);  // the slot's room, refilled
+  deps.assign(r.deps.begin(), r.deps.end());
+  r.deps.clear();                    // info_of copies nothing of them
   std::vector<inferred_dep> theirs;  // out of the record while info_of copies the rest
   if (r.bufs) {
     theirs.swap(r.bufs->inferred);

@@ -51,7 +51,7 @@ op_info coordinator_state::info_of(op_id id, const op_record& r) const {
   out.workload = r.workload;
   out.manual = r.manual;
   out.description = r.description;
-  out.deps = r.deps;
+  out.deps.assign(r.deps.begin(), r.deps.end());
   if (const op_graph::node* n = graph_.find(id)) {
     out.state = n->state;
     out.cause = n->cause;

@@ -107,6 +107,7 @@ caf::error coordinator_state::resolve(const work& w, const std::vector<buffer_us
 }
 
 coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& spec,
+                                                            const std::vector<op_id>& deps,
                                                             gpu::work_fn fn, bool manual,
                                                             std::int64_t now) {
   op_record& r = records_.add(id.value);
@@ -118,7 +119,7 @@ coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& s
   r.strict = spec.placement.strict;
   r.strategy = spec.placement.own_strategy ? spec.placement.strategy : options_.strategy;
   r.description = std::move(spec.description);
-  r.deps = std::move(spec.deps);
+  r.deps.assign(deps.data(), deps.data() + deps.size());
   r.fn = std::move(fn);
   r.registered_ns = now;
   ++total_;
@@ -419,6 +420,9 @@ void coordinator_state::lose(caf::error why) {
   if (!lost_) lost_ = why;
   ++epoch_;  // answers to what was sent before are stale now
   graph_.fail_all(why, ended_);
+  for (op_id id : deferred_) {  // ended by the loss: the held reports go
+    if (op_record* r = records_.find(id.value); r != nullptr && r->deferred) (void)undefer(*r);
+  }
   deferred_.clear();
   tails_.clear();  // the device is gone: nothing of theirs runs any more
   ghosts_.clear();

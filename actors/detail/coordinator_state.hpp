@@ -30,6 +30,7 @@
 #include "cudactor/actors/coordinator.hpp"
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/buffer_table.hpp"
+#include "cudactor/actors/detail/id_list.hpp"
 #include "cudactor/actors/detail/id_table.hpp"
 #include "cudactor/actors/detail/op_graph.hpp"
 #include "cudactor/actors/detail/op_profile.hpp"
@@ -174,7 +175,7 @@ class coordinator_state {
     bool strict = false;
     pool_strategy strategy = pool_strategy::load_balanced;  // its own, or the coordinator's
     std::string description;
-    std::vector<op_id> deps;
+    id_list deps;  // as named and inferred (what describe() and the ended ring show)
     gpu::work_fn fn;
     listener_list listeners;
     std::int64_t registered_ns = 0;
@@ -183,8 +184,12 @@ class coordinator_state {
     timeline_point point = 0;  // its ticket's (a caller-launched one's: once its hold is held)
     bool completing = false;   // a caller-launched one: complete() came, the hold is ending
     std::int64_t started_ns = 0, finished_ns = 0;  // on the device (timing)
-    std::uint64_t run = 0;                         // the run request it belongs to (0: none)
-    std::uint32_t run_index = 0;                   // its place in that request's answer
+    // The device finished it before a dependency's own report came (deferred): its outcome,
+    // told once every dependency has ended.
+    bool deferred = false;
+    caf::error report;
+    std::uint64_t run = 0;        // the run request it belongs to (0: none)
+    std::uint32_t run_index = 0;  // its place in that request's answer
     // Its buffer side, only for an operation that uses buffers or releases one: alone, or a
     // slot of its graph's block. The record of every other stays as small as before buffers
     // (held in the record, the side cost the stated graph 2.5%: every record grew by 96
@@ -225,7 +230,8 @@ class coordinator_state {
   [[nodiscard]] caf::error resolve(const work& w, const std::vector<buffer_use>& uses,
                                    const byte_range* ranges, gpu::work_fn& out);
   // `now`: when it was registered (one stamp for a whole graph).
-  op_record& add_record(op_id id, op_spec& spec, gpu::work_fn fn, bool manual, std::int64_t now);
+  op_record& add_record(op_id id, op_spec& spec, const std::vector<op_id>& deps, gpu::work_fn fn,
+                        bool manual, std::int64_t now);
   // register_op and submit_graph, with the run request (0: none) the operations belong to;
   // set before anything can end, so that no end goes by unheard.
   caf::error add_op(op_spec& spec, const op_listener* listener, std::uint64_t run, op_id& out);
@@ -417,6 +423,13 @@ class coordinator_state {
   void finish();
   // Settles the deferred operations whose dependencies have all ended now.
   void wake_deferred();
+  // Holds the device's outcome of `id` until its dependencies have ended; takes it back.
+  void defer(op_id id, op_record& r, caf::error why);
+  [[nodiscard]] caf::error undefer(op_record& r);
+  [[nodiscard]] bool is_deferred(op_id id) const {
+    const op_record* r = records_.find(id.value);
+    return r != nullptr && r->deferred;
+  }
   void notify(const op_listener& listener, op_notice notice);
   // Moves an ended operation's record into the ended ring (describe answers from it once the
   // record has gone), over the oldest once the ring is full.
@@ -456,9 +469,12 @@ class coordinator_state {
   std::size_t allocating_ = 0;  // allocations asked of stream actors, not yet answered
   std::unordered_map<op_id, barrier_run> barriers_;
   std::vector<ended_op> ended_;  // ended during the current handler, not yet told
-  // Ops the device finished whose dependencies' reports have not come yet, with their outcome.
-  std::unordered_map<op_id, caf::error> deferred_;
-  std::vector<op_id> wake_;  // settle_and_wake()'s work list, kept for its capacity
+  // Ops the device finished whose dependencies' reports have not come yet: their records hold
+  // the outcome (op_record::deferred). The ids, some stale, for wake_deferred() to walk; a
+  // random DAG defers about every other operation, so a map here cost a node and a hash each.
+  std::vector<op_id> deferred_;
+  std::size_t deferred_count_ = 0;  // records deferred now
+  std::vector<op_id> wake_;         // settle_and_wake()'s work list, kept for its capacity
   // The newest ended operations, a ring of up to options_.ended_kept: each end overwrites the
   // oldest in place (a deque allocated and freed a block every other operation).
   std::vector<op_info> ended_kept_;

@@ -11,9 +11,10 @@
 // the window is both past a floor and more than twice what it holds, its oldest values move to
 // a map of stragglers, so memory stays in proportion to what is held, not to the span of ids.
 //
-// Values live in their own allocations and never move: a reference or pointer stays valid
-// until its id is erased, whatever is added or erased meanwhile. A few erased values are kept
-// (reset) and reused, which spares an allocation per operation.
+// Values never move: a reference or pointer stays valid until its id is erased, whatever is
+// added or erased meanwhile. They are made in chunks (value_chunks.hpp), one after another,
+// so that ids issued one after another lie side by side: the coordinator walks a graph's
+// operations in about the order they were registered.
 #pragma once
 
 #include <cassert>
@@ -24,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "cudactor/actors/detail/value_chunks.hpp"
+
 namespace cudactor::detail {
 
 template <class T>
@@ -32,8 +35,24 @@ class id_table {
   id_table() = default;
   id_table(const id_table&) = delete;
   id_table& operator=(const id_table&) = delete;
+  // The chunks move with the values (they are on the heap, where the values' chunks point).
   id_table(id_table&&) noexcept = default;
-  id_table& operator=(id_table&&) noexcept = default;
+  id_table& operator=(id_table&& other) noexcept {
+    if (this != &other) {
+      clear();  // the values go before the chunks that hold them
+      chunks_ = std::move(other.chunks_);
+      ring_ = std::move(other.ring_);
+      head_ = other.head_;
+      base_ = other.base_;
+      length_ = other.length_;
+      newest_ = other.newest_;
+      size_ = other.size_;
+      in_window_ = other.in_window_;
+      stragglers_ = std::move(other.stragglers_);
+    }
+    return *this;
+  }
+  ~id_table() { clear(); }
 
   [[nodiscard]] T* find(std::uint64_t id) noexcept {
     return const_cast<T*>(static_cast<const id_table&>(*this).find(id));
@@ -71,7 +90,8 @@ class id_table {
     grow_to(length);
     length_ = length;  // slots between the old end and `id` are empty already
     auto& cell = ring_[slot(length_ - 1)];
-    cell = take_spare();
+    if (!chunks_) chunks_ = std::make_unique<value_chunks<T>>();
+    cell = chunks_->make();
     newest_ = id;
     ++size_;
     ++in_window_;
@@ -81,7 +101,7 @@ class id_table {
 
   // Forgets `id` and its value; false if it is not held.
   bool erase(std::uint64_t id) {
-    std::unique_ptr<T> gone;
+    owned gone;
     if (id >= base_) {
       const std::uint64_t at = id - base_;
       if (at >= length_ || !ring_[slot(at)]) return false;
@@ -95,8 +115,7 @@ class id_table {
       stragglers_.erase(found);
     }
     --size_;
-    keep_spare(std::move(gone));
-    return true;
+    return true;  // `gone` is destroyed here
   }
 
   // Calls f(id, value) for every value held: stragglers first, then the window, oldest first.
@@ -116,7 +135,6 @@ class id_table {
   void clear() {
     ring_.clear();
     stragglers_.clear();
-    spare_.clear();
     head_ = length_ = 0;
     size_ = in_window_ = 0;
     base_ = newest_;
@@ -125,7 +143,7 @@ class id_table {
  private:
   // Below this many slots the window is never thinned: it costs 8 bytes a slot.
   static constexpr std::uint64_t window_floor = 4096;
-  static constexpr std::size_t spares_kept = 64;
+  using owned = typename value_chunks<T>::pointer;
 
   [[nodiscard]] std::size_t slot(std::uint64_t at) const noexcept {
     return static_cast<std::size_t>((head_ + at) & (ring_.size() - 1));
@@ -136,7 +154,7 @@ class id_table {
     if (length <= ring_.size()) return;
     std::size_t capacity = ring_.empty() ? 64 : ring_.size();
     while (capacity < length) capacity *= 2;
-    std::vector<std::unique_ptr<T>> bigger(capacity);
+    std::vector<owned> bigger(capacity);
     for (std::uint64_t i = 0; i < length_; ++i) bigger[i] = std::move(ring_[slot(i)]);
     ring_ = std::move(bigger);
     head_ = 0;
@@ -179,28 +197,16 @@ class id_table {
     }
   }
 
-  std::unique_ptr<T> take_spare() {
-    if (spare_.empty()) return std::make_unique<T>();
-    auto out = std::move(spare_.back());
-    spare_.pop_back();
-    return out;
-  }
-
-  void keep_spare(std::unique_ptr<T> value) {
-    if (spare_.size() >= spares_kept) return;  // `value` is freed here
-    *value = T{};                              // what it owned goes now, not when it is reused
-    spare_.push_back(std::move(value));
-  }
-
-  std::vector<std::unique_ptr<T>> ring_;  // a power of two slots, or none
-  std::size_t head_ = 0;                  // the ring slot of id base_
-  std::uint64_t base_ = 0;                // the id of the window's first slot
-  std::uint64_t length_ = 0;              // slots in the window, held or not
-  std::uint64_t newest_ = 0;              // the greatest id added
-  std::size_t size_ = 0;                  // values held, window and stragglers
-  std::size_t in_window_ = 0;             // values held in the window
-  std::unordered_map<std::uint64_t, std::unique_ptr<T>> stragglers_;  // ids below base_
-  std::vector<std::unique_ptr<T>> spare_;
+  // Declared first, so destroyed last: the values below live in its chunks.
+  std::unique_ptr<value_chunks<T>> chunks_;
+  std::vector<owned> ring_;                              // a power of two slots, or none
+  std::size_t head_ = 0;                                 // the ring slot of id base_
+  std::uint64_t base_ = 0;                               // the id of the window's first slot
+  std::uint64_t length_ = 0;                             // slots in the window, held or not
+  std::uint64_t newest_ = 0;                             // the greatest id added
+  std::size_t size_ = 0;                                 // values held, window and stragglers
+  std::size_t in_window_ = 0;                            // values held in the window
+  std::unordered_map<std::uint64_t, owned> stragglers_;  // ids below base_
 };
 
 }  // namespace cudactor::detail

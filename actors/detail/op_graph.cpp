@@ -83,7 +83,10 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
     return make_error(errc::invalid_argument, to_string(id) + " is not newer than " +
                                                   to_string(newest_) + ", the newest added");
   }
-  std::vector<op_id> live_deps;
+  // Gathered in vectors kept for it, then copied into the node: nothing allocated while the
+  // node's lists fit in it.
+  std::vector<op_id>& live_deps = deps_work_;
+  live_deps.clear();
   // Room for every dependency, then the order-only ones again (the node's order_deps()).
   live_deps.reserve(deps.size() + 2 * order_deps.size());
   for (op_id dep : deps) {
@@ -92,9 +95,7 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
     if (live) live_deps.push_back(dep);
   }
   sort_unique(live_deps);
-  // The order-only ones gathered in a vector kept for it (grown one by one, a vector of their
-  // own took four allocations for eight of them), then merged into live_deps from the back,
-  // in the room reserved above: nothing allocated but the node's own copy.
+  // The order-only ones merged into live_deps from the back, in the room reserved above.
   std::vector<op_id>& live_order = order_work_;
   live_order.clear();
   for (op_id dep : order_deps) {
@@ -122,9 +123,6 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
   n.manual = manual;
   for (op_id dep : live_deps) {
     node& d = *get(dep);
-    // Room for a few at once: most operations have few dependents, and growing one by one
-    // costs an allocation for each of the first ones.
-    if (d.dependents.capacity() == 0) d.dependents.reserve(4);
     d.dependents.push_back(id);
     ++d.holders;
     if (d.state != op_state::submitted) ++n.unsubmitted;
@@ -134,7 +132,7 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
     // In the room reserved above: no reallocation.
     live_deps.insert(live_deps.end(), live_order.begin(), live_order.end());
   }
-  n.dep_ids = std::move(live_deps);
+  n.dep_ids.assign(live_deps.data(), live_deps.data() + live_deps.size());
   ++live_;
   if (n.unsubmitted == 0) make_ready(n);
   return {};
@@ -189,8 +187,10 @@ caf::error op_graph::add_dependency(op_id op, op_id dep) {
   d.dependents.push_back(op);
   ++d.holders;
   // Kept sorted, as add() leaves it: for_each_unfinished_dep walks it beside order_deps.
-  const auto deps_end = n->dep_ids.begin() + n->dep_count;
-  n->dep_ids.insert(std::lower_bound(n->dep_ids.begin(), deps_end, dep), dep);
+  const op_id* deps_end = n->dep_ids.begin() + n->dep_count;
+  n->dep_ids.insert(static_cast<std::size_t>(std::lower_bound(n->dep_ids.begin(), deps_end, dep) -
+                                             n->dep_ids.begin()),
+                    dep);
   ++n->dep_count;
   if (d.state != op_state::submitted) {
     ++n->unsubmitted;
@@ -333,8 +333,8 @@ void op_graph::end_with_dependents(node& first, op_state state, caf::error cause
   // Breadth first over dependents: each ends once, cancelled with the first cause. One that
   // only comes after the ended operation is not cancelled: it stops waiting for it.
   for (std::size_t i = from; i < ended.size(); ++i) {
-    const node& x = *get(ended[i].id);  // none forgotten yet
-    const std::vector<op_id> dependents = x.dependents;
+    const node& x = *get(ended[i].id);        // none forgotten yet
+    const id_list dependents = x.dependents;  // a copy: ending them changes the graph
     const bool never_submitted = !x.position.has_value();
     for (op_id d : dependents) {
       node* dependent = get(d);

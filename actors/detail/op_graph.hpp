@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cudactor/actors/detail/id_list.hpp"
 #include "cudactor/actors/detail/id_table.hpp"
 #include "cudactor/gpu/types.hpp"
 #include "cudactor/messaging/enum_range.hpp"
@@ -77,11 +78,10 @@ class op_graph {
     bool released = false;          // this node no longer holds its dependencies
     std::uint64_t ready_seq = 0;    // FIFO among equal priorities; stale queue entries differ
     // Its dependencies still in the graph when added, sorted, and those of them that are
-    // order-only, sorted: deps() and order_deps(), one allocation for both (a vector of their
-    // own cost every buffer writer a malloc and a free).
-    std::vector<op_id> dep_ids;
+    // order-only, sorted: deps() and order_deps(), in one list (held in the node while short).
+    id_list dep_ids;
     std::uint32_t dep_count = 0;  // dep_ids[0, dep_count) are deps(), the rest order_deps()
-    std::vector<op_id> dependents;
+    id_list dependents;
     std::optional<op_position> position;  // once submitted
     caf::error cause;                     // why it failed or was cancelled
 
@@ -215,7 +215,8 @@ class op_graph {
   std::array<std::deque<ready_entry>, op_priorities> ready_;
   std::uint64_t next_seq_ = 1;
   op_id newest_;                   // the greatest id added
-  std::vector<op_id> order_work_;  // add()'s room for the order-only dependencies
+  std::vector<op_id> deps_work_;   // add()'s room for the dependencies...
+  std::vector<op_id> order_work_;  // ... and for the order-only ones
   std::size_t live_ = 0;
   std::vector<op_id> forgotten_;
   std::vector<op_id> to_forget_;  // candidates, looked at once a transition is over
