@@ -97,13 +97,10 @@ void coordinator_state::finish() {
 }
 
 void coordinator_state::keep_ended(const ended_op& e, op_record& r, std::int64_t now) {
-  // The record goes now: its text and uses move to the ring. Its dependencies are copied
-  // into the room the slot's last ones left (the record holds them in place while short), and
-  // so are its inferred ones, for the notice takes them: a copy for the notice and the free of
-  // the slot's old ones cost more.
-  std::string description = std::move(r.description);
-  std::vector<buffer_use> uses;
-  if (r.bufs) uses = std::move(r.bufs->uses);
+  // The record goes now; the ring's slot is overwritten in place, its lists refilled in the
+  // room the slot's last operation left (a fresh op_info moved in freed that room and the
+  // next end allocated it again). The inferred dependencies stay in the record: the notice
+  // takes them.
   op_info* slot = nullptr;
   if (ended_kept_.size() < options_.ended_kept) {
     slot = &ended_kept_.emplace_back();
@@ -111,22 +108,7 @@ void coordinator_state::keep_ended(const ended_op& e, op_record& r, std::int64_t
     slot = &ended_kept_[ended_next_];
     ended_next_ = (ended_next_ + 1) % ended_kept_.size();
   }
-  std::vector<inferred_dep> inferred = std::move(slot->inferred);
-  inferred.clear();
-  std::vector<op_id> deps = std::move(slot->deps);  // the slot's room, refilled
-  deps.assign(r.deps.begin(), r.deps.end());
-  r.deps.clear();                    // info_of copies nothing of them
-  std::vector<inferred_dep> theirs;  // out of the record while info_of copies the rest
-  if (r.bufs) {
-    theirs.swap(r.bufs->inferred);
-    inferred.assign(theirs.begin(), theirs.end());
-  }
-  *slot = info_of(e.id, r);
-  if (r.bufs) r.bufs->inferred.swap(theirs);  // for the notice
-  slot->description = std::move(description);
-  slot->deps = std::move(deps);
-  slot->uses = std::move(uses);
-  slot->inferred = std::move(inferred);
+  fill_info(e.id, r, *slot);
   slot->state = e.state;
   slot->cause = e.cause;
   slot->ended_ns = now;

@@ -45,6 +45,12 @@ const op_info* coordinator_state::find_ended(op_id id) const {
 
 op_info coordinator_state::info_of(op_id id, const op_record& r) const {
   op_info out;
+  fill_info(id, r, out);
+  return out;
+}
+
+void coordinator_state::fill_info(op_id id, const op_record& r, op_info& out) const {
+  // Assigned field by field: an ended ring slot keeps the room its lists had.
   out.id = id;
   out.type = r.type;
   out.priority = r.priority;
@@ -52,22 +58,26 @@ op_info coordinator_state::info_of(op_id id, const op_record& r) const {
   out.manual = r.manual;
   out.description = r.description;
   out.deps.assign(r.deps.begin(), r.deps.end());
+  out.state = op_state::pending;
+  out.cause = caf::error{};
   if (const op_graph::node* n = graph_.find(id)) {
     out.state = n->state;
     out.cause = n->cause;
   }
-  if (r.stream != no_stream) {
-    out.on_stream = true;
-    out.stream = pool_.at(r.stream).id;
-  }
+  out.on_stream = r.stream != no_stream;
+  out.stream = out.on_stream ? pool_.at(r.stream).id : stream_id{};
   out.point = r.point;
   out.registered_ns = r.registered_ns;
+  out.ready_ns = 0;
   out.dispatched_ns = r.dispatched_ns;
+  out.ended_ns = 0;
   if (r.bufs) {
-    out.uses = r.bufs->uses;
-    out.inferred = r.bufs->inferred;
+    out.uses.assign(r.bufs->uses.begin(), r.bufs->uses.end());
+    out.inferred.assign(r.bufs->inferred.begin(), r.bufs->inferred.end());
+  } else {
+    out.uses.clear();
+    out.inferred.clear();
   }
-  return out;
 }
 
 caf::result<op_info> coordinator_state::describe(op_id id) const {

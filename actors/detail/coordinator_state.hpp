@@ -443,6 +443,8 @@ class coordinator_state {
   // unknown_op for an id that is not live and not among the ended kept, saying which.
   [[nodiscard]] caf::error gone(op_id id) const;
   [[nodiscard]] op_info info_of(op_id id, const op_record& r) const;
+  // The same into `out`, whose lists keep their room.
+  void fill_info(op_id id, const op_record& r, op_info& out) const;
 
   self_pointer self_ = nullptr;
   coordinator_context context_;
