@@ -35,6 +35,7 @@
 
 #include "cudactor/actors/detail/id_list.hpp"
 #include "cudactor/actors/detail/id_table.hpp"
+#include "cudactor/actors/detail/ring_queue.hpp"
 #include "cudactor/gpu/types.hpp"
 #include "cudactor/messaging/enum_range.hpp"
 #include "cudactor/messaging/operation_types.hpp"
@@ -212,7 +213,7 @@ class op_graph {
   // One FIFO per priority, most urgent first: ops become ready in seq order, so each lane is
   // sorted by readiness without a heap.
   static constexpr std::size_t op_priorities = enum_count<op_priority>;
-  std::array<std::deque<ready_entry>, op_priorities> ready_;
+  std::array<ring_queue<ready_entry>, op_priorities> ready_;
   std::uint64_t next_seq_ = 1;
   op_id newest_;                   // the greatest id added
   std::vector<op_id> deps_work_;   // add()'s room for the dependencies...

@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "cudactor/actors/detail/ring_queue.hpp"
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/gpu/types.hpp"
 #include "cudactor/messaging/enum_range.hpp"
@@ -59,7 +60,7 @@ class stream_pool {
     op_workload role = op_workload::mixed;
     gpu::timeline_point issued = 0;     // newest point ticketed to the coordinator
     gpu::timeline_point completed = 0;  // newest point the poller reported
-    std::deque<std::pair<gpu::timeline_point, op_id>> in_flight;  // oldest first
+    ring_queue<std::pair<gpu::timeline_point, op_id>> in_flight;  // oldest first
     op_id reserved_by;  // a caller-launched operation (begun, or its hold on the way)
     std::vector<gpu::timeline_point> waited;           // per slot: data waits
     std::vector<gpu::timeline_point> ordered;          // per slot: any waits

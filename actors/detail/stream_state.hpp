@@ -20,6 +20,7 @@
 
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/device_clock.hpp"
+#include "cudactor/actors/detail/ring_queue.hpp"
 #include "cudactor/actors/detail/wait_keys.hpp"
 #include "cudactor/actors/stream_actor.hpp"
 #include "cudactor/gpu/stream_allocator.hpp"
@@ -207,7 +208,7 @@ class stream_state {
   std::deque<pending_op> queue_;      // accepted, held back by the cap or waiting for events
   timeline_point held_ = 0;           // a hold's point: nothing goes on the stream until it ends
   std::uint64_t incarnation_ = 0;     // of the stream owned: one more at every new stream
-  std::deque<point_record> records_;  // one per point in (completed_, issued_]
+  ring_queue<point_record> records_;  // one per point in (completed_, issued_]
 
   std::multimap<timeline_point, awaiter> awaiters_;
   wait_keys waits_;                // the bounded ones among awaiters_ and syncs_
