@@ -4,12 +4,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <utility>
 #include <vector>
 
+#include "common/test_seed.hpp"
 #include "cudactor/actors/detail/id_list.hpp"
 
 using cudactor::op_id;
@@ -21,11 +20,6 @@ std::vector<std::uint64_t> values(const id_list& l) {
   std::vector<std::uint64_t> out;
   for (op_id id : l) out.push_back(id.value);
   return out;
-}
-
-std::uint64_t seed_from_env() {
-  if (const char* s = std::getenv("CUDACTOR_TEST_SEED")) return std::strtoull(s, nullptr, 10);
-  return std::random_device{}();
 }
 
 bool inside(const id_list& l) {
@@ -81,9 +75,7 @@ BOOST_AUTO_TEST_CASE(copies_and_moves_keep_contents_and_leave_the_source_empty) 
 }
 
 BOOST_AUTO_TEST_CASE(random_edits_match_a_vector) {
-  const std::uint64_t seed = seed_from_env();
-  std::printf("id_list seed %llu (CUDACTOR_TEST_SEED replays it)\n",
-              static_cast<unsigned long long>(seed));
+  const std::uint64_t seed = cudactor::test::test_seed("id_list");
   std::mt19937_64 rng{seed};
   for (int round = 0; round < 2000; ++round) {
     id_list l;

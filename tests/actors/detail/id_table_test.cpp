@@ -5,13 +5,12 @@
 #define BOOST_TEST_MODULE id_table
 #include <boost/test/unit_test.hpp>
 
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/test_seed.hpp"
 #include "cudactor/actors/detail/id_table.hpp"
 
 using cudactor::detail::id_table;
@@ -22,11 +21,6 @@ struct value {
   std::uint64_t id = 0;
   std::vector<int> payload;
 };
-
-std::uint64_t seed_from_env() {
-  if (const char* s = std::getenv("CUDACTOR_TEST_SEED")) return std::strtoull(s, nullptr, 10);
-  return std::random_device{}();
-}
 
 // Every id the reference holds is found with its value, every other id in [0, end) is not,
 // and for_each visits exactly the reference's ids.
@@ -52,9 +46,7 @@ void check_against(const id_table<value>& t, const std::map<std::uint64_t, value
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(random_adds_and_erases_match_a_map) {
-  const std::uint64_t seed = seed_from_env();
-  std::printf("id_table seed %llu (CUDACTOR_TEST_SEED replays it)\n",
-              static_cast<unsigned long long>(seed));
+  const std::uint64_t seed = cudactor::test::test_seed("id_table");
   std::mt19937_64 rng{seed};
   id_table<value> t;
   std::map<std::uint64_t, value*> ref;

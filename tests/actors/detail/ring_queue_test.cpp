@@ -5,14 +5,13 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <random>
 #include <utility>
 #include <vector>
 
+#include "common/test_seed.hpp"
 #include "cudactor/actors/detail/ring_queue.hpp"
 
 using cudactor::detail::ring_queue;
@@ -30,17 +29,10 @@ struct value {
   std::unique_ptr<std::uint64_t> v;
 };
 
-std::uint64_t seed_from_env() {
-  if (const char* s = std::getenv("CUDACTOR_TEST_SEED")) return std::strtoull(s, nullptr, 10);
-  return std::random_device{}();
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(random_pushes_and_pops_match_a_deque) {
-  const std::uint64_t seed = seed_from_env();
-  std::printf("ring_queue seed %llu (CUDACTOR_TEST_SEED replays it)\n",
-              static_cast<unsigned long long>(seed));
+  const std::uint64_t seed = cudactor::test::test_seed("ring_queue");
   std::mt19937_64 rng{seed};
   {
     ring_queue<value> q;

@@ -6,12 +6,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <utility>
 #include <vector>
 
+#include "common/test_seed.hpp"
 #include "cudactor/actors/detail/value_chunks.hpp"
 
 using cudactor::detail::value_chunks;
@@ -31,11 +30,6 @@ struct value {
 };
 
 using pool = value_chunks<value>;
-
-std::uint64_t seed_from_env() {
-  if (const char* s = std::getenv("CUDACTOR_TEST_SEED")) return std::strtoull(s, nullptr, 10);
-  return std::random_device{}();
-}
 
 }  // namespace
 
@@ -116,9 +110,7 @@ BOOST_AUTO_TEST_CASE(a_value_kept_long_keeps_its_chunk_and_its_contents) {
 }
 
 BOOST_AUTO_TEST_CASE(random_makes_and_releases_keep_every_value_intact) {
-  const std::uint64_t seed = seed_from_env();
-  std::printf("value_chunks seed %llu (CUDACTOR_TEST_SEED replays it)\n",
-              static_cast<unsigned long long>(seed));
+  const std::uint64_t seed = cudactor::test::test_seed("value_chunks");
   std::mt19937_64 rng{seed};
   {
     pool p;
