@@ -431,7 +431,7 @@ class coordinator_state {
     return r != nullptr && r->deferred;
   }
   void notify(const op_listener& listener, op_notice notice);
-  // Moves an ended operation's record into the ended ring (describe answers from it once the
+  // Writes an ended operation's record into the ended ring (describe answers from it once the
   // record has gone), over the oldest once the ring is full.
   void keep_ended(const ended_op& e, op_record& r, std::int64_t now);
   void flush();

@@ -52,7 +52,6 @@ class id_table {
     }
     return *this;
   }
-  ~id_table() { clear(); }
 
   [[nodiscard]] T* find(std::uint64_t id) noexcept {
     return const_cast<T*>(static_cast<const id_table&>(*this).find(id));
