@@ -384,6 +384,10 @@ completion stream_state::times_of(timeline_point point) const {
 
 void stream_state::on_progress(const completion_batch& batch, std::uint64_t incarnation) {
   if (incarnation != incarnation_) return;  // about a stream replaced since
+  // A report already on its way when the actor shut down: every request was answered and the
+  // records of the points in flight went back with their events, so there is nothing to
+  // advance (and no record to take for the points it claims).
+  if (closing_) return;
   caf::error lost;
   for (const auto& f : batch.failures) {
     note_failure(f.point, f.error);

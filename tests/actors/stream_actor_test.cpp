@@ -302,6 +302,40 @@ BOOST_AUTO_TEST_CASE(a_callback_runs_once_the_stream_reaches_it) {
   BOOST_TEST(result.get() == "ok");
 }
 
+// The poller's report can be in the mailbox behind a shutdown: the actor has answered every
+// request and given back the records of its points in flight, and must take the report as
+// the nothing it now is (it once took records it no longer had).
+BOOST_AUTO_TEST_CASE(a_report_behind_a_shutdown_is_ignored) {
+  gate g;
+  ticket last;
+  BOOST_REQUIRE(ask<ticket>(rt().stream(0), cudactor::submit_atom::value, g.hold()));
+  for (int i = 0; i < 3; ++i) {
+    auto t = ask<ticket>(rt().stream(0), cudactor::submit_atom::value, noop());
+    BOOST_REQUIRE(t);
+    last = *t;
+  }
+  auto waited =
+      self()->request(rt().stream(0), caf::infinite, cudactor::await_atom::value, last.point);
+  self()->send(rt().stream(0), cudactor::shutdown_atom::value);
+  cudactor::completion_batch late;
+  late.stream = last.stream;
+  late.reached = last.point;
+  self()->send(rt().stream(0), cudactor::progress_atom::value, late, std::uint64_t{1});
+  auto st = ask<cudactor::stream_status>(rt().stream(0), cudactor::status_atom::value);
+  BOOST_REQUIRE_MESSAGE(st, why(st));
+  BOOST_TEST(st->completed == 0u);  // the gate holds every point
+  BOOST_TEST(st->awaiting == 0u);
+  // The await was refused by the shutdown, once.
+  int answers = 0;
+  waited.receive([&](const completion&) { ++answers; },
+                 [&](const caf::error& err) {
+                   ++answers;
+                   BOOST_TEST((err == errc::shutting_down), render(err));
+                 });
+  BOOST_TEST(answers == 1);
+  g.open();
+}
+
 BOOST_AUTO_TEST_CASE(subscribers_hear_completions_in_batches) {
   struct seen {
     std::mutex mutex;
