@@ -93,6 +93,14 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
   std::array<std::uint32_t, stream_pool::workloads> ended_by_workload{};
   std::size_t next_failure = 0, next_timed = 0;
   while (!s.in_flight.empty() && s.in_flight.front().first <= batch.reached) {
+    // Two ahead, as in pump(): out of id order, each record and node is a cache miss.
+    if (s.in_flight.size() > 2) {
+      const op_id ahead = s.in_flight[2].second;
+      if (ahead.value != s.in_flight.front().second.value + 2) {
+        __builtin_prefetch(records_.find(ahead.value));
+        graph_.prefetch(ahead);
+      }
+    }
     const auto [point, id] = s.in_flight.front();
     s.in_flight.pop_front();
     if (id.empty()) continue;  // a released hold's point: no operation's

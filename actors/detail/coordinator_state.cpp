@@ -173,6 +173,13 @@ void coordinator_state::pump() {
   for (; !lost_ && !closing_ && pool_.any_available(); ++n) {
     const std::optional<op_id> next = graph_.next_ready();
     if (!next) break;
+    // The next one's node and record, asked for while this one is placed: a random DAG's
+    // ready operations come out of id order, each record out of cache since registration.
+    // Consecutive ids the hardware streams in by itself.
+    if (const op_id after = graph_.peek_ready(); after.value != next->value + 1) {
+      graph_.prefetch(after);
+      __builtin_prefetch(records_.find(after.value));
+    }
     op_record& r = records_.at(next->value);
     if (r.type == op_type::barrier) {
       if (!start_barrier(*next, r)) unplaced_.push_back(*next);

@@ -166,7 +166,10 @@ class coordinator_state {
     op_listener first_;
     std::vector<op_listener> rest_;
   };
-  struct op_record {
+  struct alignas(64) op_record {
+    // What a scheduling pass reads, in the first 64 bytes, one cache line (value_chunks keeps
+    // the alignment): a random DAG's pass finds most records out of cache, and a pass that
+    // reads one line of each, asked for ahead (pump), stalls on none of the three it read.
     op_type type = op_type::kernel;
     op_priority priority = op_priority::normal;
     op_workload workload = op_workload::compute;
@@ -174,27 +177,27 @@ class coordinator_state {
     std::uint32_t pinned = no_stream;  // the slot it must run on (op_placement::pinned)
     bool strict = false;
     pool_strategy strategy = pool_strategy::load_balanced;  // its own, or the coordinator's
-    std::string description;
-    id_list deps;  // as named and inferred (what describe() and the ended ring show)
+    bool completing = false;  // a caller-launched one: complete() came, the hold is ending
+    // The device finished it before a dependency's own report came (deferred): its outcome
+    // (`report`), told once every dependency has ended.
+    bool deferred = false;
+    std::uint32_t stream = no_stream;  // the pool's slot
     gpu::work_fn fn;
-    listener_list listeners;
     std::int64_t registered_ns = 0;
     std::int64_t dispatched_ns = 0;
-    std::uint32_t stream = no_stream;  // the pool's slot
-    timeline_point point = 0;  // its ticket's (a caller-launched one's: once its hold is held)
-    bool completing = false;   // a caller-launched one: complete() came, the hold is ending
-    std::int64_t started_ns = 0, finished_ns = 0;  // on the device (timing)
-    // The device finished it before a dependency's own report came (deferred): its outcome,
-    // told once every dependency has ended.
-    bool deferred = false;
-    caf::error report;
-    std::uint64_t run = 0;        // the run request it belongs to (0: none)
-    std::uint32_t run_index = 0;  // its place in that request's answer
     // Its buffer side, only for an operation that uses buffers or releases one: alone, or a
     // slot of its graph's block. The record of every other stays as small as before buffers
     // (held in the record, the side cost the stated graph 2.5%: every record grew by 96
     // bytes).
     buffers_ptr bufs;
+    timeline_point point = 0;  // its ticket's (a caller-launched one's: once its hold is held)
+    std::int64_t started_ns = 0, finished_ns = 0;  // on the device (timing)
+    caf::error report;
+    std::uint64_t run = 0;        // the run request it belongs to (0: none)
+    std::uint32_t run_index = 0;  // its place in that request's answer
+    listener_list listeners;
+    std::string description;
+    id_list deps;  // as named and inferred (what describe() and the ended ring show)
   };
   // A run request: the notices of its operations, gathered until the last has ended, then
   // handed to whoever asked (a response promise, or a client's function).

@@ -219,6 +219,13 @@ bool op_graph::has_ready() {
   return false;
 }
 
+op_id op_graph::peek_ready() const noexcept {
+  for (const auto& lane : ready_) {
+    if (!lane.empty()) return lane.front().id;
+  }
+  return op_id{};
+}
+
 std::optional<op_id> op_graph::next_ready() {
   for (auto& lane : ready_) {
     while (!lane.empty()) {
@@ -256,6 +263,9 @@ bool op_graph::submitted(op_id id, op_position where) {
   if (n == nullptr || n->state != op_state::running) return false;
   n->state = op_state::submitted;
   n->position = where;
+  // Dependents are later operations not touched since they were added: ask for all of
+  // their nodes before reading the first.
+  for (op_id d : n->dependents) __builtin_prefetch(get(d));
   release_deps(*n);
   for (op_id d : n->dependents) {
     node* dependent = get(d);

@@ -188,6 +188,11 @@ class op_graph {
   [[nodiscard]] std::vector<op_id> take_forgotten();
 
   [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
+  // The operation next_ready() would look at first (its entry may be stale; a null id when
+  // none): for a prefetch, never for a decision.
+  [[nodiscard]] op_id peek_ready() const noexcept;
+  // Asks the processor for `id`'s node (its first cache line), about to be read.
+  void prefetch(op_id id) const noexcept { __builtin_prefetch(nodes_.find(id.value)); }
   [[nodiscard]] std::size_t live() const noexcept { return live_; }
 
  private:

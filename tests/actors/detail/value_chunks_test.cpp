@@ -53,6 +53,21 @@ BOOST_AUTO_TEST_CASE(values_made_one_after_another_lie_side_by_side) {
   BOOST_TEST(alive == 0);
 }
 
+// The coordinator's records are aligned to a cache line so that what a pass reads of one is
+// one line: every value of an over-aligned type keeps its alignment, in every chunk.
+BOOST_AUTO_TEST_CASE(over_aligned_values_keep_their_alignment) {
+  struct alignas(64) line_value {
+    char bytes[72] = {};  // two lines' worth: the stride rounds up to 128
+  };
+  value_chunks<line_value> p;
+  std::vector<value_chunks<line_value>::pointer> held;
+  for (std::size_t i = 0; i < 3 * value_chunks<line_value>::per_chunk_count(); ++i) {
+    held.push_back(p.make());
+    BOOST_REQUIRE_EQUAL(reinterpret_cast<std::uintptr_t>(held.back().get()) % 64, 0u);
+  }
+  BOOST_TEST(p.chunks() == 3u);
+}
+
 BOOST_AUTO_TEST_CASE(emptied_chunks_are_reused_and_memory_follows_what_is_held) {
   pool p;
   const std::size_t burst = 100 * pool::per_chunk_count();
