@@ -180,6 +180,7 @@ void coordinator_state::pump() {
       graph_.prefetch(after);
       __builtin_prefetch(records_.find(after.value));
     }
+    graph_.prefetch_links(*next);
     op_record& r = records_.at(next->value);
     if (r.type == op_type::barrier) {
       if (!start_barrier(*next, r)) unplaced_.push_back(*next);

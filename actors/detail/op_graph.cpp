@@ -219,6 +219,18 @@ bool op_graph::has_ready() {
   return false;
 }
 
+void op_graph::prefetch_links(op_id id) const noexcept {
+  const node* n = nodes_.find(id.value);
+  if (n == nullptr) return;
+  // Neighbours in id order are in cache already (a chain's links).
+  for (op_id d : n->dep_ids) {
+    if (d.value + 1 != id.value) __builtin_prefetch(nodes_.find(d.value));
+  }
+  for (op_id d : n->dependents) {
+    if (d.value != id.value + 1) __builtin_prefetch(nodes_.find(d.value));
+  }
+}
+
 op_id op_graph::peek_ready() const noexcept {
   for (const auto& lane : ready_) {
     if (!lane.empty()) return lane.front().id;

@@ -193,6 +193,9 @@ class op_graph {
   [[nodiscard]] op_id peek_ready() const noexcept;
   // Asks the processor for `id`'s node (its first cache line), about to be read.
   void prefetch(op_id id) const noexcept { __builtin_prefetch(nodes_.find(id.value)); }
+  // Asks for the nodes of `id`'s dependencies and dependents, which placing it and handing
+  // it to a stream read next (the node itself is in cache: next_ready() just read it).
+  void prefetch_links(op_id id) const noexcept;
   [[nodiscard]] std::size_t live() const noexcept { return live_; }
 
  private:

@@ -169,6 +169,7 @@ void stream_state::begin_burst() {
 }
 
 void stream_state::drain() {
+  if (queue_.empty()) return;             // most progress reports: no burst to open (a clock read)
   const bool outermost = burst_ns_ == 0;  // drain also runs inside a batch's burst
   if (outermost) begin_burst();
   drain_queue();
