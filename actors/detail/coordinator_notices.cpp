@@ -29,7 +29,11 @@ void coordinator_state::finish() {
     const ended_op& e = ended_[i];
     // Two ahead, as in pump(): out of id order, each record is a cache miss.
     if (i + 2 < ended_.size() && ended_[i + 2].id.value != e.id.value + 2) {
-      __builtin_prefetch(records_.find(ended_[i + 2].id.value));
+      // All of it: an ending reads every part of its record (its notice, the ended ring).
+      const auto* ahead = reinterpret_cast<const char*>(records_.find(ended_[i + 2].id.value));
+      for (std::size_t at = 0; ahead != nullptr && at < sizeof(op_record); at += 64) {
+        __builtin_prefetch(ahead + at);
+      }
     }
     switch (e.state) {
       case op_state::completed: ++completed_; break;

@@ -56,13 +56,19 @@ void op_profile::add(const profiled_op& op) {
   }
   // The description itself is the key: no string is built per operation.
   const std::string& name = op.name != nullptr && !op.name->empty() ? *op.name : type_name(op.type);
-  auto it = names_.find(name);
-  if (it == names_.end()) {
-    const std::string& kept = names_.size() >= max_names_ ? other_names : name;
-    it = names_.try_emplace(kept).first;
-    it->second.name = kept;
+  // Operations end in runs of one name (a graph's, a type's): the last one's figures are
+  // found without hashing the name again. Map nodes do not move, so the pointer stays good.
+  if (last_ == nullptr || last_name_ != name) {
+    auto it = names_.find(name);
+    if (it == names_.end()) {
+      const std::string& kept = names_.size() >= max_names_ ? other_names : name;
+      it = names_.try_emplace(kept).first;
+      it->second.name = kept;
+    }
+    last_ = &it->second;
+    last_name_ = name;
   }
-  op_name_report& n = it->second;
+  op_name_report& n = *last_;
   ++n.count;
   if (bad) ++n.failed;
   if (op.dispatched_ns != 0) {

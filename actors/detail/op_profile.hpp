@@ -34,6 +34,9 @@ class op_profile {
  public:
   // `names`: distinct names kept apart; later ones are summed under "(other names)".
   op_profile(std::int64_t since_ns, std::size_t names);
+  // It points into its own table (last_): not copied, not moved.
+  op_profile(const op_profile&) = delete;
+  op_profile& operator=(const op_profile&) = delete;
 
   // Lists streams 0 .. count-1 in the report even before anything ran on them.
   void streams(std::size_t count);
@@ -50,6 +53,10 @@ class op_profile {
   std::size_t max_names_;
   std::vector<stream_figures> streams_;
   std::unordered_map<std::string, op_name_report> names_;
+  // The entry the last operation's name led to, and that name (which may differ from the
+  // entry's own: past max_names_, every new name lands on other_names).
+  op_name_report* last_ = nullptr;
+  std::string last_name_;
 };
 
 }  // namespace cudactor::detail

@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE op_profile
 #include <boost/test/unit_test.hpp>
 
+#include <map>
+
 #include "cudactor/actors/detail/op_profile.hpp"
 
 using namespace cudactor;
@@ -115,4 +117,24 @@ BOOST_AUTO_TEST_CASE(a_timed_report_orders_by_run_time_alone) {
   // Untimed, time on stream is the measure.
   const auto untimed = profile.report(100'000, false);
   BOOST_TEST(untimed.operations[0].name == failed);
+}
+
+// Names are counted in runs (the last one's figures are kept at hand): a run, a switch back to
+// an earlier name, names past the limit summed under one entry, and an earlier name still its
+// own after the limit was reached, each operation counted once where it belongs.
+BOOST_AUTO_TEST_CASE(names_in_runs_and_past_the_limit_count_each_operation_once) {
+  op_profile profile{0, 2};
+  const std::string a = "a", b = "b", c = "c", d = "d";
+  // Copies of "a" at other addresses: the name's text is the key, not where it lies.
+  const std::string a2 = "a", a3 = "a";
+  for (const std::string* name : {&a, &a2, &a3, &b, &c, &c, &a, &d, &c, &b}) {
+    profile.add(on(0, *name, 1, 2));
+  }
+  const auto r = profile.report(10, false);
+  std::map<std::string, std::uint64_t> counts;
+  for (const auto& op : r.operations) counts[op.name] = op.count;
+  BOOST_TEST(counts.size() == 3u);
+  BOOST_TEST(counts["a"] == 4u);
+  BOOST_TEST(counts["b"] == 2u);
+  BOOST_TEST(counts["(other names)"] == 4u);
 }
