@@ -53,8 +53,8 @@ BOOST_AUTO_TEST_CASE(values_made_one_after_another_lie_side_by_side) {
   BOOST_TEST(alive == 0);
 }
 
-// The coordinator's records are aligned to a cache line so that what a pass reads of one is
-// one line: every value of an over-aligned type keeps its alignment, in every chunk.
+// Every value of an over-aligned type keeps its alignment, in every chunk (placement new into
+// room carved by hand must honour it).
 BOOST_AUTO_TEST_CASE(over_aligned_values_keep_their_alignment) {
   struct alignas(64) line_value {
     char bytes[72] = {};  // two lines' worth: the stride rounds up to 128
