@@ -84,7 +84,7 @@ bool coordinator_state::start_barrier(op_id id, op_record& r) {
     pool_.at(m).reserved_by = id;
     dispatched_op mark;
     mark.fn = no_work;
-    mark.waits = waits_for(id, r, m);
+    mark.waits = waits_for(id, m);
     pool_.note_dispatch(m, now);
     send_to(m, id, std::move(mark));
   }

@@ -129,7 +129,7 @@ caf::result<op_id> coordinator_state::release_buffer(const buffer_id& id) {
   }
   op_record& r = add_record(release, spec, spec.deps, gpu::work_fn{no_work}, false, now_ns());
   r.bufs.reset(new op_buffers{});
-  r.bufs->after_ops = std::move(tails);
+  if (!tails.empty()) after_ops_[release] = std::move(tails);  // spec.deps has them
   r.bufs->releases = id;
   e->state = buffer_table::phase::releasing;
   e->release = release;
@@ -307,10 +307,12 @@ void coordinator_state::note_ghost(op_id id, const op_record& r, op_state state)
   // ended with one before it sees that one as a ghost too.
   if (lost_ || state == op_state::completed || r.stream != no_stream || !r.bufs) return;
   const op_buffers& b = *r.bufs;
-  if (b.uses.empty() || (b.inferred.empty() && b.after_ops.empty())) return;
+  const auto after = after_ops_.find(id);
+  const bool after_any = after != after_ops_.end() && !after->second.empty();
+  if (b.uses.empty() || (b.inferred.empty() && !after_any)) return;
   std::vector<op_id>& before = ghosts_[id];
   for (const inferred_dep& d : b.inferred) before.push_back(d.dep);
-  before.insert(before.end(), b.after_ops.begin(), b.after_ops.end());
+  if (after_any) before.insert(before.end(), after->second.begin(), after->second.end());
 }
 
 void coordinator_state::expand_ghost(op_id ghost, std::vector<op_id>& out) const {
@@ -353,9 +355,8 @@ coordinator_state::after_state coordinator_state::after_op(op_id op, op_position
   return after_state::placed;
 }
 
-void coordinator_state::after_waits(const op_record& r, std::uint32_t slot,
-                                    std::vector<point_wait>& out) {
-  for_each_after(r, [&](after_state st, const op_position& at) {
+void coordinator_state::after_waits(op_id id, std::uint32_t slot, std::vector<point_wait>& out) {
+  for_each_after(id, [&](after_state st, const op_position& at) {
     if (st != after_state::placed) return;
     assert(at.point != 0 || at.stream == slot);  // place() keeps it so
     if (at.point == 0 || !pool_.needs_wait(slot, at.stream, at.point, true)) return;
@@ -373,11 +374,15 @@ void coordinator_state::hand_over(op_id ended, const std::vector<op_id>& instead
     if (dependent == nullptr || is_terminal(dependent->state) || dependent->position) continue;
     auto r = records_.find(d.value);
     if (r == nullptr) continue;
-    auto& bufs = r->bufs;
-    if (!bufs) bufs.reset(new op_buffers{});
-    bufs->after_ops.insert(bufs->after_ops.end(), instead.begin(), instead.end());
-    r->deps.append(instead.data(), instead.data() + instead.size());
+    add_after_ops(d, *r, instead);
   }
+}
+
+void coordinator_state::add_after_ops(op_id id, op_record& r, const std::vector<op_id>& ops) {
+  if (ops.empty()) return;
+  std::vector<op_id>& after = after_ops_[id];
+  after.insert(after.end(), ops.begin(), ops.end());
+  r.deps.append(ops.data(), ops.data() + ops.size());
 }
 
 }  // namespace cudactor::detail

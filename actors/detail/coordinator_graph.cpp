@@ -66,7 +66,7 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
     r.bufs.reset(new op_buffers{});
     r.bufs->uses = std::move(spec.uses);
     r.bufs->inferred = std::move(inferred.inferred);
-    r.bufs->after_ops = std::move(tails);
+    if (!tails.empty()) after_ops_[id] = std::move(tails);  // spec.deps has them
     if (inferred.poisoned) poisoned(id, inferred.poisoned);
   }
   out = id;
@@ -343,9 +343,8 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
         r.bufs.reset(new op_buffers{});
       }
       r.bufs->uses = std::move(spec.uses);
-      r.bufs->after_ops = tails;
+      add_after_ops(id, r, tails);
       r.bufs->inferred = std::move(inferences[i].inferred);
-      r.deps.append(r.bufs->after_ops.data(), r.bufs->after_ops.data() + r.bufs->after_ops.size());
       for (inferred_dep& d : r.bufs->inferred) d.dep = real(d.dep);
     }
   }

@@ -145,7 +145,7 @@ void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
     promise.deliver(bad);
     return;
   }
-  auto waits = waits_for(id, r, slot);
+  auto waits = waits_for(id, slot);
   auto& s = pool_.at(slot);
   s.reserved_by = id;
   r.stream = slot;

@@ -27,14 +27,7 @@ void coordinator_state::finish() {
   }
   for (std::size_t i = 0; i < ended_.size(); ++i) {
     const ended_op& e = ended_[i];
-    // Two ahead, as in pump(): out of id order, each record is a cache miss.
-    if (i + 2 < ended_.size() && ended_[i + 2].id.value != e.id.value + 2) {
-      // All of it: an ending reads every part of its record (its notice, the ended ring).
-      const auto* ahead = reinterpret_cast<const char*>(records_.find(ended_[i + 2].id.value));
-      for (std::size_t at = 0; ahead != nullptr && at < sizeof(op_record); at += 64) {
-        __builtin_prefetch(ahead + at);
-      }
-    }
+    prefetch_ending(i);
     switch (e.state) {
       case op_state::completed: ++completed_; break;
       case op_state::failed: ++failed_; break;
@@ -99,10 +92,60 @@ void coordinator_state::finish() {
       }
     }
     records_.erase(e.id.value);
+    if (!after_ops_.empty()) after_ops_.erase(e.id);
   }
   ended_.clear();
   (void)graph_.take_forgotten();  // records went with the end; the graph's own go here
   if (unfinished && deferred_count_ != 0) wake_deferred();
+}
+
+namespace {
+
+// Asks for the first and the last line of a short list's items.
+template <class T>
+void prefetch_items(const std::vector<T>& items) {
+  if (items.empty()) return;
+  __builtin_prefetch(items.data());
+  __builtin_prefetch(reinterpret_cast<const char*>(items.data() + items.size()) - 1);
+}
+
+}  // namespace
+
+void coordinator_state::prefetch_ending(std::size_t i) const {
+  // Out of id order each record is a cache miss, and a buffer user's end reads what hangs off
+  // its record too: asked for in stages, so that each pointer followed was asked for before.
+  // The record three ends ahead (all of it: an ending reads every part), the buffer side of
+  // the one two ahead, the uses and inferred dependencies of the next (the ring copies them,
+  // the notice takes the inferred ones).
+  const std::size_t n = ended_.size();
+  if (i + 3 < n && ended_[i + 3].id.value != ended_[i + 2].id.value + 1) {
+    const auto* ahead = reinterpret_cast<const char*>(records_.find(ended_[i + 3].id.value));
+    for (std::size_t at = 0; ahead != nullptr && at < sizeof(op_record); at += 64) {
+      __builtin_prefetch(ahead + at);
+    }
+  }
+  // Buffer sides hang only off users of a buffer that exists, or its release.
+  if (!buffers_ || buffers_->size() == 0) return;
+  if (i + 2 < n) {
+    if (const op_record* r = records_.find(ended_[i + 2].id.value); r != nullptr && r->bufs) {
+      const auto* side = reinterpret_cast<const char*>(r->bufs.get());
+      __builtin_prefetch(side);
+      __builtin_prefetch(side + sizeof(op_buffers) - 1);
+    }
+  }
+  if (i + 1 < n) {
+    if (const op_record* r = records_.find(ended_[i + 1].id.value); r != nullptr && r->bufs) {
+      prefetch_items(r->bufs->uses);
+      prefetch_items(r->bufs->inferred);
+    }
+    // The ring slot it will overwrite: the slots come in order, the room of their lists does
+    // not.
+    if (ended_kept_.size() == options_.ended_kept && !ended_kept_.empty()) {
+      const op_info& slot = ended_kept_[(ended_next_ + 1) % ended_kept_.size()];
+      prefetch_items(slot.uses);
+      prefetch_items(slot.inferred);
+    }
+  }
 }
 
 void coordinator_state::keep_ended(const ended_op& e, op_record& r, std::int64_t now) {

@@ -214,19 +214,17 @@ std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record&
     }
   });
   bool not_yet = false;
-  if (r.bufs) {  // buffer users it comes after on the device only
-    for_each_after(r, [&](after_state st, const op_position& at) {
-      if (st == after_state::not_yet) {
-        not_yet = true;
-      } else if (at.point == 0) {
-        if (!on_way) {
-          on_way = at.stream;
-        } else if (*on_way != at.stream) {
-          split = true;
-        }
+  for_each_after(id, [&](after_state st, const op_position& at) {  // on the device only
+    if (st == after_state::not_yet) {
+      not_yet = true;
+    } else if (at.point == 0) {
+      if (!on_way) {
+        on_way = at.stream;
+      } else if (*on_way != at.stream) {
+        split = true;
       }
-    });
-  }
+    }
+  });
   if (split || not_yet) return std::nullopt;
   if (r.pinned != no_stream) {
     // Its own stream or nothing: it waits for room there, and for the ticket of a dependency
@@ -279,8 +277,7 @@ void coordinator_state::pass_or_later() {
   }
 }
 
-std::vector<point_wait> coordinator_state::waits_for(op_id id, const op_record& r,
-                                                     std::uint32_t slot) {
+std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slot) {
   std::vector<point_wait> out;
   graph_.for_each_unfinished_dep(id, [&](op_id, const op_position& at, bool order_only) {
     assert(at.point != 0 || at.stream == slot);  // place() keeps it so
@@ -289,7 +286,7 @@ std::vector<point_wait> coordinator_state::waits_for(op_id id, const op_record& 
     ++device_waits_;
     op_metrics_->device_waits(1);
   });
-  if (r.bufs) after_waits(r, slot, out);
+  after_waits(id, slot, out);
   return out;
 }
 
@@ -297,7 +294,7 @@ void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
   op_record& r = records_.at(id.value);
   dispatched_op op;
   op.fn = std::move(r.fn);
-  op.waits = waits_for(id, r, slot);
+  op.waits = waits_for(id, slot);
   op.timed = timing_;
   r.stream = slot;
   r.dispatched_ns = now;
@@ -433,6 +430,7 @@ void coordinator_state::lose(caf::error why) {
   }
   deferred_.clear();
   tails_.clear();  // the device is gone: nothing of theirs runs any more
+  after_ops_.clear();
   ghosts_.clear();
   for (auto& frees : frees_) frees.clear();
   pool_.clear_work();

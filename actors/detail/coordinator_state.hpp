@@ -123,12 +123,8 @@ class coordinator_state {
   struct op_buffers {
     std::vector<buffer_use> uses;        // declared
     std::vector<inferred_dep> inferred;  // the dependencies inferred from them
-    // Besides its graph dependencies: buffer users it comes after on the device only (order),
-    // by where they sit: ended ones still running there (tails), and those that stand in for
-    // a user that ended before it ran.
-    std::vector<op_id> after_ops;
-    buffer_id releases;              // a release operation: the buffer it releases
-    buffers_block* block = nullptr;  // the graph's block it is part of; null: allocated alone
+    buffer_id releases;                  // a release operation: the buffer it releases
+    buffers_block* block = nullptr;      // the graph's block it is part of; null: allocated alone
   };
   // The buffer sides of a graph's buffer users, allocated at once: one allocation each cost
   // every buffer user a malloc and a free, a tenth of what registering it cost. `live` counts
@@ -272,7 +268,7 @@ class coordinator_state {
   void send_to(std::uint32_t slot, op_id id, dispatched_op op);
   void send_staged();
   // Device waits for every dependency of `id` ticketed on another stream and not yet reached.
-  [[nodiscard]] std::vector<point_wait> waits_for(op_id id, const op_record& r, std::uint32_t slot);
+  [[nodiscard]] std::vector<point_wait> waits_for(op_id id, std::uint32_t slot);
   // A pass's tickets came back (the operations are on their stream), or it was refused.
   void dispatched(std::uint64_t epoch, std::uint32_t slot, const std::vector<op_id>& ids,
                   const std::vector<ticket>& tickets);
@@ -356,17 +352,20 @@ class coordinator_state {
   // Before buffer_user_ended, for every operation of a batch of ends: one that never ran
   // becomes a ghost.
   void note_ghost(op_id id, const op_record& r, op_state state);
-  // Where `op`, one of an operation's after_ops, stands for it: ended and off the device
+  // Where `op`, one of an operation's after_ops_, stands for it: ended and off the device
   // (nothing to wait for), not on a stream yet (the operation waits), or at a position (point
   // 0: on its way there).
   enum class after_state : std::uint8_t { done, not_yet, placed };
   [[nodiscard]] after_state after_op(op_id op, op_position& at) const;
-  // Calls f(state, position) for everything `r` comes after by its after_ops, each ghost
+  // Calls f(state, position) for everything `id` comes after by its after_ops_, each ghost
   // among them (ended before it ran) replaced by what it came after, and so on.
   template <class F>
-  void for_each_after(const op_record& r, F&& f) const;
-  // Device waits (order only) of an operation on `slot` for its after_ops.
-  void after_waits(const op_record& r, std::uint32_t slot, std::vector<point_wait>& out);
+  void for_each_after(op_id id, F&& f) const;
+  // Device waits (order only) of operation `id` on `slot` for its after_ops_.
+  void after_waits(op_id id, std::uint32_t slot, std::vector<point_wait>& out);
+  // `id` comes after `ops` on the device only: its after_ops_, and its dependencies as
+  // describe() shows them.
+  void add_after_ops(op_id id, op_record& r, const std::vector<op_id>& ops);
   // `ended`, a buffer user that ended without completing, is held by its open dependents not
   // yet on a stream: they come after it on the device (it still runs: a tail), or after what
   // it came after (it never ran: a ghost), whatever the graph says of it now.
@@ -435,6 +434,8 @@ class coordinator_state {
     return r != nullptr && r->deferred;
   }
   void notify(const op_listener& listener, op_notice notice);
+  // Asks for what the ends after ended_[i] will read, a few ends ahead (finish's loop).
+  void prefetch_ending(std::size_t i) const;
   // Writes an ended operation's record into the ended ring (describe answers from it once the
   // record has gone), over the oldest once the ring is full.
   void keep_ended(const ended_op& e, op_record& r, std::int64_t now);
@@ -470,6 +471,13 @@ class coordinator_state {
   // Buffer users that ended before they ran, with what they came after by their uses.
   std::unordered_map<op_id, std::vector<op_id>> ghosts_;
   std::size_t ghosts_pruned_at_ = 0;
+  // Open operations' buffer users they come after on the device only (order), besides their
+  // graph dependencies, by where those sit: ended ones still running there (tails), and those
+  // that stand in for a user that ended before it ran. Rare (a failure, a release after a
+  // cancelled user), so kept here and not in each record's buffer side: placing and staging
+  // an operation read it, and a look at the side was a cache miss per buffer user. Goes with
+  // the operation's end.
+  std::unordered_map<op_id, std::vector<op_id>> after_ops_;
   std::vector<std::vector<buffer_ref>> frees_;  // by slot: sent after the slot's next dispatch
   std::vector<buffer_metrics> buffer_metrics_;  // by slot
   std::size_t allocating_ = 0;  // allocations asked of stream actors, not yet answered
@@ -543,9 +551,11 @@ void coordinator_state::for_each_inferred(const std::vector<inferred_dep>& infer
 }
 
 template <class F>
-void coordinator_state::for_each_after(const op_record& r, F&& f) const {
-  if (!r.bufs || r.bufs->after_ops.empty()) return;
-  std::vector<op_id> stack(r.bufs->after_ops.begin(), r.bufs->after_ops.end());
+void coordinator_state::for_each_after(op_id id, F&& f) const {
+  if (after_ops_.empty()) return;
+  const auto found = after_ops_.find(id);
+  if (found == after_ops_.end()) return;
+  std::vector<op_id> stack(found->second.begin(), found->second.end());
   std::unordered_set<std::uint64_t> seen;
   while (!stack.empty()) {
     const op_id t = stack.back();
