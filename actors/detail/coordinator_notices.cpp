@@ -175,9 +175,11 @@ void coordinator_state::notify(const op_listener& listener, op_notice notice) {
   if (at == outbox_index_.end()) {
     at = outbox_index_.emplace(listener.address(), outbox_.size()).first;
     // Room for every end of this handler at once: grown one by one, a graph's notices were
-    // moved over and over.
+    // moved over and over. A busy mailbox runs several handlers before the pass that sends
+    // the outbox: the last outbox's longest list is the better guess then (bounded, so that
+    // one burst does not make every later list large).
     std::vector<op_notice> notices;
-    notices.reserve(std::max<std::size_t>(ended_.size(), 1));
+    notices.reserve(std::max({ended_.size(), std::size_t{1}, outbox_last_}));
     outbox_.emplace_back(listener, std::move(notices));
   }
   outbox_[at->second].second.push_back(std::move(notice));
@@ -191,7 +193,11 @@ void coordinator_state::report_levels() {
 
 void coordinator_state::flush() {
   report_levels();
-  for (auto& [listener, notices] : outbox_) self_->send(listener, std::move(notices));
+  outbox_last_ = 0;
+  for (auto& [listener, notices] : outbox_) {
+    outbox_last_ = std::max(outbox_last_, std::min(notices.size(), outbox_guess_limit));
+    self_->send(listener, std::move(notices));
+  }
   outbox_.clear();
   outbox_index_.clear();
 }

@@ -496,6 +496,10 @@ class coordinator_state {
   std::vector<op_listener> all_listeners_;
   std::vector<std::pair<op_listener, std::vector<op_notice>>> outbox_;
   std::unordered_map<caf::actor_addr, std::size_t> outbox_index_;
+  // The longest list of the last outbox sent (at most outbox_guess_limit): the room a new
+  // list gets.
+  std::size_t outbox_last_ = 0;
+  static constexpr std::size_t outbox_guess_limit = 1024;
 
   std::unordered_map<std::uint64_t, run_waiter> runs_;
   std::uint64_t next_run_ = 1;
