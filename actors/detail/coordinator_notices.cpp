@@ -160,9 +160,8 @@ void coordinator_state::keep_ended(const ended_op& e, op_record& r, std::int64_t
     slot = &ended_kept_[ended_next_];
     ended_next_ = (ended_next_ + 1) % ended_kept_.size();
   }
-  std::string text = std::move(r.description);  // moved, not copied: the record goes now
   fill_info(e.id, r, *slot);
-  slot->description = std::move(text);
+  slot->description = std::move(r.description);  // moved, not copied: the record goes now
   slot->state = e.state;
   slot->cause = e.cause;
   slot->ended_ns = now;

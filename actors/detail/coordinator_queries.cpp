@@ -46,6 +46,11 @@ const op_info* coordinator_state::find_ended(op_id id) const {
 op_info coordinator_state::info_of(op_id id, const op_record& r) const {
   op_info out;
   fill_info(id, r, out);
+  out.description = r.description;
+  if (const op_graph::node* n = graph_.find(id)) {
+    out.state = n->state;
+    out.cause = n->cause;
+  }
   return out;
 }
 
@@ -56,14 +61,7 @@ void coordinator_state::fill_info(op_id id, const op_record& r, op_info& out) co
   out.priority = r.priority;
   out.workload = r.workload;
   out.manual = r.manual;
-  out.description = r.description;
   out.deps.assign(r.deps.begin(), r.deps.end());
-  out.state = op_state::pending;
-  out.cause = caf::error{};
-  if (const op_graph::node* n = graph_.find(id)) {
-    out.state = n->state;
-    out.cause = n->cause;
-  }
   out.on_stream = r.stream != no_stream;
   out.stream = out.on_stream ? pool_.at(r.stream).id : stream_id{};
   out.point = r.point;

@@ -448,7 +448,9 @@ class coordinator_state {
   // unknown_op for an id that is not live and not among the ended kept, saying which.
   [[nodiscard]] caf::error gone(op_id id) const;
   [[nodiscard]] op_info info_of(op_id id, const op_record& r) const;
-  // The same into `out`, whose lists keep their room.
+  // What the record says into `out`, whose lists keep their room: all but the description
+  // and the outcome (state, cause), which the caller sets (a live operation's from its node,
+  // an ended one's from its end).
   void fill_info(op_id id, const op_record& r, op_info& out) const;
 
   self_pointer self_ = nullptr;
