@@ -250,13 +250,16 @@ struct coordinator_metrics {
   std::uint64_t deadlock_detections = 0;      // detect_deadlocks calls that found something
   std::uint64_t tracked = 0;                  // operations the coordinator holds state for
   std::uint64_t awaiting = 0;                 // waits not yet answered (ends, ready streams)
+  // Users the buffers' histories hold, over all buffers: those still to be waited for, and
+  // ended ones until a compaction drops them (amortized, so a bounded multiple of the first).
+  std::uint64_t buffer_users = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, coordinator_metrics& x) {
   return f(caf::meta::type_name("cudactor::coordinator_metrics"), x.total, x.completed, x.failed,
            x.cancelled, x.live, x.dispatched, x.mean_coordination_ns, x.device_waits,
-           x.redundant_waits_skipped, x.deadlock_detections, x.tracked, x.awaiting);
+           x.redundant_waits_skipped, x.deadlock_detections, x.tracked, x.awaiting, x.buffer_users);
 }
 
 // An operation that is stuck, and on what. It waits on an unfinished dependency, which may

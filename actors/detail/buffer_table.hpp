@@ -86,6 +86,12 @@ class buffer_table {
       if (e.used) f(e);
     }
   }
+  template <class F>
+  void for_each(F&& f) const {
+    for (const auto& e : entries_) {
+      if (e.used) f(e);
+    }
+  }
 
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   [[nodiscard]] std::uint32_t owner() const noexcept { return owner_; }

@@ -253,7 +253,7 @@ void coordinator_state::record_uses(const std::vector<buffer_use>& uses, const b
     buffer_uses& history = *histories[i];
     history.record(ranges[i], uses[i].access, user);
     if (compact && history.compaction_due()) {
-      history.compact([this](op_id x) { return waited(x); });
+      history.compact([this](op_id x) { return kept_in_history(x); });
     }
   }
 }

@@ -348,10 +348,15 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
       for (inferred_dep& d : r.bufs->inferred) d.dep = real(d.dep);
     }
   }
-  // The scratch histories, their users renamed, become the buffers' own.
+  // The scratch histories, their users renamed, become the buffers' own, compacted when due
+  // as after an operation's uses: a graph records into a copy and compacts nothing, so
+  // graphs alone never dropped the users that had ended (a buffer only read kept every
+  // reader, and each graph copied them all again).
   for (auto& [slot, history] : uses.scratch) {
     history.rename(real);
-    buffers_->find_slot(slot)->uses = std::move(history);
+    auto& own = buffers_->find_slot(slot)->uses;
+    own = std::move(history);
+    if (own->compaction_due()) own->compact([this](op_id x) { return kept_in_history(x); });
   }
   for (std::uint32_t i = 0; i < n && !inferences.empty(); ++i) {
     if (inferences[i].poisoned) poisoned(ids[i], inferences[i].poisoned);

@@ -346,6 +346,11 @@ class coordinator_state {
   // Whether `op`, a user in a history, is still to be waited for: it has not ended, or it
   // ended while its work may still run on the device (a tail).
   [[nodiscard]] bool waited(op_id op) const;
+  // Whether a history must keep `op`: still to be waited for, or a ghost (ended before it
+  // ran), which later users come after through what it came after.
+  [[nodiscard]] bool kept_in_history(op_id op) const {
+    return waited(op) || (!ghosts_.empty() && ghosts_.count(op) != 0);
+  }
   // An operation with uses ended: what it was to write is poisoned unless it completed; a
   // release's buffer is reclaimed (or kept back after a loss).
   void buffer_user_ended(op_id id, op_record& r, op_state state, const caf::error& cause);

@@ -1,8 +1,9 @@
 // Buffers in the coordinator, on either backend: dependencies inferred from declared uses
 // (what each comes after, said by describe and the notice, and kept on the device by the times
 // the work recorded where it ran), disjoint ranges that order nothing, a failed writer's
-// poison until a write without a read, graphs ordered by their uses, every bad use refused,
-// and a release after the last use on every stream, its memory then reused.
+// poison until a write without a read, graphs ordered by their uses, histories that graphs
+// alone keep small, every bad use refused, and a release after the last use on every stream,
+// its memory then reused.
 #define BOOST_TEST_MODULE coordinator_buffers
 #include "coordinator_fixture.hpp"
 
@@ -157,6 +158,63 @@ BOOST_AUTO_TEST_CASE(a_graph_is_ordered_by_its_uses_in_its_own_order) {
   BOOST_REQUIRE(!refused);
   BOOST_TEST((refused.error() == errc::dependency_cycle));
   BOOST_TEST(why(refused).find("by the buffers they use") != std::string::npos, why(refused));
+}
+
+BOOST_AUTO_TEST_CASE(graphs_alone_do_not_pile_up_ended_users_in_a_history) {
+  // A buffer only read, by graph after graph: every read adds a reader, and only a
+  // compaction drops the readers that ended. Graphs record into copies of the histories;
+  // once installed, those are compacted when due, as after an operation's uses.
+  const buffer_handle b = allocate(*this, 256);
+  constexpr std::size_t graphs = 30, per_graph = 100;
+  for (std::size_t k = 0; k < graphs; ++k) {
+    graph_spec g;
+    for (std::size_t i = 0; i < per_graph; ++i) g.add(using_(noop(), {buffer_use::read(b.id)}));
+    auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(g), me());
+    BOOST_REQUIRE_MESSAGE(ids, why(ids));
+    for (const auto& [id, n] : collect(*ids)) {
+      BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+    }
+  }
+  auto m = ask<coordinator_metrics>(co(), metrics_atom::value);
+  BOOST_REQUIRE(m);
+  // Every reader of the last graph may still be held, and those since the last compaction:
+  // a few graphs' worth, never all 3000.
+  BOOST_TEST(m->buffer_users <= 4 * per_graph, m->buffer_users << " users held");
+  BOOST_TEST(m->buffer_users >= 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_compaction_keeps_a_writer_that_never_ran_for_those_after_it) {
+  // `ghost` writes bytes 0..127 after `a`, but is cancelled before it reaches a stream (it
+  // waits for a caller-launched op never begun): users after it come after what it came
+  // after, `a`, which is still held. The history is compacted meanwhile (hundreds of reads
+  // of other bytes): it must keep the ghost, or a later write of those bytes would not wait
+  // for `a`.
+  const buffer_handle b = allocate(*this, 256);
+  gate g;
+  const op_id hold = add(spec_of(g.hold()));
+  const op_id a = add(using_(noop(), {buffer_use::write(b.id, 0, 128)}, {hold}));
+  const op_id never = add(spec_of({}));  // manual, not begun
+  const op_id ghost = add(using_(noop(), {buffer_use::write(b.id, 0, 128)}, {never}));
+  auto cancelled = ask<op_state>(co(), cancel_atom::value, ghost);
+  BOOST_REQUIRE_MESSAGE(cancelled, why(cancelled));
+  BOOST_TEST((told(ghost).state == op_state::cancelled));
+  // Some may queue behind `a` on its stream: they end once the gate opens.
+  std::vector<op_id> rest{hold, a};
+  for (int i = 0; i < 200; ++i) rest.push_back(add(using_(noop(), {buffer_use::read(b.id, 128)})));
+  const op_id late = add(using_(noop(), {buffer_use::write(b.id, 0, 64)}));
+  auto info = ask<op_info>(co(), describe_atom::value, late);
+  BOOST_REQUIRE_MESSAGE(info, why(info));
+  std::string said;
+  for (op_id d : info->deps) said += " " + std::to_string(d.value);
+  BOOST_TEST(std::count(info->deps.begin(), info->deps.end(), a) == 1,
+             "the late write comes after " << a.value << " through the ghost; deps:" << said);
+  g.open();
+  rest.push_back(late);
+  for (const auto& [id, n] : collect(rest)) {
+    BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+  }
+  BOOST_TEST(ask<op_state>(co(), cancel_atom::value, never));
+  collect({never});
 }
 
 BOOST_AUTO_TEST_CASE(bad_uses_are_refused_with_what_is_wrong) {
