@@ -78,6 +78,8 @@ runtime_config::runtime_config() {
       .add(poller_mode_, "mode", "completion detection: auto, polling or callback")
       .add(stuck_after_, "stuck-after", "report a watch waiting longer than this (0: never)")
       .add(spin_window_, "spin-window", "poll without pause this long after a completion")
+      .add(fixed_spin_, "fixed-spin",
+           "spin after every completion, also while completions come further apart")
       .add(min_interval_, "min-interval", "first pause when polling finds nothing")
       .add(max_interval_, "max-interval", "longest pause when polling finds nothing");
   opt_group{custom_options_, "cudactor.node"}
@@ -297,6 +299,7 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
     return bad("cudactor.poller.min-interval must be positive and at most max-interval");
   }
   out.poller.spin_window = spin_window_;
+  out.poller.adaptive_spin = !fixed_spin_;
   out.poller.min_interval = min_interval_;
   out.poller.max_interval = max_interval_;
   out.metrics.enabled = !metrics_off_;

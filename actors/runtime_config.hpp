@@ -32,7 +32,7 @@ namespace cudactor {
 // The runtime's view of its options, with defaults applied and values checked.
 struct runtime_options {
   std::string backend = "auto";  // auto, host or cuda
-  std::size_t streams = 4;  // stream actors; the coordinator schedules onto all of them
+  std::size_t streams = 4;       // stream actors; the coordinator schedules onto all of them
   std::size_t high_priority_streams = 0;  // the first n streams
   std::size_t low_priority_streams = 0;   // the last n streams
   stream_actor_options stream;            // id, name and priority are set per stream
@@ -122,6 +122,7 @@ class runtime_config : public caf::actor_system_config {
   std::string poller_mode_ = "auto";
   caf::timespan stuck_after_{std::chrono::seconds{10}};
   caf::timespan spin_window_{gpu::poller_options{}.spin_window};
+  bool fixed_spin_ = !gpu::poller_options{}.adaptive_spin;
   caf::timespan min_interval_{gpu::poller_options{}.min_interval};
   caf::timespan max_interval_{gpu::poller_options{}.max_interval};
   bool metrics_off_ = false;

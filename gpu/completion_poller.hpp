@@ -44,6 +44,12 @@ struct poller_options {
   // so that work completing back to back is seen at once. Then, polling, it sleeps
   // min_interval, doubling each time up to max_interval, until something completes.
   std::chrono::nanoseconds spin_window = std::chrono::microseconds{50};
+  // Spin only while spinning pays: when fewer than 4 of the last 16 completions that left
+  // watches pending were followed by the next within the window (work that ends further
+  // apart, collectives across processes say), the loop sleeps instead, until enough are. A
+  // spin that cannot pay only takes a core from the threads that would end the work: on a
+  // machine with fewer cores than busy threads it slows them down.
+  bool adaptive_spin = true;
   std::chrono::nanoseconds min_interval = std::chrono::microseconds{10};
   std::chrono::nanoseconds max_interval = std::chrono::microseconds{40};
 
@@ -84,15 +90,16 @@ struct poller_stats {
   std::uint64_t failed = 0;
   std::uint64_t timed_out = 0;
   std::uint64_t cancelled = 0;
-  std::uint64_t in_flight = 0;           // accepted and not yet answered
-  std::uint64_t active_streams = 0;      // streams with a pending watch
-  std::uint64_t ticks = 0;               // passes of the loop
-  std::uint64_t queries = 0;             // timeline or event queries made
-  std::uint64_t wakeups = 0;             // sleeps cut short by a new watch or a callback
-  std::uint64_t learned_sleeps = 0;      // sleeps taken on a learned duration (polling)
-  std::uint64_t stuck_total = 0;         // watchdog reports
-  std::uint64_t stuck_now = 0;           // streams whose oldest watch is past the threshold now
-  std::uint64_t callback_errors = 0;     // callbacks that threw (caught and counted)
+  std::uint64_t in_flight = 0;        // accepted and not yet answered
+  std::uint64_t active_streams = 0;   // streams with a pending watch
+  std::uint64_t ticks = 0;            // passes of the loop
+  std::uint64_t queries = 0;          // timeline or event queries made
+  std::uint64_t wakeups = 0;          // sleeps cut short by a new watch or a callback
+  std::uint64_t learned_sleeps = 0;   // sleeps taken on a learned duration (polling)
+  std::uint64_t spins_skipped = 0;    // completions followed by a sleep, not a spin (adaptive_spin)
+  std::uint64_t stuck_total = 0;      // watchdog reports
+  std::uint64_t stuck_now = 0;        // streams whose oldest watch is past the threshold now
+  std::uint64_t callback_errors = 0;  // callbacks that threw (caught and counted)
   // Callback mode without timeline listeners (CUDA): host callbacks added to streams to wake
   // the loop. At most one is outstanding per stream (each stalls its stream while the host
   // runs it), so this grows with the streams' progress, not with the watches.

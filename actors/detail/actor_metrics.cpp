@@ -203,6 +203,10 @@ void poller_metrics::attach(const gpu::completion_poller& poller) {
       metric_kind::counter, {"gpu"}, {gpu_}, [](const stats& s) { return s.queries; });
   add("cudactor_poller_wakeups_total", "Sleeps cut short by a new watch or a backend callback.",
       metric_kind::counter, {"gpu"}, {gpu_}, [](const stats& s) { return s.wakeups; });
+  add("cudactor_poller_spins_skipped_total",
+      "Completions after which the poller slept rather than spun, because completions had "
+      "lately come further apart than its spin window.",
+      metric_kind::counter, {"gpu"}, {gpu_}, [](const stats& s) { return s.spins_skipped; });
   add("cudactor_poller_stuck_watches", "Streams whose oldest watch is older than stuck-after.",
       metric_kind::gauge, {"gpu"}, {gpu_}, [](const stats& s) { return s.stuck_now; });
   add("cudactor_poller_stuck_reports_total", "Watchdog reports of a stuck stream.",

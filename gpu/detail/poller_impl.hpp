@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <bitset>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -171,7 +172,7 @@ class completion_poller::impl {
   struct counters {
     std::atomic<std::uint64_t> completed{0}, failed{0}, timed_out{0}, cancelled{0}, ticks{0},
         queries{0}, stuck_total{0}, stuck_now{0}, callback_errors{0}, active_streams{0}, busy_ns{0},
-        learned_sleeps{0};
+        learned_sleeps{0}, spins_skipped{0};
   };
 
   [[nodiscard]] status check_stream(stream_ref s) const;
@@ -191,6 +192,11 @@ class completion_poller::impl {
   void compact_deadlines();
   void check_stuck(time_point now);
   void schedule(time_point now, bool progressed);
+  void note_spin_outcome(nanoseconds gap);
+  // Spin while at least a quarter of the recent completions came within its reach: work
+  // that ends back to back keeps every bit set, work that ends further apart clears them, and
+  // the odd close pair among the latter does not bring the spin back.
+  [[nodiscard]] bool spin_pays() const noexcept { return std::bitset<16>{spin_paid_}.count() >= 4; }
   [[nodiscard]] time_point next_poll(time_point now);
   [[nodiscard]] time_point advance_backoff(time_point next);
   void spin();
@@ -229,6 +235,10 @@ class completion_poller::impl {
   bool timer_armed_ = false;
   std::size_t pending_ = 0;  // live watches held in the queues
   time_point last_activity_{};
+  // Whether a spin would have paid after each of the last 16 completions that left watches
+  // pending (bit set: the next completion came within its reach), newest in bit 0.
+  std::uint16_t spin_paid_ = 0xffff;
+  bool pending_at_activity_ = false;  // watches were pending after the last completion
   nanoseconds backoff_;
   time_point next_watchdog_{};
   time_point tick_started_{};

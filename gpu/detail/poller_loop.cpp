@@ -261,8 +261,10 @@ void completion_poller::impl::check_stuck(time_point now) {
 
 void completion_poller::impl::schedule(time_point now, bool progressed) {
   if (progressed) {
+    if (pending_at_activity_) note_spin_outcome(now - last_activity_);
     last_activity_ = now;
     backoff_ = options_.min_interval;
+    pending_at_activity_ = pending_ > 0;
   }
   if (batch_next_ < batch_.size()) {
     spin();  // a backlog of commands to take in
@@ -275,16 +277,29 @@ void completion_poller::impl::schedule(time_point now, bool progressed) {
     return;
   }
   // Right after a completion more tend to follow (back-to-back work): look again at once,
-  // in either mode, rather than pay for a sleep and a wake-up per completion.
+  // in either mode, rather than pay for a sleep and a wake-up per completion, as long as
+  // that has paid lately.
   if (now - last_activity_ < options_.spin_window) {
-    spin();
-    return;
+    if (spin_pays() || !options_.adaptive_spin) {
+      spin();
+      return;
+    }
+    if (progressed) bump(counters_.spins_skipped);
   }
   time_point next =
       mode_ == delivery_mode::callback ? now + options_.callback_backstop : next_poll(now);
   if (!deadlines_.empty()) next = std::min(next, deadlines_.front().when);
   if (options_.stuck_after.count() > 0) next = std::min(next, next_watchdog_);
   sleep_until(next);
+}
+
+void completion_poller::impl::note_spin_outcome(nanoseconds gap) {
+  // A loop that slept rather than spun sees a completion up to a poll interval late
+  // (polling), so such a one still counts as within the spin's reach.
+  const nanoseconds reach =
+      options_.spin_window +
+      (mode_ == delivery_mode::polling ? options_.max_interval : nanoseconds{0});
+  spin_paid_ = static_cast<std::uint16_t>((spin_paid_ << 1) | (gap < reach ? 1u : 0u));
 }
 
 time_point completion_poller::impl::next_poll(time_point now) {

@@ -19,14 +19,15 @@ using namespace cudactor;
 BOOST_AUTO_TEST_CASE(options_come_from_the_command_line_and_the_ini_file) {
   runtime_config config;
   std::istringstream ini{"[cudactor]\nstreams=3\nmax-in-flight=8\n"};
-  BOOST_REQUIRE(!config.parse(
-      {test::backend_option(), "--cudactor.metrics.port=0", "--cudactor.high-priority-streams=1",
-       "--scheduler.max-threads=2", "--cudactor.host.idle-spin=25us"},
-      ini));
+  BOOST_REQUIRE(!config.parse({test::backend_option(), "--cudactor.metrics.port=0",
+                               "--cudactor.high-priority-streams=1", "--scheduler.max-threads=2",
+                               "--cudactor.host.idle-spin=25us", "--cudactor.poller.fixed-spin"},
+                              ini));
   auto rt = runtime::start(config);
   BOOST_REQUIRE_MESSAGE(rt.ok(), rt.error().to_string());
   BOOST_TEST((*rt)->streams().size() == 3u);
   BOOST_TEST((*rt)->options().device.host.idle_spin.count() == 25);
+  BOOST_TEST(!(*rt)->options().poller.adaptive_spin);
   BOOST_TEST((*rt)->options().stream.max_in_flight == 8u);
   BOOST_TEST((*rt)->system().scheduler().num_workers() == 2u);
   BOOST_TEST(((*rt)->device().kind() ==
@@ -43,6 +44,15 @@ BOOST_AUTO_TEST_CASE(options_come_from_the_command_line_and_the_ini_file) {
   }
   (*rt)->shutdown();
   (*rt)->shutdown();  // idempotent
+}
+
+BOOST_AUTO_TEST_CASE(the_poller_spins_only_while_it_pays_unless_told_otherwise) {
+  runtime_config config;
+  BOOST_REQUIRE(!config.parse({test::backend_option(), "--cudactor.metrics.no-exposer"}));
+  auto rt = runtime::start(config);
+  BOOST_REQUIRE_MESSAGE(rt.ok(), rt.error().to_string());
+  BOOST_TEST((*rt)->options().poller.adaptive_spin);
+  (*rt)->shutdown();
 }
 
 BOOST_AUTO_TEST_CASE(a_bad_option_is_refused_by_name) {
