@@ -23,7 +23,8 @@
 // futures (up to the same depth in flight) and one future at a time.
 // Buffers: the random DAG with its every dependency coming from four buffer uses per op,
 // inferred by the coordinator, against the same dependencies stated explicitly, in the same
-// runtime; and a denser use of random byte ranges, the same way (buffer_runs below).
+// runtime, each twice and in both orders; and a denser use of random byte ranges, the same
+// way (buffer_runs below).
 // Memory: the coordinator's tracked state and the process's resident memory across many
 // graphs of independent ops (10M ops; 1M with --quick).
 //
@@ -161,7 +162,10 @@ outcome graph_run(runtime& rt, shape s, std::size_t n, std::uint64_t seed) {
 // The buffer scenarios: each op declares four buffer uses, once as uses the coordinator infers
 // the dependencies from, once as the same dependencies stated with `after` (inferred here by
 // the same rules, detail/buffer_uses.hpp), in the same runtime. Fresh buffers (9 of 4 KiB) for
-// each run, released after.
+// each run, released after. Each graph runs twice, in the order stated, inferred, inferred,
+// stated (or the reverse, every other round): a graph run second in a runtime runs slower
+// than the same graph run first, so one fixed order would charge that to one side. Each
+// side's figure is the mean of its two runs; the cost in each order is kept as well.
 //  - random DAG (the scenario): the random shape's graph, its every dependency
 //    expressed as uses. Op i writes its output slot (i mod 128: 16 slots of 256 bytes in each
 //    of 8 buffers) and reads the output slots of the ops it comes after; its uses left read
@@ -173,6 +177,9 @@ outcome graph_run(runtime& rt, shape s, std::size_t n, std::uint64_t seed) {
 //    segments. The stress case for the histories.
 struct buffer_outcome {
   double inferred_ops_per_s = 0, explicit_ops_per_s = 0, deps_per_op = 0;
+  // 1 - inferred / stated for the pair run stated then inferred, and the one run inferred
+  // then stated.
+  double cost_stated_first = 0, cost_inferred_first = 0;
 };
 
 enum class buffer_scenario { random_dag, dense };
@@ -213,8 +220,8 @@ void uses_of(buffer_scenario scenario, std::size_t i, const std::vector<std::uin
   }
 }
 
-buffer_outcome buffer_runs(runtime& rt, buffer_scenario scenario, std::size_t n,
-                           std::uint64_t seed) {
+buffer_outcome buffer_runs(runtime& rt, buffer_scenario scenario, std::size_t n, std::uint64_t seed,
+                           bool stated_first) {
   caf::scoped_actor self{rt.system()};
   std::vector<buffer_id> made;
   for (std::size_t b = 0; b <= buffer_count; ++b) {
@@ -271,8 +278,32 @@ buffer_outcome buffer_runs(runtime& rt, buffer_scenario scenario, std::size_t n,
   }
   buffer_outcome out;
   out.deps_per_op = static_cast<double>(deps) / static_cast<double>(n);
-  out.explicit_ops_per_s = run_graph(rt, std::move(stated), "stated buffer dependencies").ops_per_s;
-  out.inferred_ops_per_s = run_graph(rt, std::move(inferred), "inferred from uses").ops_per_s;
+  // Each graph's first run takes a copy, its second the graph itself.
+  double s[2] = {}, f[2] = {};  // stated and inferred ops/s, first and second run of each
+  const auto run_stated = [&](int k) {
+    graph_spec g = k == 0 ? graph_spec{stated} : std::move(stated);
+    s[k] = run_graph(rt, std::move(g), "stated buffer dependencies").ops_per_s;
+  };
+  const auto run_inferred = [&](int k) {
+    graph_spec g = k == 0 ? graph_spec{inferred} : std::move(inferred);
+    f[k] = run_graph(rt, std::move(g), "inferred from uses").ops_per_s;
+  };
+  if (stated_first) {
+    run_stated(0);
+    run_inferred(0);
+    run_inferred(1);
+    run_stated(1);
+  } else {
+    run_inferred(0);
+    run_stated(0);
+    run_stated(1);
+    run_inferred(1);
+  }
+  out.explicit_ops_per_s = (s[0] + s[1]) / 2;
+  out.inferred_ops_per_s = (f[0] + f[1]) / 2;
+  // Stated then inferred: s[0], f[0] in the first order, s[1], f[1] in the other.
+  out.cost_stated_first = 1.0 - (stated_first ? f[0] / s[0] : f[1] / s[1]);
+  out.cost_inferred_first = 1.0 - (stated_first ? f[1] / s[1] : f[0] / s[0]);
   for (const buffer_id& b : made) {
     self->request(rt.coordinator(), caf::infinite, release_atom::value, b)
         .receive([](op_id) {},
@@ -463,6 +494,7 @@ int main(int argc, char** argv) {
   samples single, direct, via_client, timed, traced;
   samples chain_waits, random_waits, random_skipped, random_cross;
   samples buffer_inferred, buffer_explicit, buffer_deps, buffer_cost;
+  samples buffer_cost_stated_first, buffer_cost_inferred_first;
   samples dense_inferred, dense_explicit, dense_deps, dense_cost;
   std::string backend;
   for (int round = 0; round < rounds; ++round) {
@@ -487,12 +519,15 @@ int main(int argc, char** argv) {
     single.add(pipelined_run(*rt, n));
     via_client.add(client_run(*rt, n));
     // Last in this runtime: the buffers' state stays out of the figures above.
-    const auto buffers = buffer_runs(*rt, buffer_scenario::random_dag, n, 11 + round);
+    const bool stated_first = round % 2 == 0;
+    const auto buffers = buffer_runs(*rt, buffer_scenario::random_dag, n, 11 + round, stated_first);
     buffer_inferred.add(buffers.inferred_ops_per_s);
     buffer_explicit.add(buffers.explicit_ops_per_s);
     buffer_deps.add(buffers.deps_per_op);
     buffer_cost.add(1.0 - buffers.inferred_ops_per_s / buffers.explicit_ops_per_s);
-    const auto dense = buffer_runs(*rt, buffer_scenario::dense, n, 11 + round);
+    buffer_cost_stated_first.add(buffers.cost_stated_first);
+    buffer_cost_inferred_first.add(buffers.cost_inferred_first);
+    const auto dense = buffer_runs(*rt, buffer_scenario::dense, n, 11 + round, stated_first);
     dense_inferred.add(dense.inferred_ops_per_s);
     dense_explicit.add(dense.explicit_ops_per_s);
     dense_deps.add(dense.deps_per_op);
@@ -552,8 +587,10 @@ int main(int argc, char** argv) {
   };
   std::printf(
       "buffer uses, random DAG: %.2f dependencies per op; inferring them costs %.0f%% of the "
-      "throughput with them stated (per run: %s)\n",
-      buffer_deps.median(), 100.0 * buffer_cost.median(), percents(buffer_cost).c_str());
+      "throughput with them stated (per run: %s; run after the stated graph %.0f%%, before it "
+      "%.0f%%)\n",
+      buffer_deps.median(), 100.0 * buffer_cost.median(), percents(buffer_cost).c_str(),
+      100.0 * buffer_cost_stated_first.median(), 100.0 * buffer_cost_inferred_first.median());
   std::printf(
       "buffer uses, dense: %.2f dependencies per op; inferring them costs %.0f%% (per run: "
       "%s)\n",
@@ -618,6 +655,8 @@ int main(int argc, char** argv) {
   json.add("buffer_explicit_ops_per_s", buffer_explicit.median());
   json.add("buffer_deps_per_op", buffer_deps.median());
   json.add("buffer_inference_cost", buffer_cost.median());
+  json.add("buffer_inference_cost_stated_first", buffer_cost_stated_first.median());
+  json.add("buffer_inference_cost_inferred_first", buffer_cost_inferred_first.median());
   json.add("buffer_dense_inferred_ops_per_s", dense_inferred.median());
   json.add("buffer_dense_explicit_ops_per_s", dense_explicit.median());
   json.add("buffer_dense_deps_per_op", dense_deps.median());
