@@ -4,7 +4,8 @@
 // barriers in step, interleaved with other work; that a name is refused where it cannot be a
 // communicator's; that kill -9 of a rank while the others wait in a collective fails theirs
 // within the bound, naming the rank and its node; and that asking again rebuilds the
-// communicator as its next generation over the nodes that are left, which then works. With
+// communicator as its next generation over the nodes that are left, which then works; that a
+// rank hung by SIGSTOP fails theirs at the collective timeout, naming its node. With
 // buffers the control plane allocates on the nodes, fills and reads back: every kind and
 // element type across 2 and 4 node processes against values computed here, interleaved with
 // compute on the nodes' streams ordered by the buffers alone; only the owner may use buffers.
@@ -41,7 +42,7 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 struct job {
-  explicit job(std::size_t n) {
+  explicit job(std::size_t n, std::chrono::nanoseconds collective_timeout = scaled(20s)) {
     for (std::size_t i = 0; i < n; ++i) {
       nodes.push_back(std::make_unique<node_process>("n" + std::to_string(i)));
     }
@@ -55,7 +56,7 @@ struct job {
     cluster_options options;
     options.name = "training";
     options.barrier_timeout = std::chrono::duration_cast<caf::timespan>(scaled(60s));
-    options.collective_timeout = std::chrono::duration_cast<caf::timespan>(scaled(20s));
+    options.collective_timeout = std::chrono::duration_cast<caf::timespan>(collective_timeout);
     options.rendezvous_timeout = std::chrono::duration_cast<caf::timespan>(scaled(20s));
     auto spawned = spawn_cluster(cp.system, remotes, options);
     BOOST_REQUIRE_MESSAGE(spawned, cp.why(spawned));
@@ -225,6 +226,42 @@ BOOST_AUTO_TEST_CASE(a_rank_killed_mid_collective_fails_the_others_by_name_then_
     BOOST_REQUIRE_MESSAGE(end, j.cp.why(end));
     BOOST_TEST((end->state == op_state::completed), j.cp.render(end->cause));
   }
+}
+
+// A rank that hangs instead (SIGSTOP): its connections stay open, so nothing fails at once.
+// The heartbeat declares the node lost after middleman.connection-timeout (2 s), and the
+// others' collective fails at the engine's timeout (here 6 s), naming it; nothing waits on.
+BOOST_AUTO_TEST_CASE(a_rank_hung_mid_collective_fails_the_others_by_name_at_the_timeout) {
+  const auto timeout = scaled(6s);
+  job j{3, timeout};
+  auto made = j.cp.ask_for<communicator_info>(scaled(60s), j.cluster, communicator_atom::value,
+                                              std::string{"grads"});
+  BOOST_REQUIRE_MESSAGE(made, j.cp.why(made));
+  auto first = j.barrier("n0");
+  auto second = j.barrier("n1");
+  std::this_thread::sleep_for(scaled(500ms));
+  const pid_t hung = j.nodes[2]->child.pid();
+  const auto stopped = clock_type::now();
+  BOOST_REQUIRE(kill(hung, SIGSTOP) == 0);
+  for (auto* f : {&first, &second}) {
+    auto end = f->get();
+    BOOST_REQUIRE_MESSAGE(end, j.cp.why(end));
+    BOOST_TEST((end->state == op_state::failed));
+    const std::string said = j.cp.render(end->cause);
+    BOOST_TEST_MESSAGE("the survivor's failure: " << said);
+    BOOST_TEST(said.find("node 'n2'") != std::string::npos, said);
+  }
+  const auto took = clock_type::now() - stopped;
+  BOOST_TEST_MESSAGE("SIGSTOP failed the collective after "
+                     << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                     << " ms (collective timeout "
+                     << std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()
+                     << " ms)");
+  // The timeout and the loss's grace (2 s), with room for a loaded machine; well below the
+  // barrier's limit (60 s) that a hang would otherwise run into.
+  BOOST_TEST((took < timeout + scaled(8s)));
+  kill(hung, SIGKILL);  // a stopped process would not see the SIGTERM that ends the others
+  BOOST_TEST(j.nodes[2]->child.wait_exit(10s).value_or(0) == -1);
 }
 
 namespace {
