@@ -283,13 +283,8 @@ void coordinator_state::buffer_user_ended(op_id id, op_record& r, op_state state
           byte_range{u.offset, u.offset + bytes}, id,
           cause ? cause : make_error(errc::op_failed, to_string(id) + " ended unwritten"));
     }
-    // Cancelled or failed on its way or on its stream: its work may still run there, and what
-    // comes after it by its uses must come after that too.
-    if (!lost_ && r.stream != no_stream &&
-        (r.point == 0 || r.point > pool_.at(r.stream).completed)) {
-      tails_[id] = op_position{r.stream, r.point};
-      hand_over(id, {id});
-    }
+    // A tail (note_tail): what comes after it by its uses must come after its point too.
+    if (!tails_.empty() && tails_.count(id) != 0) hand_over(id, {id});
     // Ended before it ran (note_ghost made it a ghost): what it came after, and what the
     // ghosts among those came after, stands in for it.
     if (r.stream == no_stream && ghosts_.count(id) != 0) {
@@ -313,6 +308,17 @@ void coordinator_state::note_ghost(op_id id, const op_record& r, op_state state)
   std::vector<op_id>& before = ghosts_[id];
   for (const inferred_dep& d : b.inferred) before.push_back(d.dep);
   if (after_any) before.insert(before.end(), after->second.begin(), after->second.end());
+}
+
+void coordinator_state::note_tail(op_id id, const op_record& r, op_state state) {
+  // Cancelled or failed on its way or on its stream: its work may still run there.
+  if (lost_ || state == op_state::completed || !r.bufs || r.type == op_type::release ||
+      r.stream == no_stream) {
+    return;
+  }
+  if (r.point == 0 || r.point > pool_.at(r.stream).completed) {
+    tails_[id] = op_position{r.stream, r.point};
+  }
 }
 
 void coordinator_state::expand_ghost(op_id ghost, std::vector<op_id>& out) const {

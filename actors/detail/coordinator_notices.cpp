@@ -23,6 +23,7 @@ void coordinator_state::finish() {
     unfinished = true;
     if (auto found = records_.find(e.id.value); found != nullptr) {
       note_ghost(e.id, *found, e.state);
+      note_tail(e.id, *found, e.state);
     }
   }
   for (std::size_t i = 0; i < ended_.size(); ++i) {

@@ -355,8 +355,11 @@ class coordinator_state {
   // release's buffer is reclaimed (or kept back after a loss).
   void buffer_user_ended(op_id id, op_record& r, op_state state, const caf::error& cause);
   // Before buffer_user_ended, for every operation of a batch of ends: one that never ran
-  // becomes a ghost.
+  // becomes a ghost; one whose work may still run on its stream becomes a tail. All of a
+  // batch first: a ghost ended with a tail it came after (a cascade may end the ghost first)
+  // must see that tail as still to be waited for, or what comes after the ghost would not.
   void note_ghost(op_id id, const op_record& r, op_state state);
+  void note_tail(op_id id, const op_record& r, op_state state);
   // Where `op`, one of an operation's after_ops_, stands for it: ended and off the device
   // (nothing to wait for), not on a stream yet (the operation waits), or at a position (point
   // 0: on its way there).
