@@ -121,6 +121,26 @@ struct job {
   cluster_actor cluster;
 };
 
+// n0 and n1 enter a barrier n2 never joins; then n2 gets `signal`. Both must fail, saying
+// each of `must_say`; how long that took from the signal.
+clock_type::duration rank_2_signalled_in_a_barrier(job& j, int signal,
+                                                   const std::vector<std::string>& must_say) {
+  auto first = j.barrier("n0");
+  auto second = j.barrier("n1");
+  std::this_thread::sleep_for(scaled(500ms));
+  const auto sent = clock_type::now();
+  BOOST_REQUIRE(kill(j.nodes[2]->child.pid(), signal) == 0);
+  for (auto* f : {&first, &second}) {
+    auto end = f->get();
+    BOOST_REQUIRE_MESSAGE(end, j.cp.why(end));
+    BOOST_TEST((end->state == op_state::failed));
+    const std::string said = j.cp.render(end->cause);
+    BOOST_TEST_MESSAGE("the survivor's failure: " << said);
+    for (const auto& words : must_say) BOOST_TEST(said.find(words) != std::string::npos, said);
+  }
+  return clock_type::now() - sent;
+}
+
 void connects_and_runs_in_step(std::size_t n) {
   job j{n};
   auto made = j.cp.ask_for<communicator_info>(scaled(60s), j.cluster, communicator_atom::value,
@@ -187,22 +207,7 @@ BOOST_AUTO_TEST_CASE(a_rank_killed_mid_collective_fails_the_others_by_name_then_
   auto made = j.cp.ask_for<communicator_info>(scaled(60s), j.cluster, communicator_atom::value,
                                               std::string{"grads"});
   BOOST_REQUIRE_MESSAGE(made, j.cp.why(made));
-  // n0 and n1 enter a barrier n2 never joins; then n2 is killed.
-  auto first = j.barrier("n0");
-  auto second = j.barrier("n1");
-  std::this_thread::sleep_for(scaled(500ms));
-  const auto killed = clock_type::now();
-  BOOST_REQUIRE(kill(j.nodes[2]->child.pid(), SIGKILL) == 0);
-  for (auto* f : {&first, &second}) {
-    auto end = f->get();
-    BOOST_REQUIRE_MESSAGE(end, j.cp.why(end));
-    BOOST_TEST((end->state == op_state::failed));
-    const std::string said = j.cp.render(end->cause);
-    BOOST_TEST_MESSAGE("the survivor's failure: " << said);
-    BOOST_TEST(said.find("rank 2") != std::string::npos, said);
-    BOOST_TEST(said.find("node 'n2'") != std::string::npos, said);
-  }
-  const auto took = clock_type::now() - killed;
+  const auto took = rank_2_signalled_in_a_barrier(j, SIGKILL, {"rank 2", "node 'n2'"});
   // Well inside the collective timeout (20 s): the transport fails at once, the loss names it.
   BOOST_TEST((took < scaled(10s)));
   BOOST_TEST_MESSAGE("kill -9 failed the collective after "
@@ -237,21 +242,14 @@ BOOST_AUTO_TEST_CASE(a_rank_hung_mid_collective_fails_the_others_by_name_at_the_
   auto made = j.cp.ask_for<communicator_info>(scaled(60s), j.cluster, communicator_atom::value,
                                               std::string{"grads"});
   BOOST_REQUIRE_MESSAGE(made, j.cp.why(made));
-  auto first = j.barrier("n0");
-  auto second = j.barrier("n1");
-  std::this_thread::sleep_for(scaled(500ms));
   const pid_t hung = j.nodes[2]->child.pid();
-  const auto stopped = clock_type::now();
-  BOOST_REQUIRE(kill(hung, SIGSTOP) == 0);
-  for (auto* f : {&first, &second}) {
-    auto end = f->get();
-    BOOST_REQUIRE_MESSAGE(end, j.cp.why(end));
-    BOOST_TEST((end->state == op_state::failed));
-    const std::string said = j.cp.render(end->cause);
-    BOOST_TEST_MESSAGE("the survivor's failure: " << said);
-    BOOST_TEST(said.find("node 'n2'") != std::string::npos, said);
-  }
-  const auto took = clock_type::now() - stopped;
+  // Should a check stop the test early: a stopped process would not see the SIGTERM that
+  // ends the others.
+  struct resume_on_exit {
+    pid_t pid;
+    ~resume_on_exit() { kill(pid, SIGCONT); }
+  } resume{hung};
+  const auto took = rank_2_signalled_in_a_barrier(j, SIGSTOP, {"node 'n2'"});
   BOOST_TEST_MESSAGE("SIGSTOP failed the collective after "
                      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
                      << " ms (collective timeout "
@@ -260,7 +258,7 @@ BOOST_AUTO_TEST_CASE(a_rank_hung_mid_collective_fails_the_others_by_name_at_the_
   // The timeout and the loss's grace (2 s), with room for a loaded machine; well below the
   // barrier's limit (60 s) that a hang would otherwise run into.
   BOOST_TEST((took < timeout + scaled(8s)));
-  kill(hung, SIGKILL);  // a stopped process would not see the SIGTERM that ends the others
+  kill(hung, SIGKILL);
   BOOST_TEST(j.nodes[2]->child.wait_exit(10s).value_or(0) == -1);
 }
 
