@@ -227,6 +227,7 @@ poller_stats completion_poller::impl::stats() const {
   out.host_notifications = load(core_->host_notifications);
   out.busy_time = nanoseconds{load(counters_.busy_ns)};
   out.learned_sleeps = load(counters_.learned_sleeps);
+  out.spins = load(counters_.spins);
   out.spins_skipped = load(counters_.spins_skipped);
   nanoseconds cpu{-1};
   if (have_cpu_clock_ && running_.load()) cpu = cpu_time_of(cpu_clock_);

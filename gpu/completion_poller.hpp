@@ -96,6 +96,7 @@ struct poller_stats {
   std::uint64_t queries = 0;          // timeline or event queries made
   std::uint64_t wakeups = 0;          // sleeps cut short by a new watch or a callback
   std::uint64_t learned_sleeps = 0;   // sleeps taken on a learned duration (polling)
+  std::uint64_t spins = 0;            // completions followed by a spin, not a sleep
   std::uint64_t spins_skipped = 0;    // completions followed by a sleep, not a spin (adaptive_spin)
   std::uint64_t stuck_total = 0;      // watchdog reports
   std::uint64_t stuck_now = 0;        // streams whose oldest watch is past the threshold now

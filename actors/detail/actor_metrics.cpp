@@ -203,6 +203,9 @@ void poller_metrics::attach(const gpu::completion_poller& poller) {
       metric_kind::counter, {"gpu"}, {gpu_}, [](const stats& s) { return s.queries; });
   add("cudactor_poller_wakeups_total", "Sleeps cut short by a new watch or a backend callback.",
       metric_kind::counter, {"gpu"}, {gpu_}, [](const stats& s) { return s.wakeups; });
+  add("cudactor_poller_spins_total",
+      "Completions after which the poller looked again at once (spun) rather than slept.",
+      metric_kind::counter, {"gpu"}, {gpu_}, [](const stats& s) { return s.spins; });
   add("cudactor_poller_spins_skipped_total",
       "Completions after which the poller slept rather than spun, because completions had "
       "lately come further apart than its spin window.",

@@ -172,7 +172,7 @@ class completion_poller::impl {
   struct counters {
     std::atomic<std::uint64_t> completed{0}, failed{0}, timed_out{0}, cancelled{0}, ticks{0},
         queries{0}, stuck_total{0}, stuck_now{0}, callback_errors{0}, active_streams{0}, busy_ns{0},
-        learned_sleeps{0}, spins_skipped{0};
+        learned_sleeps{0}, spins{0}, spins_skipped{0};
   };
 
   [[nodiscard]] status check_stream(stream_ref s) const;

@@ -281,6 +281,7 @@ void completion_poller::impl::schedule(time_point now, bool progressed) {
   // that has paid lately.
   if (now - last_activity_ < options_.spin_window) {
     if (spin_pays() || !options_.adaptive_spin) {
+      if (progressed) bump(counters_.spins);
       spin();
       return;
     }

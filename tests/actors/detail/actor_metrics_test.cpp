@@ -274,6 +274,11 @@ BOOST_FIXTURE_TEST_CASE(the_poller_reports_its_counters_and_detection_delay, run
   BOOST_TEST(detections > 0u);
   BOOST_TEST(detections <= stats.ticks * 3);  // at most once per stream per tick (3 streams+)
   BOOST_TEST(r.gauge("cudactor_poller_stuck_watches", {}) == 0);
+  // Whether each completion was followed by a spin: both counted, neither past the loop's own.
+  BOOST_TEST(r.has("cudactor_poller_spins_total", {}));
+  BOOST_TEST(r.counter("cudactor_poller_spins_total", {}) <= stats.spins);
+  BOOST_TEST(r.counter("cudactor_poller_spins_skipped_total", {}) <= stats.spins_skipped);
+  BOOST_TEST(stats.spins + stats.spins_skipped <= stats.ticks);
   BOOST_TEST(r.has("process_cpu_seconds_total", {}));
 }
 
