@@ -122,7 +122,8 @@ struct host_backend::impl {
     op o;
     o.type = kind;
     o.point = std::move(point);
-    o.what = "point " + std::to_string(value) + " of " + awaited->label;
+    o.value = value;
+    o.awaited = awaited;
     engine->push(target, std::move(o));
     return {};
   }

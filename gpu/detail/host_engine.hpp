@@ -46,6 +46,8 @@ enum class op_type : std::uint8_t {
   free_memory,   // stream-ordered free
 };
 
+struct host_stream;
+
 struct op {
   op_type type = op_type::work;
   std::function<status()> body;
@@ -55,6 +57,10 @@ struct op {
   stream_ref stream;
   std::shared_ptr<host_completion> point;
   std::string what;
+  // A wait or an order: the stream whose point `value` it waits for, named only if the wait
+  // fails (a text built for every wait cost more than the rest of queueing it). Weak: two
+  // streams waiting on each other would otherwise hold each other.
+  std::weak_ptr<host_stream> awaited;
   host_callback callback;
   timeline_point value = 0;
   std::chrono::nanoseconds duration{0};
@@ -88,8 +94,8 @@ struct host_stream {
   status pending_error;
   status failed_since_signal;
 
-  // Other streams waiting for a value of this one's timeline (backend::wait_point). The count
-  // keeps a signal to one load when nobody waits.
+  // Other streams waiting for a value of this one's timeline (backend::wait_point), in value
+  // order. The count keeps a signal to one load when nobody waits.
   std::mutex point_mutex;
   std::atomic<std::size_t> point_waiter_count{0};
   std::vector<std::pair<timeline_point, std::shared_ptr<host_completion>>> point_waiters;
@@ -177,6 +183,8 @@ class host_engine : public std::enable_shared_from_this<host_engine> {
   step fail(host_stream& s, op& o);
   // Completes the waiters on `s`'s timeline up to `value` with `outcome`.
   static void release_point_waiters(host_stream& s, timeline_point value, const status& outcome);
+  // What a wait op waits for, in words (an event, or a point of a stream).
+  [[nodiscard]] static std::string waited_on(const op& o);
 
   allocation_table& allocations_;
   std::atomic<std::uint64_t> callback_exceptions_{0};

@@ -154,10 +154,11 @@ BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_point_reports_the_dependency) 
   auto consumer = make_stream(backend(), "consumer");
   auto before = make_event(backend());
   auto after = make_event(backend());
+  gpu::timeline_point failed = 0;
   {
     auto held = hold(producer);  // the waits below are made before the failure happens
     CUDACTOR_REQUIRE_OK(host().inject_failure(producer, "bad input"));
-    auto failed = backend().signal(producer).value();
+    failed = backend().signal(producer).value();
     auto clean = backend().signal(producer).value();
     CUDACTOR_REQUIRE_OK(backend().wait_point(consumer, producer, failed));
     CUDACTOR_REQUIRE_OK(backend().record(before, consumer));
@@ -168,6 +169,10 @@ BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_point_reports_the_dependency) 
   const auto answer = backend().query(before);
   BOOST_TEST(answer.error.code() == gpu::errc::dependency_failed);
   BOOST_TEST(answer.error.message().find("bad input") != std::string::npos);
+  // Named when it fails, not when it is queued: the point and the stream it belongs to.
+  BOOST_TEST(answer.error.message().find("waited on point " + std::to_string(failed) +
+                                         " of stream 'producer'") != std::string::npos,
+             answer.error.message());
   BOOST_TEST(backend().query(after).ready());  // the failure is reported once, then clean
   // A failed point already reached is still reported to a later waiter.
   auto late = make_event(backend());
@@ -179,6 +184,40 @@ BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_point_reports_the_dependency) 
   CUDACTOR_REQUIRE_OK(backend().record(late, consumer));
   CUDACTOR_REQUIRE_OK(backend().synchronize(consumer));
   BOOST_TEST(backend().query(late).error.code() == gpu::errc::dependency_failed);
+}
+
+BOOST_AUTO_TEST_CASE(waits_for_points_end_as_their_points_are_reached_whatever_their_order) {
+  // The waits on a stream are kept in point order: one for a later point that came first must
+  // stay while an earlier point releases the ones before it, and go when its own is reached.
+  auto producer = make_stream(backend(), "producer");
+  auto late = make_stream(backend(), "late");
+  auto early = make_stream(backend(), "early");
+  auto also_early = make_stream(backend(), "also-early");
+  auto first_gate = hold(producer);
+  auto first = backend().signal(producer).value();
+  auto second_gate = hold(producer);
+  auto second = backend().signal(producer).value();
+  auto late_done = make_event(backend());
+  auto early_done = make_event(backend());
+  auto also_early_done = make_event(backend());
+  CUDACTOR_REQUIRE_OK(backend().wait_point(late, producer, second));
+  CUDACTOR_REQUIRE_OK(backend().record(late_done, late));
+  CUDACTOR_REQUIRE_OK(backend().wait_point(early, producer, first));
+  CUDACTOR_REQUIRE_OK(backend().record(early_done, early));
+  CUDACTOR_REQUIRE_OK(backend().wait_point(also_early, producer, first));
+  CUDACTOR_REQUIRE_OK(backend().record(also_early_done, also_early));
+  // Waited for with a bound: a wait left behind must fail the test, not hang it.
+  auto early_point = backend().signal(early).value();
+  auto also_early_point = backend().signal(also_early).value();
+  first_gate->release();
+  CUDACTOR_REQUIRE_OK(backend().timeline_of(early).value()->wait(early_point, 5000ms));
+  CUDACTOR_REQUIRE_OK(backend().timeline_of(also_early).value()->wait(also_early_point, 5000ms));
+  BOOST_TEST(backend().query(early_done).ready());
+  BOOST_TEST(backend().query(also_early_done).ready());
+  BOOST_TEST(!backend().query(late_done).done());  // its point is still held back
+  second_gate->release();
+  CUDACTOR_REQUIRE_OK(backend().synchronize(late));
+  BOOST_TEST(backend().query(late_done).ready());
 }
 
 BOOST_AUTO_TEST_CASE(a_lost_device_ends_a_wait_for_a_point_never_reached) {
