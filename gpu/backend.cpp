@@ -32,6 +32,11 @@ status backend::check_handle(const handle_id& id, const char* what) const {
   return {};
 }
 
+signalled_work backend::enqueue_signalled(stream_ref s, work_fn work) {
+  status launched = enqueue(s, std::move(work));
+  return signalled_work{std::move(launched), signal(s)};
+}
+
 std::string to_string(const handle_id& id) {
   return "#" + std::to_string(id.slot) + "." + std::to_string(id.generation);
 }

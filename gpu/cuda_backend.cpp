@@ -233,6 +233,52 @@ struct cuda_backend::impl {
     });
   }
 
+  // What enqueue needs of a stream, without copying its label (named only on failure).
+  result<std::pair<cudaStream_t, std::shared_ptr<detail::cuda_timeline>>> launch_target(
+      stream_ref s) {
+    return with_stream(s, [](cuda_stream_entry& entry) {
+      return result<std::pair<cudaStream_t, std::shared_ptr<detail::cuda_timeline>>>{
+          std::pair{entry.handle, entry.timeline}};
+    });
+  }
+
+  // Runs `work` on `handle` without the table lock: it is user code and may take its time
+  // launching. A stream destroyed concurrently with its own launches is a race in CUDA too.
+  status launch(stream_ref s, cudaStream_t handle, detail::cuda_timeline& timeline, work_fn& work) {
+    (void)cudaGetLastError();  // start from a clean slate so the check below is about this work
+    status outcome;
+    try {
+      outcome = work(launch_context{backend_kind::cuda, s, static_cast<void*>(handle)});
+    } catch (const std::exception& e) {
+      outcome = status{errc::op_failed, std::string{"threw: "} + e.what()};
+    } catch (...) {
+      outcome = status{errc::op_failed, "threw a non-standard exception"};
+    }
+    const cudaError_t launched = cudaGetLastError();
+    if (launched == cudaSuccess && outcome.ok()) return {};
+    const std::string label = label_of(s);
+    status failed;
+    if (launched != cudaSuccess) {
+      status why = check(launched, "launching work on " + label);
+      if (why.code() == errc::device_lost) return why;
+      failed = status{errc::op_failed, why.message()};
+    } else {
+      if (outcome.code() == errc::device_lost) return outcome;
+      failed = status{errc::op_failed, "work on " + label + " failed: " + outcome.to_string()};
+    }
+    // The stream's next point fails with it, as on the host backend, so that whoever reads
+    // the timeline (a barrier, a wait_point on another stream) learns of it, not only this
+    // caller.
+    timeline.fail_next(failed);
+    return failed;
+  }
+
+  std::string label_of(stream_ref s) {
+    std::shared_lock<std::shared_mutex> lock{mutex};
+    auto target = find_stream(s);
+    return target ? target.value()->label : "stream " + to_string(s.id());
+  }
+
   result<cuda_event_entry*> find_event(event_ref e) {
     if (auto bad = owner->check_handle(e.id(), "event"); !bad.ok()) return bad;
     cuda_event_entry* found = events.find(e.id().slot, e.id().generation);
@@ -651,39 +697,26 @@ status cuda_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
 
 status cuda_backend::enqueue(stream_ref s, work_fn work) {
   if (!work) return {errc::invalid_argument, "empty work function"};
-  auto target = impl_->snapshot(s);
+  auto target = impl_->launch_target(s);
   if (!target) return target.error();
-  auto [handle, label] = std::move(target.value());
-  // The work runs without the table lock: it is user code and may take its time launching.
-  // A stream destroyed concurrently with its own launches is a race in CUDA too.
-  (void)cudaGetLastError();  // start from a clean slate so the check below is about this work
-  status outcome;
-  try {
-    outcome = work(launch_context{backend_kind::cuda, s, static_cast<void*>(handle)});
-  } catch (const std::exception& e) {
-    outcome = status{errc::op_failed, std::string{"threw: "} + e.what()};
-  } catch (...) {
-    outcome = status{errc::op_failed, "threw a non-standard exception"};
+  return impl_->launch(s, target.value().first, *target.value().second, work);
+}
+
+signalled_work cuda_backend::enqueue_signalled(stream_ref s, work_fn work) {
+  if (!work) {
+    return signalled_work{status{errc::invalid_argument, "empty work function"}, signal(s)};
   }
-  const cudaError_t launch = cudaGetLastError();
-  status failed;
-  if (launch != cudaSuccess) {
-    status why = impl_->check(launch, "launching work on " + label);
-    if (why.code() == errc::device_lost) return why;
-    failed = status{errc::op_failed, why.message()};
-  } else if (!outcome.ok()) {
-    if (outcome.code() == errc::device_lost) return outcome;
-    failed = status{errc::op_failed, "work on " + label + " failed: " + outcome.to_string()};
-  } else {
-    return {};
-  }
-  // The stream's next point fails with it, as on the host backend, so that whoever reads the
-  // timeline (a barrier, a wait_point on another stream) learns of it, not only this caller.
-  (void)impl_->with_stream(s, [&](cuda_stream_entry& entry) {
-    if (entry.timeline) entry.timeline->fail_next(failed);
-    return status{};
-  });
-  return failed;
+  // One lookup for both (enqueue and signal each made their own, and enqueue copied the
+  // stream's label, needed only if the launch fails).
+  auto target = impl_->launch_target(s);
+  if (!target) return signalled_work{target.error(), target.error()};
+  auto& [handle, timeline] = target.value();
+  status launched = impl_->launch(s, handle, *timeline, work);
+  // As signal() would answer after a launch that lost the device, without asking it.
+  if (launched.code() == errc::device_lost) return signalled_work{launched, launched};
+  auto value = timeline->signal();
+  if (!value && value.code() == errc::device_lost) impl_->mark_lost(value.error());
+  return signalled_work{std::move(launched), std::move(value)};
 }
 
 namespace {

@@ -66,6 +66,7 @@ class cuda_backend final : public backend {
   [[nodiscard]] status add_callback(stream_ref s, host_callback callback) override;
 
   [[nodiscard]] result<timeline_point> signal(stream_ref s) override;
+  [[nodiscard]] signalled_work enqueue_signalled(stream_ref s, work_fn work) override;
   [[nodiscard]] result<std::shared_ptr<timeline>> timeline_of(stream_ref s) override;
 
   [[nodiscard]] status synchronize(stream_ref s) override;

@@ -463,6 +463,24 @@ result<timeline_point> host_backend::signal(stream_ref s) {
   return value;
 }
 
+signalled_work host_backend::enqueue_signalled(stream_ref s, work_fn work) {
+  if (!work) {
+    return signalled_work{status{errc::invalid_argument, "empty work function"}, signal(s)};
+  }
+  auto target = impl_->usable_stream(s);
+  if (!target) return signalled_work{target.error(), target.error()};
+  timeline_point value = 0;
+  impl_->engine->push_with(target.value(), [&] {
+    op o;
+    o.work = std::move(work);
+    o.stream = s;
+    o.then_signal = true;
+    o.value = value = target.value()->timeline->reserve();  // in queue order, as signal()
+    return o;
+  });
+  return signalled_work{status{}, value};
+}
+
 bool host_backend::begin_batch() noexcept { return impl_->engine->begin_batch(); }
 
 void host_backend::end_batch() noexcept { impl_->engine->end_batch(); }

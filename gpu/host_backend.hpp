@@ -93,6 +93,7 @@ class host_backend final : public backend {
   [[nodiscard]] status add_callback(stream_ref s, host_callback callback) override;
 
   [[nodiscard]] result<timeline_point> signal(stream_ref s) override;
+  [[nodiscard]] signalled_work enqueue_signalled(stream_ref s, work_fn work) override;
   [[nodiscard]] bool begin_batch() noexcept override;
   void end_batch() noexcept override;
   [[nodiscard]] result<std::shared_ptr<timeline>> timeline_of(stream_ref s) override;

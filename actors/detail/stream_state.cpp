@@ -190,7 +190,8 @@ bool stream_state::timed(const pending_op& op) const noexcept {
 }
 
 gpu::status stream_state::launch(pending_op& op, point_record& record,
-                                 std::optional<cached_event>& recorded) {
+                                 std::optional<cached_event>& recorded,
+                                 std::optional<gpu::result<timeline_point>>& signalled) {
   gpu::backend& device = *context_.device;
   const gpu::stream_ref s = stream_.ref();
   gpu::status launched;
@@ -211,7 +212,15 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
     if (!launched.ok()) return launched;
   }
   switch (op.kind) {
-    case op_kind::work: launched = device.enqueue(s, std::move(op.fn)); break;
+    case op_kind::work:
+      if (times) {
+        launched = device.enqueue(s, std::move(op.fn));  // the end's event goes between
+      } else {
+        auto both = device.enqueue_signalled(s, std::move(op.fn));
+        launched = std::move(both.launched);
+        signalled.emplace(std::move(both.point));
+      }
+      break;
     case op_kind::copy:
       launched = device.copy(s, reinterpret_cast<void*>(static_cast<std::uintptr_t>(op.a)),
                              reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.b)),
@@ -250,12 +259,13 @@ void stream_state::dispatch(pending_op& op) {
   point_record record;
   if (burst_ns_ != 0 && ++burst_uses_ % burst_stamp_reuse == 0) burst_ns_ = now_ns();
   record.submitted_ns = burst_ns_ != 0 ? burst_ns_ : now_ns();
-  std::optional<cached_event> recorded;  // the record op's event
+  std::optional<cached_event> recorded;                  // the record op's event
+  std::optional<gpu::result<timeline_point>> signalled;  // the point, if launched with the work
   // The work and its signal reach the backend's workers together (within a burst: with the
   // rest of it).
   std::optional<gpu::batch_scope> batch;
   if (burst_ns_ == 0) batch.emplace(*context_.device);
-  const gpu::status launched = launch(op, record, recorded);
+  const gpu::status launched = launch(op, record, recorded, signalled);
 
   if (op.kind == op_kind::hold && launched.ok()) {
     // Everything before it is on the backend and its waits are placed: the stream is the
@@ -264,7 +274,7 @@ void stream_state::dispatch(pending_op& op) {
     op.hold.deliver(ticket{options_.id, op.point});
     return;
   }
-  if (auto why = issue(op.point, std::move(record), launched)) {
+  if (auto why = issue(op.point, std::move(record), launched, std::move(signalled))) {
     if (recorded) cache_[op.mode].push_back(*recorded);
     if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
     if (op.kind == op_kind::hold) op.hold.deliver(why);
@@ -299,8 +309,9 @@ void stream_state::dispatch(pending_op& op) {
 }
 
 caf::error stream_state::issue(timeline_point point, point_record record,
-                               const gpu::status& launched) {
-  auto signalled = context_.device->signal(stream_.ref());
+                               const gpu::status& launched,
+                               std::optional<gpu::result<timeline_point>> made) {
+  auto signalled = made ? std::move(*made) : context_.device->signal(stream_.ref());
   if (!signalled || *signalled != point) {
     return signalled
                ? make_error(errc::backend_error, "stream '" + options_.name + "': timeline at " +

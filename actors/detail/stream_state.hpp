@@ -168,11 +168,16 @@ class stream_state {
   bool events_ready(const pending_op& op);
   void dispatch(pending_op& op);
   // The operation's waits, timing events and work on the stream; what failed, if anything.
+  // Untimed work is enqueued with its point's signal in one backend call: `signalled` then
+  // holds what the signal answered.
   [[nodiscard]] gpu::status launch(pending_op& op, point_record& record,
-                                   std::optional<cached_event>& recorded);
-  // Signals `point` on the stream and keeps `record` for it; why the stream broke, if it did.
+                                   std::optional<cached_event>& recorded,
+                                   std::optional<gpu::result<timeline_point>>& signalled);
+  // Signals `point` on the stream (unless launch() did: `signalled`) and keeps `record` for
+  // it; why the stream broke, if it did.
   [[nodiscard]] caf::error issue(timeline_point point, point_record record,
-                                 const gpu::status& launched);
+                                 const gpu::status& launched,
+                                 std::optional<gpu::result<timeline_point>> signalled = {});
   [[nodiscard]] bool timed(const pending_op& op) const noexcept;
   // Answers a pass once (its tickets, or `why`).
   void answer(const std::shared_ptr<dispatch_reply>& reply, const caf::error& why);

@@ -84,12 +84,13 @@ inline double direct_run(gpu::backend& device, gpu::completion_poller& poller, s
       const std::uint64_t completed = l->reached.load(std::memory_order_acquire) - l->base;
       if (completed < total) all_done = false;
       while (l->sent < total && l->sent - completed + batch <= depth) {
-        // As the stream actor does: enqueue and signal each operation, then watch the batch's
-        // points in one call.
+        // As the stream actor does: enqueue each operation with its point's signal, then watch
+        // the batch's points in one call.
         gpu::timeline_point first = 0, last = 0;
         for (std::size_t k = 0; k < batch; ++k) {
-          if (!device.enqueue(l->s, fn).ok()) std::exit(1);
-          auto point = device.signal(l->s);
+          auto issued = device.enqueue_signalled(l->s, fn);
+          if (!issued.launched.ok()) std::exit(1);
+          auto& point = issued.point;
           if (!point) std::exit(1);
           if (k == 0) first = *point;
           last = *point;

@@ -241,6 +241,7 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
         note_failure(
             *s, status{errc::op_failed, "work on " + s->label + " failed: " + outcome.to_string()});
       }
+      if (o.then_signal) reach(*s, o.value);
       return step::done;
     }
     case op_type::record: o.point->complete(std::exchange(s->pending_error, {})); return step::done;
@@ -269,19 +270,7 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
       return step::done;
     }
     case op_type::callback: invoke(o.callback, {}); return step::done;
-    case op_type::signal: {
-      // The first failure since the last signal, whether or not an event reported it; what
-      // no event took yet is reported here, once.
-      status failure = std::exchange(s->failed_since_signal, {});
-      s->pending_error = {};
-      if (failure.ok()) {
-        s->timeline->set(o.value);
-      } else {
-        s->timeline->fail(o.value, failure);
-      }
-      release_point_waiters(*s, o.value, failure);
-      return step::done;
-    }
+    case op_type::signal: reach(*s, o.value); return step::done;
     case op_type::fail:
       note_failure(*s, status{errc::op_failed, "injected failure on " + s->label + ": " + o.what});
       return step::done;
@@ -294,6 +283,19 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
       return step::done;
   }
   return step::done;
+}
+
+void host_engine::reach(host_stream& s, timeline_point value) {
+  // The first failure since the last signal, whether or not an event reported it; what no
+  // event took yet is reported here, once.
+  status failure = std::exchange(s.failed_since_signal, {});
+  s.pending_error = {};
+  if (failure.ok()) {
+    s.timeline->set(value);
+  } else {
+    s.timeline->fail(value, failure);
+  }
+  release_point_waiters(s, value, failure);
 }
 
 std::string host_engine::waited_on(const op& o) {
@@ -309,6 +311,9 @@ host_engine::step host_engine::fail(host_stream& s, op& o) {
   switch (o.type) {
     case op_type::record:
     case op_type::sync: o.point->complete(why); break;
+    case op_type::work:
+      if (!o.then_signal) break;
+      [[fallthrough]];
     case op_type::signal:
       s.timeline->fail(o.value, why);
       release_point_waiters(s, o.value, why);

@@ -66,6 +66,9 @@ struct op {
   std::chrono::nanoseconds duration{0};
   std::chrono::steady_clock::time_point deadline{};
   bool started = false;
+  // A work op that then marks `value` on the timeline, as a signal op after it would
+  // (backend::enqueue_signalled): one op queued and run, not two.
+  bool then_signal = false;
   void* memory = nullptr;
 };
 
@@ -181,6 +184,8 @@ class host_engine : public std::enable_shared_from_this<host_engine> {
   void invoke(const host_callback& callback, const status& outcome);
   step run(const stream_ptr& s, op& o);
   step fail(host_stream& s, op& o);
+  // A signal's effect: `s`'s timeline reaches `value`, failed if work since the last one did.
+  static void reach(host_stream& s, timeline_point value);
   // Completes the waiters on `s`'s timeline up to `value` with `outcome`.
   static void release_point_waiters(host_stream& s, timeline_point value, const status& outcome);
   // What a wait op waits for, in words (an event, or a point of a stream).

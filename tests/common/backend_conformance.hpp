@@ -504,6 +504,58 @@ inline void failed_work_fails_the_point_after_it(conformance_target& t) {
   BOOST_TEST(tl.query(next.value()).ready());
 }
 
+// enqueue_signalled is enqueue then signal in one call: its points take their place among
+// signal()'s, its work's failure (at launch on CUDA, when run on the host) fails its own
+// point and not the next, an empty work is refused while its point is still marked, and a
+// destroyed stream refuses both.
+inline void work_enqueued_with_its_point_fails_only_that_point(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "signalled");
+  auto line = b.timeline_of(s);
+  BOOST_REQUIRE(line.ok());
+  auto& tl = *line.value();
+  const auto fine = [](const gpu::launch_context&) { return gpu::status{}; };
+  auto held = t.hold(s);
+  auto first = b.enqueue_signalled(s, fine);
+  CUDACTOR_REQUIRE_OK(first.launched);
+  BOOST_REQUIRE(first.point.ok());
+  BOOST_TEST(first.point.value() == 1u);
+  auto plain = b.signal(s);
+  BOOST_REQUIRE(plain.ok());
+  BOOST_TEST(plain.value() == 2u);
+  auto failing = b.enqueue_signalled(s, [](const gpu::launch_context&) {
+    return gpu::status{gpu::errc::op_failed, "refused by the test"};
+  });
+  BOOST_REQUIRE(failing.point.ok());
+  BOOST_TEST(failing.point.value() == 3u);
+  auto after = b.enqueue_signalled(s, fine);
+  CUDACTOR_REQUIRE_OK(after.launched);
+  BOOST_REQUIRE(after.point.ok());
+  BOOST_TEST(after.point.value() == 4u);
+  BOOST_TEST(tl.completed() == 0u);
+  held->release();
+  CUDACTOR_REQUIRE_OK(tl.wait(2, 5000ms));
+  const auto failed = tl.wait(3, 5000ms);
+  BOOST_TEST(failed.message().find("refused by the test") != std::string::npos, failed.to_string());
+  CUDACTOR_REQUIRE_OK(tl.wait(4, 5000ms));
+  BOOST_TEST(tl.query(1).ready());
+  BOOST_TEST(tl.query(3).failed());
+  BOOST_TEST(tl.query(4).ready());
+
+  auto empty = b.enqueue_signalled(s, gpu::work_fn{});
+  CUDACTOR_CHECK_ERRC(empty.launched, gpu::errc::invalid_argument);
+  BOOST_REQUIRE(empty.point.ok());
+  BOOST_TEST(empty.point.value() == 5u);
+  CUDACTOR_REQUIRE_OK(tl.wait(5, 5000ms));
+
+  const gpu::stream_ref gone = s.ref();
+  CUDACTOR_REQUIRE_OK(s.reset());
+  auto refused = b.enqueue_signalled(gone, fine);
+  CUDACTOR_CHECK_ERRC(refused.launched, gpu::errc::invalid_handle);
+  BOOST_REQUIRE(!refused.point.ok());
+  CUDACTOR_CHECK_ERRC(refused.point.error(), gpu::errc::invalid_handle);
+}
+
 // The first event recorded after failed work reports the failure, once; a stream that waits
 // on that event reports dependency_failed at its next point; the timeline's next point fails
 // all the same (an event in between does not take it from the timeline).
@@ -604,6 +656,7 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   CUDACTOR_CONFORMANCE_CASE(fixture, host_callbacks_run_once_in_stream_order)                   \
   CUDACTOR_CONFORMANCE_CASE(fixture, timeline_values_are_reached_in_order)                      \
   CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_point_after_it)                      \
+  CUDACTOR_CONFORMANCE_CASE(fixture, work_enqueued_with_its_point_fails_only_that_point)        \
   CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_first_event_after_it)                \
   CUDACTOR_CONFORMANCE_CASE(fixture, a_timeline_outlives_its_stream)                            \
   CUDACTOR_CONFORMANCE_CASE(fixture, moving_an_owning_handle_over_a_live_one_destroys_the_old)

@@ -256,6 +256,13 @@ BOOST_AUTO_TEST_CASE(a_device_fault_fails_everything_pending_on_every_stream) {
   CUDACTOR_REQUIRE_OK(backend().add_callback(bystander, count));
   auto bystander_line = backend().timeline_of(bystander).value();
   auto pending_value = backend().signal(bystander).value();
+  std::atomic<bool> signalled_work_ran{false};
+  auto with_point = backend().enqueue_signalled(bystander, [&](const gpu::launch_context&) {
+    signalled_work_ran = true;
+    return gpu::status{};
+  });
+  CUDACTOR_REQUIRE_OK(with_point.launched);
+  BOOST_REQUIRE(with_point.point.ok());
 
   {
     // Hold the faulty stream until everything is queued: the fault happens asynchronously,
@@ -275,6 +282,10 @@ BOOST_AUTO_TEST_CASE(a_device_fault_fails_everything_pending_on_every_stream) {
   BOOST_TEST(callbacks.load() == 2);  // every callback ran, exactly once, told why
   BOOST_TEST(callbacks_told_lost.load() == 2);
   BOOST_TEST(!bystander_work_ran.load());
+  // Work queued with its point: neither runs, the point fails with the loss.
+  BOOST_TEST(bystander_line->wait(with_point.point.value(), 5000ms).code() ==
+             gpu::errc::device_lost);
+  BOOST_TEST(!signalled_work_ran.load());
   BOOST_TEST(backend().query(pending_event).error.code() == gpu::errc::device_lost);
   BOOST_TEST(backend().query(faulty_event).error.code() == gpu::errc::device_lost);
 
@@ -284,6 +295,11 @@ BOOST_AUTO_TEST_CASE(a_device_fault_fails_everything_pending_on_every_stream) {
       gpu::errc::device_lost);
   CUDACTOR_CHECK_ERRC(backend().create_stream({}).error(), gpu::errc::device_lost);
   CUDACTOR_CHECK_ERRC(backend().signal(faulty).error(), gpu::errc::device_lost);
+  auto refused =
+      backend().enqueue_signalled(faulty, [](const gpu::launch_context&) { return gpu::status{}; });
+  CUDACTOR_CHECK_ERRC(refused.launched, gpu::errc::device_lost);
+  BOOST_REQUIRE(!refused.point.ok());
+  CUDACTOR_CHECK_ERRC(refused.point.error(), gpu::errc::device_lost);
   CUDACTOR_CHECK_ERRC(backend().allocate_managed(64).error(), gpu::errc::device_lost);
   held->release();
 }
