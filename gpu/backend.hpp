@@ -115,10 +115,11 @@ class backend {
   // --- timelines ---------------------------------------------------------------------------
   // Marks the next timeline value at the current end of s and returns it.
   [[nodiscard]] virtual result<timeline_point> signal(stream_ref s) = 0;
-  // enqueue(s, work) then signal(s), each answered as that call answers it, in one call: a
-  // stream actor issues every operation this way, so the stream is found once, not twice,
+  // enqueue(s, work) then signal(s), each answered as that call answers it, in one call: the
+  // stream actor issues its untimed work this way, so the stream is found once, not twice,
   // and the host backend queues one operation, not two. The point is marked whether or not
-  // the work launched (a failed launch fails that point).
+  // the work launched (a failed launch fails that point); a stream that takes no work (lost
+  // device, destroyed stream) refuses both.
   [[nodiscard]] virtual signalled_work enqueue_signalled(stream_ref s, work_fn work);
   // The stream's timeline; it stays usable after the stream is destroyed.
   [[nodiscard]] virtual result<std::shared_ptr<timeline>> timeline_of(stream_ref s) = 0;
