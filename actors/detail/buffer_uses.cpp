@@ -118,8 +118,6 @@ void buffer_uses::repack() {
   unused_ = 0;
 }
 
-std::size_t buffer_uses::split(std::uint64_t at) { return cut(holding(at), at); }
-
 std::size_t buffer_uses::cut(std::size_t i, std::uint64_t at) {
   if (segments_[i].begin == at) return i;
   // [begin, at) stays, [at, end) is a copy of it with the same users.
@@ -138,13 +136,15 @@ std::size_t buffer_uses::cut(std::size_t i, std::uint64_t at) {
   return i + 1;
 }
 
-void buffer_uses::record(byte_range range, buffer_access access, op_id op) {
+void buffer_uses::record_from(std::size_t holder, byte_range range, buffer_access access,
+                              op_id op) {
   assert(range.begin < range.end && range.end <= size_);
+  assert(holder == holding(range.begin));
   ++records_;
   if (writes(access)) {
-    record_write(range, op);
+    record_write(holder, range, op);
   } else {
-    const std::size_t first = split(range.begin);
+    const std::size_t first = cut(holder, range.begin);
     // Cutting at the end inserts after `first`, so `first` still names the same segment. The
     // segment holding the end is found by walking on from `first`, not by a second search:
     // the walk passes the segments the read covers, which the loop below visits anyway.
@@ -167,8 +167,8 @@ void buffer_uses::record(byte_range range, buffer_access access, op_id op) {
 // next reads of these bytes), the one that reaches into it from the left is cut short, the
 // one that reaches out of it on the right now begins at its end. Only a write strictly inside
 // one segment copies that segment's users, for the part after it.
-void buffer_uses::record_write(byte_range range, op_id op) {
-  std::size_t i = holding(range.begin);
+void buffer_uses::record_write(std::size_t first, byte_range range, op_id op) {
+  std::size_t i = first;
   segment written;
   written.begin = range.begin;
   written.end = range.end;

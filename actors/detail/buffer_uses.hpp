@@ -48,10 +48,25 @@ class buffer_uses {
   // for (not ended, or still on the device); others are left out.
   template <class Waited>
   void infer(byte_range range, buffer_access access, Waited&& waited, std::vector<use_edge>& out,
-             caf::error& poisoned) const;
+             caf::error& poisoned) const {
+    infer_from(holding(range.begin), range, access, waited, out, poisoned);
+  }
 
   // Makes the use the newest: call it in submission order, after infer().
-  void record(byte_range range, buffer_access access, op_id op);
+  void record(byte_range range, buffer_access access, op_id op) {
+    record_from(holding(range.begin), range, access, op);
+  }
+
+  // infer(), then record(), with one search for where the range begins: for a use that no
+  // other use of the same operation overlaps in this buffer (recording this one first could
+  // hide, from that other use, a user it must come after).
+  template <class Waited>
+  void infer_and_record(byte_range range, buffer_access access, Waited&& waited, op_id op,
+                        std::vector<use_edge>& out, caf::error& poisoned) {
+    const std::size_t at = holding(range.begin);
+    infer_from(at, range, access, waited, out, poisoned);
+    record_from(at, range, access, op);
+  }
 
   // `op` ended without writing what it declared to write in `range`: the bytes it is still the
   // last writer of are poisoned with `cause`.
@@ -110,11 +125,14 @@ class buffer_uses {
 
   // The index of the segment holding `at` (at < size_).
   [[nodiscard]] std::size_t holding(std::uint64_t at) const noexcept;
-  // Cuts the segment holding `at` so that a segment begins there (at < size_); its index.
-  std::size_t split(std::uint64_t at);
-  // The same for segment `i`, the one holding `at`.
+  // infer() and record() from the segment holding range.begin (`first`, `holder`).
+  template <class Waited>
+  void infer_from(std::size_t first, byte_range range, buffer_access access, Waited&& waited,
+                  std::vector<use_edge>& out, caf::error& poisoned) const;
+  void record_from(std::size_t holder, byte_range range, buffer_access access, op_id op);
+  // Cuts segment `i`, the one holding `at`, so that a segment begins there; its index.
   std::size_t cut(std::size_t i, std::uint64_t at);
-  void record_write(byte_range range, op_id op);
+  void record_write(std::size_t first, byte_range range, op_id op);
   // A new block of `capacity` readers at the arena's end (holding `count` copied from `from`).
   void new_block(segment& s, std::uint32_t capacity, const op_id* from, std::uint32_t count);
   void add_reader(segment& s, op_id op);
@@ -161,8 +179,9 @@ inline void buffer_uses::add_edge(std::vector<use_edge>& out, std::size_t from, 
 }
 
 template <class Waited>
-void buffer_uses::infer(byte_range range, buffer_access access, Waited&& waited,
-                        std::vector<use_edge>& out, caf::error& poisoned) const {
+void buffer_uses::infer_from(std::size_t first, byte_range range, buffer_access access,
+                             Waited&& waited, std::vector<use_edge>& out,
+                             caf::error& poisoned) const {
   const std::size_t from = out.size();
   // The readers of the segment before: neighbours share most of theirs (a read adds itself to
   // every segment it covers, a cut copies them), and one already seen needs no search among
@@ -170,7 +189,7 @@ void buffer_uses::infer(byte_range range, buffer_access access, Waited&& waited,
   // (a graph's renamed users may not be: then a few are searched for after all).
   const op_id* before = nullptr;
   std::uint32_t before_count = 0;
-  for (std::size_t i = holding(range.begin); i < segments_.size(); ++i) {
+  for (std::size_t i = first; i < segments_.size(); ++i) {
     const segment& s = segments_[i];
     if (s.begin >= range.end) break;
     if (reads(access)) {

@@ -192,32 +192,32 @@ bool coordinator_state::waited(op_id op) const {
   return tails_.count(op) != 0;
 }
 
-void coordinator_state::infer_uses(const std::vector<buffer_use>& uses, const byte_range* ranges,
-                                   buffer_uses* const* histories, op_id user, use_inference& out) {
-  std::vector<use_edge>& edges = edges_;
-  std::vector<inferred_dep>& found = inferred_work_;
-  found.clear();
+auto coordinator_state::still_waited(op_id user) const {
   // A user of the same graph (scratch ids, past every registered one) is still to come.
   const op_id newest = graph_.newest();
-  const auto still = [&](op_id x) {
+  return [this, user, newest](op_id x) {
     return x != user &&
            (x.value > newest.value || waited(x) || (!ghosts_.empty() && ghosts_.count(x) != 0));
   };
-  for (std::size_t i = 0; i < uses.size(); ++i) {
-    const buffer_id& b = uses[i].buffer;
-    edges.clear();
-    histories[i]->infer(ranges[i], uses[i].access, still, edges, out.poisoned);
-    for (const use_edge& e : edges) {
-      if (!ghosts_.empty() && ghosts_.count(e.op) != 0 && !waited(e.op)) {
-        // It never ran: what it came after stands in for it.
-        std::vector<op_id> through;
-        expand_ghost(e.op, through);
-        for (op_id d : through) found.push_back(inferred_dep{d, b, uses[i].access, true});
-        continue;
+}
+
+void coordinator_state::take_edges(const buffer_use& use) {
+  for (const use_edge& e : edges_) {
+    if (!ghosts_.empty() && ghosts_.count(e.op) != 0 && !waited(e.op)) {
+      // It never ran: what it came after stands in for it.
+      std::vector<op_id> through;
+      expand_ghost(e.op, through);
+      for (op_id d : through) {
+        inferred_work_.push_back(inferred_dep{d, use.buffer, use.access, true});
       }
-      found.push_back(inferred_dep{e.op, b, uses[i].access, e.order_only});
+      continue;
     }
+    inferred_work_.push_back(inferred_dep{e.op, use.buffer, use.access, e.order_only});
   }
+}
+
+void coordinator_state::settle_inferred(use_inference& out) {
+  std::vector<inferred_dep>& found = inferred_work_;
   // Each dependency once per buffer, a data one winning (for_each_inferred makes it once):
   // what describe says keeps the buffers.
   if (found.size() > 1) {
@@ -245,6 +245,68 @@ void coordinator_state::infer_uses(const std::vector<buffer_use>& uses, const by
                 found.end());
   }
   out.inferred.assign(found.begin(), found.end());  // one allocation, of its size
+}
+
+void coordinator_state::infer_uses(const std::vector<buffer_use>& uses, const byte_range* ranges,
+                                   buffer_uses* const* histories, op_id user, use_inference& out) {
+  inferred_work_.clear();
+  const auto still = still_waited(user);
+  for (std::size_t i = 0; i < uses.size(); ++i) {
+    edges_.clear();
+    histories[i]->infer(ranges[i], uses[i].access, still, edges_, out.poisoned);
+    take_edges(uses[i]);
+  }
+  settle_inferred(out);
+}
+
+namespace {
+
+// At most this many uses of one operation are compared pairwise (infer_and_record_uses); an
+// operation with more takes the two passes, whatever they overlap.
+constexpr std::size_t paired_uses = 16;
+
+}  // namespace
+
+void coordinator_state::infer_and_record_uses(const std::vector<buffer_use>& uses,
+                                              const byte_range* ranges,
+                                              buffer_uses* const* histories, op_id user,
+                                              use_inference& out) {
+  // Each use is inferred and recorded with one search of its history, unless another use of
+  // the operation overlaps it in the same buffer: recording one first could then hide from
+  // the other a user it must come after, so all are inferred before any is recorded. A use
+  // that repeats an earlier one exactly (same buffer, bytes and access) adds nothing to either.
+  const std::size_t m = uses.size();
+  std::uint32_t repeats = 0;  // bit k: use k repeats an earlier one
+  bool tangled = m > paired_uses;
+  for (std::size_t k = 1; k < m && !tangled; ++k) {
+    for (std::size_t j = 0; j < k; ++j) {
+      if (histories[j] != histories[k] || ranges[j].end <= ranges[k].begin ||
+          ranges[k].end <= ranges[j].begin) {
+        continue;
+      }
+      if (ranges[j].begin == ranges[k].begin && ranges[j].end == ranges[k].end &&
+          uses[j].access == uses[k].access) {
+        repeats |= std::uint32_t{1} << k;
+      } else {
+        tangled = true;
+      }
+      break;
+    }
+  }
+  if (tangled) {
+    infer_uses(uses, ranges, histories, user, out);
+    record_uses(uses, ranges, histories, user, false);
+    return;
+  }
+  inferred_work_.clear();
+  const auto still = still_waited(user);
+  for (std::size_t k = 0; k < m; ++k) {
+    if ((repeats >> k) & 1U) continue;
+    edges_.clear();
+    histories[k]->infer_and_record(ranges[k], uses[k].access, still, user, edges_, out.poisoned);
+    take_edges(uses[k]);
+  }
+  settle_inferred(out);
 }
 
 void coordinator_state::record_uses(const std::vector<buffer_use>& uses, const byte_range* ranges,

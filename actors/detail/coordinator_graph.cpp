@@ -405,8 +405,7 @@ caf::error coordinator_state::infer_graph_uses(const graph_spec& graph, op_id fi
     const op_id user{first.value + i};
     const byte_range* ranges = out.ranges.data() + out.use_first[i];
     buffer_uses* const* histories = out.histories.data() + out.use_first[i];
-    infer_uses(uses, ranges, histories, user, out.inferences[i]);
-    record_uses(uses, ranges, histories, user, false);
+    infer_and_record_uses(uses, ranges, histories, user, out.inferences[i]);
     // The graph's own ops among what it comes after (they are never tails).
     for_each_inferred(out.inferences[i].inferred, [&](op_id d, dep_kind) {
       if (d.value >= first.value) {

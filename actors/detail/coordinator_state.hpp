@@ -343,6 +343,14 @@ class coordinator_state {
   void for_each_inferred(const std::vector<inferred_dep>& inferred, F&& f) const;
   std::vector<use_edge> edges_;              // infer_uses' scratch, kept for its storage
   std::vector<inferred_dep> inferred_work_;  // the same
+  // Whether a user a history names is still to be waited for by `user`'s uses: not `user`
+  // itself, and registered and waited(), or a ghost, or one of the same graph still to come.
+  [[nodiscard]] auto still_waited(op_id user) const;
+  // The edges_ one use's history gave, as dependencies from its buffer into inferred_work_
+  // (a ghost replaced by what it came after).
+  void take_edges(const buffer_use& use);
+  // inferred_work_, sorted and each dependency once per buffer, into `out`.
+  void settle_inferred(use_inference& out);
   // Whether `op`, a user in a history, is still to be waited for: it has not ended, or it
   // ended while its work may still run on the device (a tail).
   [[nodiscard]] bool waited(op_id op) const;
@@ -386,6 +394,10 @@ class coordinator_state {
   // not registered yet).
   void record_uses(const std::vector<buffer_use>& uses, const byte_range* ranges,
                    buffer_uses* const* histories, op_id user, bool compact);
+  // infer_uses() then record_uses() of a graph's operation on its scratch copies, each use
+  // with one search of its history where the operation's uses allow it.
+  void infer_and_record_uses(const std::vector<buffer_use>& uses, const byte_range* ranges,
+                             buffer_uses* const* histories, op_id user, use_inference& out);
   // The frees to send after this pass's dispatch to each slot (released buffers' memory).
   void free_released(std::uint32_t slot, const buffer_ref& memory);
   // After a reset: buffers kept back by the loss are dropped.

@@ -160,6 +160,63 @@ BOOST_AUTO_TEST_CASE(a_graph_is_ordered_by_its_uses_in_its_own_order) {
   BOOST_TEST(why(refused).find("by the buffers they use") != std::string::npos, why(refused));
 }
 
+BOOST_AUTO_TEST_CASE(uses_of_one_operation_that_overlap_or_repeat_infer_as_declared_apart) {
+  // A graph infers and records each use of an op in one search where the op's uses allow it;
+  // uses that overlap in one buffer must still be inferred before any of them is recorded,
+  // and a use repeated exactly must count once. The same ops registered one by one (always
+  // inferred first, then recorded), on buffers of their own, must come out the same.
+  const auto ops = [](const buffer_id& b, const buffer_id& c) {
+    std::vector<op_spec> out;
+    out.push_back(using_(noop(), {buffer_use::write(b, 0, 256)}));
+    // Its write would hide the first op from its read if recorded first: it must read after
+    // that write as data, not only come after it.
+    out.push_back(using_(noop(), {buffer_use::write(b, 0, 256), buffer_use::read(b, 0, 256)}));
+    out.push_back(using_(
+        noop(), {buffer_use::read(b, 0, 128), buffer_use::read(b, 0, 128), buffer_use::read(c)}));
+    out.push_back(using_(noop(), {buffer_use::write(b, 0, 256), buffer_use::read(c)}));
+    return out;
+  };
+  using deps = std::set<std::pair<std::uint64_t, bool>>;
+  const auto check = [&](const std::vector<op_id>& id, const char* how) {
+    const std::vector<deps> want{
+        {},
+        {{id[0].value, false}},
+        {{id[1].value, false}},
+        {{id[1].value, true}, {id[2].value, true}},
+    };
+    for (std::size_t i = 0; i < id.size(); ++i) {
+      auto info = ask<op_info>(co(), describe_atom::value, id[i]);
+      BOOST_REQUIRE_MESSAGE(info, why(info));
+      BOOST_TEST((inferred_of(*info) == want[i]), how << " op " << i);
+    }
+  };
+  gate g;
+  const op_id hold = add(spec_of(g.hold()));
+  const buffer_handle b = allocate(*this, 512);
+  const buffer_handle c = allocate(*this, 64);
+  graph_spec graph;
+  for (op_spec& s : ops(b.id, c.id)) graph.add(std::move(s));
+  graph.ops[0].spec.deps.push_back(hold);
+  auto in_graph = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(graph), me());
+  BOOST_REQUIRE_MESSAGE(in_graph, why(in_graph));
+  check(*in_graph, "graph");
+  const buffer_handle b2 = allocate(*this, 512);
+  const buffer_handle c2 = allocate(*this, 64);
+  std::vector<op_id> alone;
+  for (op_spec& s : ops(b2.id, c2.id)) {
+    if (alone.empty()) s.deps.push_back(hold);
+    alone.push_back(add(std::move(s)));
+  }
+  check(alone, "alone");
+  g.open();
+  std::vector<op_id> all{hold};
+  all.insert(all.end(), in_graph->begin(), in_graph->end());
+  all.insert(all.end(), alone.begin(), alone.end());
+  for (const auto& [id, n] : collect(all)) {
+    BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(graphs_alone_do_not_pile_up_ended_users_in_a_history) {
   // A buffer only read, by graph after graph: every read adds a reader, and only a
   // compaction drops the readers that ended. Graphs record into copies of the histories;
