@@ -62,12 +62,13 @@ caf::error op_graph::resolve_order(op_id id, op_id dep, bool& live) const {
 
 namespace {
 
-// Each once. A sort, not a search per dependency: an operation that names thousands must not
-// cost their square.
-void sort_unique(std::vector<op_id>& ids) {
-  if (ids.size() < 2) return;
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+// ids[from, end) each once, sorted. A sort, not a search per dependency: an operation that
+// names thousands must not cost their square.
+void sort_unique(std::vector<op_id>& ids, std::size_t from) {
+  if (ids.size() < from + 2) return;
+  const auto first = ids.begin() + static_cast<std::ptrdiff_t>(from);
+  std::sort(first, ids.end());
+  ids.erase(std::unique(first, ids.end()), ids.end());
 }
 
 }  // namespace
@@ -83,39 +84,29 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
     return make_error(errc::invalid_argument, to_string(id) + " is not newer than " +
                                                   to_string(newest_) + ", the newest added");
   }
-  // Gathered in vectors kept for it, then copied into the node: nothing allocated while the
-  // node's lists fit in it.
+  // Gathered in a vector kept for it, then copied into the node: nothing allocated while the
+  // node's list fits in it.
   std::vector<op_id>& live_deps = deps_work_;
   live_deps.clear();
-  // Room for every dependency, then the order-only ones again (the node's order_deps()).
-  live_deps.reserve(deps.size() + 2 * order_deps.size());
+  live_deps.reserve(deps.size() + order_deps.size());
   for (op_id dep : deps) {
     bool live = false;
     if (auto err = resolve(id, dep, live)) return err;
     if (live) live_deps.push_back(dep);
   }
-  sort_unique(live_deps);
-  // The order-only ones merged into live_deps from the back, in the room reserved above.
-  std::vector<op_id>& live_order = order_work_;
-  live_order.clear();
+  sort_unique(live_deps, 0);
+  // The order-only ones after the data ones, but those also named as data dependencies.
+  const std::size_t data_count = live_deps.size();
   for (op_id dep : order_deps) {
     bool live = false;
     if (auto err = resolve_order(id, dep, live)) return err;
-    if (live && !std::binary_search(live_deps.begin(), live_deps.end(), dep)) {
-      live_order.push_back(dep);
+    if (live &&
+        !std::binary_search(live_deps.begin(),
+                            live_deps.begin() + static_cast<std::ptrdiff_t>(data_count), dep)) {
+      live_deps.push_back(dep);
     }
   }
-  sort_unique(live_order);
-  if (!live_order.empty()) {
-    // Both sorted, disjoint: the greatest of the two goes last, each step (the write never
-    // overtakes the read, so nothing unread is overwritten).
-    std::size_t a = live_deps.size(), b = live_order.size(), out = a + b;
-    live_deps.resize(out);
-    while (b > 0) {
-      live_deps[--out] =
-          a > 0 && live_order[b - 1] < live_deps[a - 1] ? live_deps[--a] : live_order[--b];
-    }
-  }
+  sort_unique(live_deps, data_count);
   newest_ = id;
   node& n = nodes_.add(id.value);
   n.id = id;
@@ -127,11 +118,7 @@ caf::error op_graph::add(op_id id, op_priority priority, bool manual,
     ++d.holders;
     if (d.state != op_state::submitted) ++n.unsubmitted;
   }
-  n.dep_count = static_cast<std::uint32_t>(live_deps.size());
-  if (!live_order.empty()) {
-    // In the room reserved above: no reallocation.
-    live_deps.insert(live_deps.end(), live_order.begin(), live_order.end());
-  }
+  n.data_count = static_cast<std::uint32_t>(data_count);
   n.dep_ids.assign(live_deps.data(), live_deps.data() + live_deps.size());
   ++live_;
   if (n.unsubmitted == 0) make_ready(n);
@@ -186,12 +173,12 @@ caf::error op_graph::add_dependency(op_id op, op_id dep) {
   node& d = *get(dep);
   d.dependents.push_back(op);
   ++d.holders;
-  // Kept sorted, as add() leaves it: for_each_unfinished_dep walks it beside order_deps.
-  const op_id* deps_end = n->dep_ids.begin() + n->dep_count;
-  n->dep_ids.insert(static_cast<std::size_t>(std::lower_bound(n->dep_ids.begin(), deps_end, dep) -
+  // Among the data dependencies, kept sorted as add() leaves them.
+  const op_id* data_end = n->dep_ids.begin() + n->data_count;
+  n->dep_ids.insert(static_cast<std::size_t>(std::lower_bound(n->dep_ids.begin(), data_end, dep) -
                                              n->dep_ids.begin()),
                     dep);
-  ++n->dep_count;
+  ++n->data_count;
   if (d.state != op_state::submitted) {
     ++n->unsubmitted;
     if (n->state == op_state::ready) n->state = op_state::pending;  // its queue entry goes stale
@@ -378,10 +365,11 @@ void op_graph::end_with_dependents(node& first, op_state state, caf::error cause
 bool op_graph::deps_ended(op_id id) const {
   const node* n = find(id);
   if (n == nullptr) return true;
-  for (op_id d : n->deps()) {
-    const node* dep = find(d);
+  const id_span all = n->deps();
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    const node* dep = find(all[k]);
     if (dep == nullptr || dep->state == op_state::completed) continue;
-    if (!is_terminal(dep->state) || !is_order_only(*n, d)) return false;
+    if (!is_terminal(dep->state) || k < n->data_count) return false;
   }
   return true;
 }

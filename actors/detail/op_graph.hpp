@@ -78,19 +78,23 @@ class op_graph {
     std::uint32_t holders = 0;      // dependents that may still need this node
     bool released = false;          // this node no longer holds its dependencies
     std::uint64_t ready_seq = 0;    // FIFO among equal priorities; stale queue entries differ
-    // Its dependencies still in the graph when added, sorted, and those of them that are
-    // order-only, sorted: deps() and order_deps(), in one list (held in the node while short).
+    // Its dependencies still in the graph when added: the data ones sorted, then the
+    // order-only ones sorted, each once, in one list (held in the node while short). A list
+    // of each kind, not one sorted list with the order-only ones again after it: an operation
+    // with buffer uses has as many of each, and the copies took most such lists out of the node.
     id_list dep_ids;
-    std::uint32_t dep_count = 0;  // dep_ids[0, dep_count) are deps(), the rest order_deps()
+    std::uint32_t data_count = 0;  // dep_ids[0, data_count) are the data dependencies
     id_list dependents;
     std::optional<op_position> position;  // once submitted
     caf::error cause;                     // why it failed or was cancelled
 
+    // Every dependency, of both kinds (data ones first).
     [[nodiscard]] id_span deps() const noexcept {
-      return {dep_ids.data(), dep_ids.data() + dep_count};
+      return {dep_ids.data(), dep_ids.data() + dep_ids.size()};
     }
+    // The order-only ones, sorted.
     [[nodiscard]] id_span order_deps() const noexcept {
-      return {dep_ids.data() + dep_count, dep_ids.data() + dep_ids.size()};
+      return {dep_ids.data() + data_count, dep_ids.data() + dep_ids.size()};
     }
   };
 
@@ -145,16 +149,13 @@ class op_graph {
   void for_each_unfinished_dep(op_id id, F&& f) const {
     const node* n = find(id);
     if (n == nullptr) return;
-    // Both lists sorted: which are order-only is found in one walk along the two, not by a
-    // search per dependency.
-    const id_span order_only = n->order_deps();
-    const op_id* order = order_only.begin();
-    for (op_id d : n->deps()) {
+    const id_span all = n->deps();
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      const op_id d = all[k];
       const node* dep = find(d);
       if (dep != nullptr && dep->state == op_state::submitted && dep->position) {
         if constexpr (std::is_invocable_v<F&, op_id, const op_position&, bool>) {
-          while (order != order_only.end() && *order < d) ++order;
-          f(d, *dep->position, order != order_only.end() && *order == d);
+          f(d, *dep->position, k >= n->data_count);
         } else {
           f(d, *dep->position);
         }
@@ -223,9 +224,8 @@ class op_graph {
   static constexpr std::size_t op_priorities = enum_count<op_priority>;
   std::array<ring_queue<ready_entry>, op_priorities> ready_;
   std::uint64_t next_seq_ = 1;
-  op_id newest_;                   // the greatest id added
-  std::vector<op_id> deps_work_;   // add()'s room for the dependencies...
-  std::vector<op_id> order_work_;  // ... and for the order-only ones
+  op_id newest_;                  // the greatest id added
+  std::vector<op_id> deps_work_;  // add()'s room for the dependencies
   std::size_t live_ = 0;
   std::vector<op_id> forgotten_;
   std::vector<op_id> to_forget_;  // candidates, looked at once a transition is over

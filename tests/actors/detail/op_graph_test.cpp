@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(an_order_only_dependency_orders_without_carrying_a_failure)
               static_cast<std::uint8_t>(errc::unknown_op)));
 }
 
-BOOST_AUTO_TEST_CASE(data_and_order_only_dependencies_interleave_in_one_sorted_list) {
+BOOST_AUTO_TEST_CASE(data_then_order_only_dependencies_each_sorted_in_one_list) {
   op_graph g;
   for (std::uint64_t i = 1; i <= 9; ++i)
     BOOST_REQUIRE(!g.add(id(i), op_priority::normal, false, {}));
@@ -114,15 +114,15 @@ BOOST_AUTO_TEST_CASE(data_and_order_only_dependencies_interleave_in_one_sorted_l
   std::vector<std::uint64_t> deps, order;
   for (op_id d : n->deps()) deps.push_back(d.value);
   for (op_id d : n->order_deps()) order.push_back(d.value);
-  BOOST_TEST((deps == std::vector<std::uint64_t>{1, 2, 3, 4, 5, 8, 9}));
+  BOOST_TEST((deps == std::vector<std::uint64_t>{2, 5, 9, 1, 3, 4, 8}));  // each once
   BOOST_TEST((order == std::vector<std::uint64_t>{1, 3, 4, 8}));
   for (std::uint64_t d : {1, 3, 4, 8}) BOOST_TEST(op_graph::is_order_only(*n, id(d)));
   for (std::uint64_t d : {2, 5, 9}) BOOST_TEST(!op_graph::is_order_only(*n, id(d)));
-  // One added later keeps the list sorted, so the walk that tells each kind stays right.
+  // One added later goes among the data ones, sorted; the order-only ones stay what they were.
   BOOST_REQUIRE(!g.add_dependency(id(10), id(6)));
   deps.clear();
   for (op_id d : g.find(id(10))->deps()) deps.push_back(d.value);
-  BOOST_TEST((deps == std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 8, 9}));
+  BOOST_TEST((deps == std::vector<std::uint64_t>{2, 5, 6, 9, 1, 3, 4, 8}));
   order.clear();  // the order-only ones, held after the others, untouched by it
   for (op_id d : g.find(id(10))->order_deps()) order.push_back(d.value);
   BOOST_TEST((order == std::vector<std::uint64_t>{1, 3, 4, 8}));
@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(data_and_order_only_dependencies_interleave_in_one_sorted_l
     kinds.emplace_back(d.value, order_only);
   });
   const std::vector<std::pair<std::uint64_t, bool>> expected{
-      {1, true}, {2, false}, {3, true}, {4, true}, {5, false}, {6, false}, {8, true}, {9, false}};
+      {2, false}, {5, false}, {6, false}, {9, false}, {1, true}, {3, true}, {4, true}, {8, true}};
   BOOST_TEST((kinds == expected));
   // Only order-only ones, and a later add that has none: the room kept for them starts empty.
   BOOST_REQUIRE(!g.add(id(11), op_priority::normal, false, {}, {id(7), id(6)}));
