@@ -79,22 +79,11 @@ void buffer_uses::drop_block(segment& s) noexcept {
   s.capacity = 0;
 }
 
-void buffer_uses::add_reader(segment& s, op_id op) {
-  if (s.readers == s.capacity) {
-    const std::uint32_t grown = std::max(first_capacity, 2 * s.capacity);
-    const std::uint32_t old = s.capacity;
-    new_block(s, grown, s.readers == 0 ? nullptr : readers_.data() + s.first, s.readers);
-    unused_ += old;
-  }
-  readers_[s.first + s.readers++] = op;
-  ++entries_;
-}
-
-void buffer_uses::repack_if_sparse() {
-  if ((unused_ > 1024 && unused_ > readers_.size() / 2) ||
-      poisons_.size() > 64 + 2 * segments_.size()) {
-    repack();
-  }
+void buffer_uses::grow_block(segment& s) {
+  const std::uint32_t grown = std::max(first_capacity, 2 * s.capacity);
+  const std::uint32_t old = s.capacity;
+  new_block(s, grown, s.readers == 0 ? nullptr : readers_.data() + s.first, s.readers);
+  unused_ += old;
 }
 
 void buffer_uses::repack() {
@@ -118,8 +107,7 @@ void buffer_uses::repack() {
   unused_ = 0;
 }
 
-std::size_t buffer_uses::cut(std::size_t i, std::uint64_t at) {
-  if (segments_[i].begin == at) return i;
+std::size_t buffer_uses::cut_inside(std::size_t i, std::uint64_t at) {
   // [begin, at) stays, [at, end) is a copy of it with the same users.
   segment tail = segments_[i];
   tail.begin = at;

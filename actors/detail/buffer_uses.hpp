@@ -130,16 +130,32 @@ class buffer_uses {
   void infer_from(std::size_t first, byte_range range, buffer_access access, Waited&& waited,
                   std::vector<use_edge>& out, caf::error& poisoned) const;
   void record_from(std::size_t holder, byte_range range, buffer_access access, op_id op);
-  // Cuts segment `i`, the one holding `at`, so that a segment begins there; its index.
-  std::size_t cut(std::size_t i, std::uint64_t at);
+  // Cuts segment `i`, the one holding `at`, so that a segment begins there; its index. Here
+  // and in add_reader() the common case is inline and the rest out of line: a record makes
+  // these calls for every use, and the calls cost more than the common cases did.
+  std::size_t cut(std::size_t i, std::uint64_t at) {
+    return segments_[i].begin == at ? i : cut_inside(i, at);
+  }
+  std::size_t cut_inside(std::size_t i, std::uint64_t at);
   void record_write(std::size_t first, byte_range range, op_id op);
   // A new block of `capacity` readers at the arena's end (holding `count` copied from `from`).
   void new_block(segment& s, std::uint32_t capacity, const op_id* from, std::uint32_t count);
-  void add_reader(segment& s, op_id op);
+  void add_reader(segment& s, op_id op) {
+    if (s.readers == s.capacity) grow_block(s);
+    readers_[s.first + s.readers++] = op;
+    ++entries_;
+  }
+  // The segment's block moved to the arena's end with twice the room.
+  void grow_block(segment& s);
   void drop_block(segment& s) noexcept;
   // Blocks that moved or went leave their old room unused, and poisons written over stay: once
   // that is most of the arena, the live blocks and poisons are packed anew (each user kept).
-  void repack_if_sparse();
+  void repack_if_sparse() {
+    if ((unused_ > 1024 && unused_ > readers_.size() / 2) ||
+        poisons_.size() > 64 + 2 * segments_.size()) {
+      repack();
+    }
+  }
   void repack();
   [[nodiscard]] bool alike(const segment& a, const segment& b) const;
   [[nodiscard]] const caf::error* poison_of(const segment& s) const noexcept {
