@@ -423,14 +423,11 @@ coordinator_state::after_state coordinator_state::after_op(op_id op, op_position
   return after_state::placed;
 }
 
-void coordinator_state::after_waits(op_id id, std::uint32_t slot, std::vector<point_wait>& out) {
+void coordinator_state::after_waits(op_id id, std::uint32_t slot) {
   for_each_after(id, [&](after_state st, const op_position& at) {
     if (st != after_state::placed) return;
     assert(at.point != 0 || at.stream == slot);  // place() keeps it so
-    if (at.point == 0 || !pool_.needs_wait(slot, at.stream, at.point, true)) return;
-    out.push_back(point_wait{pool_.at(at.stream).view, at.point, true});
-    ++device_waits_;
-    op_metrics_->device_waits(1);
+    if (at.point != 0 && at.stream != slot) waits_work_.emplace_back(at, true);
   });
 }
 

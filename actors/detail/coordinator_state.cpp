@@ -278,15 +278,56 @@ void coordinator_state::pass_or_later() {
 }
 
 std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slot) {
-  std::vector<point_wait> out;
+  waits_work_.clear();
   graph_.for_each_unfinished_dep(id, [&](op_id, const op_position& at, bool order_only) {
     assert(at.point != 0 || at.stream == slot);  // place() keeps it so
-    if (at.point == 0 || !pool_.needs_wait(slot, at.stream, at.point, order_only)) return;
+    if (at.point != 0 && at.stream != slot) waits_work_.emplace_back(at, order_only);
+  });
+  after_waits(id, slot);
+  std::vector<point_wait> out;
+  const auto wait = [&](const op_position& at, bool order_only) {
+    if (!pool_.needs_wait(slot, at.stream, at.point, order_only)) return;
     out.push_back(point_wait{pool_.at(at.stream).view, at.point, order_only});
     ++device_waits_;
     op_metrics_->device_waits(1);
-  });
-  after_waits(id, slot, out);
+  };
+  auto& work = waits_work_;
+  if (work.size() == 1) {
+    wait(work[0].first, work[0].second);
+    return out;
+  }
+  // A stream runs in order, so a wait on its highest point covers its lower ones: a data wait
+  // covers every wait there, an order-only one the order-only ones. Dependencies come in id
+  // order, not in their streams' order, so waiting on each in turn waited on several points
+  // of one stream. By stream, then highest point first, a data wait before an order-only one
+  // at the same point; then each stream's first, and its first data wait if that came later.
+  const auto before = [](const std::pair<op_position, bool>& a,
+                         const std::pair<op_position, bool>& b) {
+    if (a.first.stream != b.first.stream) return a.first.stream < b.first.stream;
+    if (a.first.point != b.first.point) return a.first.point > b.first.point;
+    return !a.second && b.second;
+  };
+  if (work.size() <= 16) {  // a handful, most often: sorted in place by insertion
+    for (std::size_t k = 1; k < work.size(); ++k) {
+      const auto x = work[k];
+      std::size_t j = k;
+      for (; j > 0 && before(x, work[j - 1]); --j) work[j] = work[j - 1];
+      work[j] = x;
+    }
+  } else {
+    std::sort(work.begin(), work.end(), before);
+  }
+  for (std::size_t k = 0; k < work.size();) {
+    const std::uint32_t stream = work[k].first.stream;
+    wait(work[k].first, work[k].second);
+    bool data_covered = !work[k].second;
+    for (++k; k < work.size() && work[k].first.stream == stream; ++k) {
+      if (!data_covered && !work[k].second) {
+        wait(work[k].first, false);
+        data_covered = true;
+      }
+    }
+  }
   return out;
 }
 

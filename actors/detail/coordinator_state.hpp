@@ -267,8 +267,10 @@ class coordinator_state {
   // Puts `op` (of operation `id`) in the pass being gathered for `slot`.
   void send_to(std::uint32_t slot, op_id id, dispatched_op op);
   void send_staged();
-  // Device waits for every dependency of `id` ticketed on another stream and not yet reached.
+  // Device waits for every dependency of `id` ticketed on another stream and not yet reached:
+  // per stream, only its highest point (waits_work_ gathers them first).
   [[nodiscard]] std::vector<point_wait> waits_for(op_id id, std::uint32_t slot);
+  std::vector<std::pair<op_position, bool>> waits_work_;  // (where, order only)
   // A pass's tickets came back (the operations are on their stream), or it was refused.
   void dispatched(std::uint64_t epoch, std::uint32_t slot, const std::vector<op_id>& ids,
                   const std::vector<ticket>& tickets);
@@ -377,8 +379,8 @@ class coordinator_state {
   // among them (ended before it ran) replaced by what it came after, and so on.
   template <class F>
   void for_each_after(op_id id, F&& f) const;
-  // Device waits (order only) of operation `id` on `slot` for its after_ops_.
-  void after_waits(op_id id, std::uint32_t slot, std::vector<point_wait>& out);
+  // The places of `id`'s after_ops_ on other streams, added to waits_work_ (order only).
+  void after_waits(op_id id, std::uint32_t slot);
   // `id` comes after `ops` on the device only: its after_ops_, and its dependencies as
   // describe() shows them.
   void add_after_ops(op_id id, op_record& r, const std::vector<op_id>& ops);

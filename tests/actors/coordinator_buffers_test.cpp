@@ -413,6 +413,53 @@ BOOST_AUTO_TEST_CASE(adopted_memory_is_ordered_and_never_freed) {
   BOOST_TEST(!refused);
 }
 
+BOOST_AUTO_TEST_CASE(a_dependent_waits_once_on_a_stream_where_its_highest_point_covers_the_rest) {
+  // Two operations on stream 0, held behind a gate, and one on stream 1 after both, through
+  // its uses: one device wait on stream 0 does, unless the higher point is only an order one
+  // (a write after a read) and the lower one data. Each case with buffers of its own.
+  struct one_case {
+    const char* name;
+    bool first_writes, second_writes;  // what the ops on stream 0 do with their buffer
+    std::uint64_t waits;
+  };
+  const one_case cases[] = {{"data, data", true, true, 1},
+                            {"data, then order only", true, false, 2},
+                            {"order only, then data", false, true, 1}};
+  const auto pinned = [](op_spec s, std::uint32_t stream) {
+    s.placement.pinned = true;
+    s.placement.stream = stream_id{stream};
+    return s;
+  };
+  for (const one_case& c : cases) {
+    BOOST_TEST_CONTEXT(c.name) {
+      const buffer_handle x = allocate(*this, 256);
+      const buffer_handle y = allocate(*this, 256);
+      auto log = std::make_shared<work_log>(3);
+      gate g;
+      const op_id held = add(pinned(spec_of(g.hold()), 0));
+      const auto use_of = [](const buffer_handle& b, bool write) {
+        return write ? buffer_use::write(b.id) : buffer_use::read(b.id);
+      };
+      const op_id a1 = add(pinned(using_(log->record(0, 1ms), {use_of(x, c.first_writes)}), 0));
+      const op_id a2 = add(pinned(using_(log->record(1, 1ms), {use_of(y, c.second_writes)}), 0));
+      (void)placed(a1);
+      (void)placed(a2);
+      const auto before = metrics().device_waits;
+      // b comes after each one that wrote what it reads (data) or read what it writes (order).
+      const op_id b = add(pinned(
+          using_(log->record(2), {use_of(x, !c.first_writes), use_of(y, !c.second_writes)}), 1));
+      (void)placed(b);
+      BOOST_TEST(metrics().device_waits - before == c.waits);
+      g.open();
+      auto notices = collect({held, a1, a2, b});
+      for (const auto& [id, n] : notices) BOOST_TEST((n.state == op_state::completed));
+      BOOST_TEST(notices.at(b.value).stream.value == 1u);
+      BOOST_TEST(log->started(2) >= log->ended(1));
+      BOOST_TEST(log->started(2) >= log->ended(0));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // An ended operation is described from the ring of ended ones: with the inferred dependencies
