@@ -11,6 +11,7 @@
 
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/coordinator_state.hpp"
+#include "cudactor/actors/detail/small_sort.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor::detail {
@@ -226,18 +227,7 @@ void coordinator_state::settle_inferred(use_inference& out) {
       if (a.buffer.slot != b.buffer.slot) return a.buffer.slot < b.buffer.slot;
       return !a.order_only && b.order_only;
     };
-    if (found.size() <= 16) {
-      // Most operations infer a handful: sorted by insertion in place, without std::sort's
-      // dispatch (sorting was about a tenth of what inferring an operation's uses cost).
-      for (std::size_t k = 1; k < found.size(); ++k) {
-        const inferred_dep x = found[k];
-        std::size_t j = k;
-        for (; j > 0 && before(x, found[j - 1]); --j) found[j] = found[j - 1];
-        found[j] = x;
-      }
-    } else {
-      std::sort(found.begin(), found.end(), before);
-    }
+    sort_small(found, before);  // most operations infer a handful
     found.erase(std::unique(found.begin(), found.end(),
                             [](const inferred_dep& a, const inferred_dep& b) {
                               return a.dep == b.dep && a.buffer == b.buffer;

@@ -11,6 +11,7 @@
 
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/progress.hpp"
+#include "cudactor/actors/detail/small_sort.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/input_check.hpp"
 
@@ -307,16 +308,7 @@ std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slo
     if (a.first.point != b.first.point) return a.first.point > b.first.point;
     return !a.second && b.second;
   };
-  if (work.size() <= 16) {  // a handful, most often: sorted in place by insertion
-    for (std::size_t k = 1; k < work.size(); ++k) {
-      const auto x = work[k];
-      std::size_t j = k;
-      for (; j > 0 && before(x, work[j - 1]); --j) work[j] = work[j - 1];
-      work[j] = x;
-    }
-  } else {
-    std::sort(work.begin(), work.end(), before);
-  }
+  sort_small(work, before);
   for (std::size_t k = 0; k < work.size();) {
     const std::uint32_t stream = work[k].first.stream;
     wait(work[k].first, work[k].second);
