@@ -122,14 +122,25 @@ BOOST_AUTO_TEST_CASE(buffers_order_their_users_and_are_released_after_the_last) 
       return gpu::status{};
     };
   };
-  // No dependency stated: the write, then the read, by their uses.
-  op_spec write = op_of(step(1, 2ms), {}, "write");
+  // No dependency stated: the write, then the read, by their uses. The write waits for a
+  // manual operation launched only once the read is registered, so that it is still to come
+  // when the read's uses are inferred, on any backend: on CUDA a step runs when it is
+  // launched, and the write once ended before the read arrived (2026-11-27, an H200).
+  op_spec hold;
+  hold.description = "hold";
+  auto fh = c.add(hold);
+  const op_id h = get_within(fh);
+  op_spec write = op_of(step(1, 2ms), {h}, "write");
   write.uses = {buffer_use::write(b.id)};
   op_spec read = op_of(step(2, 0us), {}, "read");
   read.uses = {buffer_use::read(b.id, 0, 128)};
   auto fw = c.add(write);
   const op_id w = get_within(fw);
-  auto end_r = c.run(read);
+  auto end_r = c.run(read);  // registered before the launch below: one sender, in order
+  auto lease = c.begin(h);
+  BOOST_TEST((get_within(lease).op == h));
+  auto launched = c.complete_launch(h);
+  get_within(launched);
   const op_notice nr = get_within(end_r);
   BOOST_TEST((nr.state == op_state::completed));
   BOOST_REQUIRE_EQUAL(nr.inferred.size(), 1u);
