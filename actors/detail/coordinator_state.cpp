@@ -293,10 +293,6 @@ std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slo
     op_metrics_->device_waits(1);
   };
   auto& work = waits_work_;
-  if (work.size() == 1) {
-    wait(work[0].first, work[0].second);
-    return out;
-  }
   // A stream runs in order, so a wait on its highest point covers its lower ones: a data wait
   // covers every wait there, an order-only one the order-only ones. Dependencies come in id
   // order, not in their streams' order, so waiting on each in turn waited on several points

@@ -267,10 +267,9 @@ class coordinator_state {
   // Puts `op` (of operation `id`) in the pass being gathered for `slot`.
   void send_to(std::uint32_t slot, op_id id, dispatched_op op);
   void send_staged();
-  // Device waits for every dependency of `id` ticketed on another stream and not yet reached:
-  // per stream, only its highest point (waits_work_ gathers them first).
+  // Device waits for `id`'s dependencies on other streams not yet reached, one per stream.
   [[nodiscard]] std::vector<point_wait> waits_for(op_id id, std::uint32_t slot);
-  std::vector<std::pair<op_position, bool>> waits_work_;  // (where, order only)
+  std::vector<std::pair<op_position, bool>> waits_work_;  // its scratch: (where, order only)
   // A pass's tickets came back (the operations are on their stream), or it was refused.
   void dispatched(std::uint64_t epoch, std::uint32_t slot, const std::vector<op_id>& ids,
                   const std::vector<ticket>& tickets);
@@ -339,8 +338,7 @@ class coordinator_state {
   // What an inferred dependency is to the graph: a data dependency, an order-only one, or an
   // ended user still on the device (a tail: waited for by its point, not through the graph).
   enum class dep_kind : std::uint8_t { data, order, tail };
-  // Calls f(dep, kind) once per dependency of `inferred` (as infer_uses sorted it): data if
-  // it is one through any of its buffers.
+  // f(dep, kind) once per dependency of sorted `inferred`: data if so through any buffer.
   template <class F>
   void for_each_inferred(const std::vector<inferred_dep>& inferred, F&& f) const;
   std::vector<use_edge> edges_;              // infer_uses' scratch, kept for its storage
