@@ -267,7 +267,7 @@ class coordinator_state {
   // Puts `op` (of operation `id`) in the pass being gathered for `slot`.
   void send_to(std::uint32_t slot, op_id id, dispatched_op op);
   void send_staged();
-  // Device waits for `id`'s dependencies on other streams not yet reached, one per stream.
+  // Waits for `id`'s unreached deps on other streams: each stream's top point (+ top data one).
   [[nodiscard]] std::vector<point_wait> waits_for(op_id id, std::uint32_t slot);
   std::vector<std::pair<op_position, bool>> waits_work_;  // its scratch: (where, order only)
   // A pass's tickets came back (the operations are on their stream), or it was refused.
