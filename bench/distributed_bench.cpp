@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "build_tree.hpp"
 #include "common/child_process.hpp"
 #include "common/log_file.hpp"
 #include "common/report.hpp"
@@ -43,7 +44,7 @@ namespace {
 std::string node_program(const char* argv0) {
   const auto beside = std::filesystem::path{argv0}.parent_path() / "cudactor-node";
   if (std::filesystem::exists(beside)) return beside.string();
-  return CUDACTOR_NODE;
+  return build_tree::node_program();
 }
 
 struct node_process {

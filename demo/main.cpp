@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "build_tree.hpp"
 #include "cudactor/actors/runtime.hpp"
 #include "cudactor/facade/coordinator.hpp"
 #include "cudactor/facade/failure.hpp"
@@ -115,7 +116,7 @@ int run_on_nodes(demo_config& config, const char* argv0) {
   o.program = !config.node_program.empty()       ? config.node_program
               : std::filesystem::exists(beside)  ? beside.string()
               : std::filesystem::exists(in_tree) ? in_tree.string()
-                                                 : std::string{CUDACTOR_NODE};
+                                                 : std::string{cudactor::build_tree::node_program()};
   caf::actor_system system{config};
   return demo::run_node_training(system, o);
 }

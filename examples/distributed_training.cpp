@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "build_tree.hpp"
 #include "cudactor/actors/runtime.hpp"
 #include "node_training.hpp"
 
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
   o.program = flag(args, "node-program",
                    from_environment != nullptr       ? std::string{from_environment}
                    : std::filesystem::exists(beside) ? beside.string()
-                                                     : std::string{CUDACTOR_NODE});
+                                                     : std::string{cudactor::build_tree::node_program()});
   runtime_config config;  // the control plane needs cudactor's types and the network
   config.enable_network();
   if (auto err = config.parse(args)) {

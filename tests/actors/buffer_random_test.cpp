@@ -12,7 +12,7 @@
 // still run is filled with a pattern by its next owner, and no reader ever sees it.
 //
 // Host backend only (the kernels read and write the buffers from host threads).
-// CUDACTOR_GRAPHS sets the number of graphs (default 10000); CUDACTOR_SEED=<seed> replays
+// CUDACTOR_GRAPHS sets the number of graphs (default 10000); CUDACTOR_TEST_SEED=<seed> replays
 // a run.
 #define BOOST_TEST_MODULE buffer_random
 #include <atomic>
@@ -22,6 +22,7 @@
 #include <random>
 #include <set>
 
+#include "common/test_seed.hpp"
 #include "coordinator_fixture.hpp"
 
 using namespace std::chrono_literals;
@@ -33,14 +34,7 @@ namespace {
 constexpr std::size_t buffers = 4;
 constexpr std::uint8_t pattern = 0xEE;
 
-std::uint64_t seed_of() {
-  const char* text = std::getenv("CUDACTOR_SEED");
-  const std::uint64_t seed =
-      text != nullptr ? std::strtoull(text, nullptr, 10) : std::random_device{}();
-  std::printf("buffer_random seed %llu (replay: CUDACTOR_SEED=<seed>)\n",
-              static_cast<unsigned long long>(seed));
-  return seed;
-}
+std::uint64_t seed_of() { return cudactor::test::test_seed("buffer_random"); }
 
 std::size_t graphs_of() {
   const char* text = std::getenv("CUDACTOR_GRAPHS");

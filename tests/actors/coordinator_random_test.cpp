@@ -6,8 +6,9 @@
 // every graph: each op is told exactly once; no op starts before its dependencies end (times
 // recorded by the kernels; through barriers too); on a crossed barrier's streams, nothing
 // after its marks starts before everything before them ended; every dependent of an op that
-// did not complete is cancelled (or failed with the device); everything else completes. The seed is printed; CUDACTOR_SEED=<seed> replays a run. On
-// either backend; on CUDA no graph loses the device (only the host backend injects faults).
+// did not complete is cancelled (or failed with the device); everything else completes. The
+// seed is printed; CUDACTOR_TEST_SEED=<seed> replays a run. On either backend; on CUDA no graph
+// loses the device (only the host backend injects faults).
 #define BOOST_TEST_MODULE coordinator_random
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <random>
 #include <thread>
 
+#include "common/test_seed.hpp"
 #include "coordinator_fixture.hpp"
 #include "cudactor/gpu/host_backend.hpp"
 
@@ -97,13 +99,10 @@ struct totals {
 }  // namespace
 
 BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixture) {
-  const char* seed_text = std::getenv("CUDACTOR_SEED");
-  const std::uint64_t seed =
-      seed_text ? std::strtoull(seed_text, nullptr, 10) : std::random_device{}();
+  const std::uint64_t seed = cudactor::test::test_seed("coordinator_random");
   const char* dags_text = std::getenv("CUDACTOR_DAGS");
   const std::size_t dags = dags_text ? std::strtoull(dags_text, nullptr, 10) : 10000;
-  std::printf("coordinator_random: seed %llu (CUDACTOR_SEED=%llu replays), %zu graphs\n",
-              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed), dags);
+  std::printf("coordinator_random: %zu graphs\n", dags);
   std::fflush(stdout);
   std::mt19937_64 rng{seed};
   auto* host = dynamic_cast<gpu::host_backend*>(&rt().device());

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "build_tree.hpp"
 #include "common/child_process.hpp"
 #include "common/log_file.hpp"
 #include "common/test_backend.hpp"
@@ -65,7 +66,7 @@ struct node_process {
                                             std::vector<std::string> extra) {
     // CTest names the program (the GPU bundle moves it); the build's own path otherwise.
     const char* given = std::getenv("CUDACTOR_NODE");
-    std::vector<std::string> out{given != nullptr ? given : CUDACTOR_NODE,
+    std::vector<std::string> out{given != nullptr ? given : build_tree::node_program(),
                                  "--cudactor.node.name=" + name, backend_option(),
                                  "--cudactor.metrics.no-exposer"};
     for (auto& e : liveness_args()) out.push_back(std::move(e));

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "build_tree.hpp"
 #include "common/child_process.hpp"
 #include "common/http_get.hpp"
 #include "common/log_file.hpp"
@@ -31,7 +32,7 @@ namespace {
 // CTest names the program (the GPU bundle moves it); the build's own path otherwise.
 std::string service_program() {
   const char* given = std::getenv("CUDACTOR_ASYNC_SERVICE");
-  return given != nullptr ? given : CUDACTOR_ASYNC_SERVICE;
+  return given != nullptr ? given : cudactor::build_tree::async_service_program();
 }
 
 std::string body_of(const std::string& response) {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "build_tree.hpp"
 #include "common/child_process.hpp"
 #include "common/http_get.hpp"
 #include "common/test_backend.hpp"
@@ -32,7 +33,7 @@ namespace {
 // CTest names the source tree (the GPU bundle runs elsewhere); the build's own otherwise.
 fs::path source_dir() {
   if (const char* given = std::getenv("CUDACTOR_SOURCE_DIR")) return given;
-  return CUDACTOR_SOURCE_DIR;
+  return cudactor::build_tree::source_dir();
 }
 
 std::string prometheus_binary() {

@@ -10,6 +10,7 @@
 #include <set>
 #include <vector>
 
+#include "common/test_seed.hpp"
 #include "cudactor/actors/detail/buffer_uses.hpp"
 #include "cudactor/messaging/errc.hpp"
 
@@ -182,14 +183,7 @@ void against_reference(std::mt19937_64& rng, int rounds, std::uint64_t ops, std:
   }
 }
 
-std::uint64_t seed_of_run() {
-  const char* seed_text = std::getenv("CUDACTOR_SEED");
-  const std::uint64_t seed =
-      seed_text != nullptr ? std::strtoull(seed_text, nullptr, 10) : std::random_device{}();
-  std::printf("buffer_uses random seed %llu (replay: CUDACTOR_SEED=<seed>)\n",
-              static_cast<unsigned long long>(seed));
-  return seed;
-}
+std::uint64_t seed_of_run() { return cudactor::test::test_seed("buffer_uses random"); }
 
 BOOST_AUTO_TEST_CASE(random_uses_match_a_byte_by_byte_reference) {
   std::mt19937_64 rng{seed_of_run()};

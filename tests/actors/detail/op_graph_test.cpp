@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_seed.hpp"
 #include "cudactor/actors/detail/op_graph.hpp"
 #include "cudactor/messaging/errc.hpp"
 
@@ -327,12 +328,8 @@ BOOST_AUTO_TEST_CASE(memory_stays_flat_over_a_long_chain) {
 // before each dependency is submitted; every op depending (transitively) on a failed or
 // cancelled one ends cancelled unless it had ended before.
 BOOST_AUTO_TEST_CASE(random_graphs_agree_with_a_reference_model) {
-  const char* replay = std::getenv("CUDACTOR_SEED");
-  const unsigned seed = replay != nullptr ? static_cast<unsigned>(std::strtoul(replay, nullptr, 10))
-                                          : std::random_device{}();
-  BOOST_TEST_MESSAGE("op_graph random seed " << seed);
-  std::printf("op_graph random seed %u (replay: CUDACTOR_SEED=<seed>)\n", seed);
-  std::mt19937 rng{seed};
+  const std::uint64_t seed = cudactor::test::test_seed("op_graph random");
+  std::mt19937_64 rng{seed};
   std::uint64_t next_id = 1;
   for (int round = 0; round < 300; ++round) {
     op_graph g{1u << 20};
