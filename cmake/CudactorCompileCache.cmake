@@ -17,18 +17,19 @@
 # (cmake/build_paths/), one small file compiled per clone.
 #
 # CUDACTOR_CCACHE: AUTO (default: use ccache where found), ON (required) or OFF. The
-# environment variable of that name, when set, wins over the cached value, so that
-# `CUDACTOR_CCACHE=off make test` turns the cache off for one build without editing anything.
-# A launcher given by the caller (CMAKE_CXX_COMPILER_LAUNCHER) is left as it is.
+# environment variable of that name, when set, wins over the cached value for that configure
+# only, so that `CUDACTOR_CCACHE=off make test` builds once without the cache and the next
+# `make test` uses it again (make configures every time). A launcher given by the caller
+# (CMAKE_CXX_COMPILER_LAUNCHER) is left as it is.
 set(CUDACTOR_CCACHE AUTO CACHE STRING "Compile through ccache: AUTO (where found), ON, OFF")
 set_property(CACHE CUDACTOR_CCACHE PROPERTY STRINGS AUTO ON OFF)
+set(_cudactor_ccache "${CUDACTOR_CCACHE}")
 if(DEFINED ENV{CUDACTOR_CCACHE})
-  set(CUDACTOR_CCACHE "$ENV{CUDACTOR_CCACHE}" CACHE STRING
-      "Compile through ccache: AUTO (where found), ON, OFF" FORCE)
+  set(_cudactor_ccache "$ENV{CUDACTOR_CCACHE}")
 endif()
-string(TOUPPER "${CUDACTOR_CCACHE}" _cudactor_ccache)
+string(TOUPPER "${_cudactor_ccache}" _cudactor_ccache)
 if(NOT _cudactor_ccache MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "CUDACTOR_CCACHE must be AUTO, ON or OFF, not '${CUDACTOR_CCACHE}'")
+  message(FATAL_ERROR "CUDACTOR_CCACHE must be AUTO, ON or OFF, not '${_cudactor_ccache}'")
 endif()
 
 # The launcher this build put in place last time, so that OFF takes it away again.
@@ -48,6 +49,7 @@ endif()
 foreach(lang CXX CUDA)
   if(DEFINED CMAKE_${lang}_COMPILER_LAUNCHER
      AND NOT "${CMAKE_${lang}_COMPILER_LAUNCHER}" STREQUAL "${CUDACTOR_CCACHE_LAUNCHER_SET}")
+    message(STATUS "cudactor: ${lang} compiles through the given launcher ${CMAKE_${lang}_COMPILER_LAUNCHER}")
     continue()  # the caller's own launcher
   endif()
   if(_cudactor_ccache_launcher)
