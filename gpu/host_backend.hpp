@@ -37,7 +37,7 @@ struct host_backend_options {
   // How long an idle worker looks for new work (yielding its core) before it sleeps. Zero
   // sleeps at once: on a machine with few cores the spin takes time from the threads that
   // feed the streams and watch them; with many streams kept busy a short spin saves a
-  // wake-up per burst. docs/benchmarks.md has both measured.
+  // wake-up per burst. docs/performance-history.md says what was measured.
   std::chrono::microseconds idle_spin{0};
 };
 
