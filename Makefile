@@ -16,7 +16,8 @@
 #   make format      clang-format every source file
 #
 # Variables: BUILD_DIR (build), JOBS (number of cores), CMAKE_ARGS (extra -D options, e.g.
-# CMAKE_ARGS=-DCUDACTOR_CUDA=OFF).
+# CMAKE_ARGS=-DCUDACTOR_CUDA=OFF). Every build compiles through ccache where it is installed;
+# CUDACTOR_CCACHE=off in the environment builds once without it (docs/development.md).
 
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -61,11 +62,12 @@ bench: build
 	$(BUILD_DIR)/bench/metrics_bench --quick
 
 # Sanitized builds: -O1 with assertions on (no NDEBUG), so the invariants the code asserts
-# are checked too; the test programs at -O0 (CUDACTOR_TEST_CXX_FLAGS: under ASan + UBSan a test
-# program compiles in 40% of its -O1 time, and the libraries under test keep -O1); -g1 (line tables: reports say file and line) compiles in 60% of the time
-# of -g; no benchmarks (they are not tests); shared libraries, because statically every
-# program carried its own instrumented copy of cudactor (230 MB a test, 7.3 GB for build-asan,
-# which filled a CI machine's disk). scripts/run-sanitized runs ctest and fails on any report
+# are checked too; the test programs at -O0 (CUDACTOR_TEST_CXX_FLAGS: under ASan + UBSan a
+# test program compiles in 40% of its -O1 time, and the libraries under test keep -O1); -g1
+# (line tables: reports say file and line) compiles in 60% of the time of -g; no benchmarks
+# (they are not tests); shared libraries, because statically every program carried its own
+# instrumented copy of cudactor (230 MB a test, 7.3 GB for build-asan, which filled a CI
+# machine's disk). scripts/run-sanitized runs ctest and fails on any report
 # file, from a test or a program it started.
 SANITIZED_CMAKE = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
                   -DCUDACTOR_TEST_CXX_FLAGS=-O0 -DCUDACTOR_BUILD_BENCH=OFF -DBUILD_SHARED_LIBS=ON
