@@ -88,8 +88,13 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
                          "did not complete within 2 s"};
     }
   }
+  // One cap per stream, the stream actor's, never above what the backend's timeline takes
+  // (cudactor.max-in-flight against cudactor.cuda.max-in-flight / cudactor.host.max-in-flight):
+  // above it a signal is refused and the stream would break as if the device were lost.
+  const std::uint64_t cap = effective_max_in_flight(options.stream, *rt->device_);
   for (std::size_t i = 0; i < options.streams; ++i) {
     stream_actor_options stream_options = options.stream;
+    stream_options.max_in_flight = cap;
     stream_options.id = stream_id{static_cast<std::uint32_t>(i)};
     stream_options.priority = priority_of(options, i);
     auto spawned = spawn_stream_actor(*rt->system_, context, std::move(stream_options));
@@ -109,7 +114,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
     s.name = rt->stream_members_[i].name;
     s.view = rt->stream_members_[i].stream;
     s.priority = priority_of(options, i);
-    s.max_in_flight = options.stream.max_in_flight;
+    s.max_in_flight = cap;
     coordination.streams.push_back(std::move(s));
   }
   coordination.operations = context.operations;

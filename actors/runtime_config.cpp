@@ -38,7 +38,9 @@ runtime_config::runtime_config() {
       .add(streams_, "streams", "number of streams (one stream actor each; the coordinator's too)")
       .add(high_streams_, "high-priority-streams", "the first n streams get high priority")
       .add(low_streams_, "low-priority-streams", "the last n streams get low priority")
-      .add(max_in_flight_, "max-in-flight", "operations in flight per stream before backpressure")
+      .add(max_in_flight_, "max-in-flight",
+           "operations in flight per stream before backpressure (at most the backend's "
+           "max-in-flight)")
       .add(timing_, "timing", "timing events around each operation (device start/end times)")
       .add(event_batch_, "event-batch", "events a stream actor leases from the pool at once")
       .add(max_batch_, "max-batch", "most works accepted in one submit message")
@@ -69,7 +71,9 @@ runtime_config::runtime_config() {
       .add(host_workers_, "workers", "host backend worker threads (0: by hardware)")
       .add(host_memory_, "memory-limit", "bytes of device memory the host backend hands out")
       .add(host_idle_spin_, "idle-spin",
-           "an idle host worker looks for work this long, then sleeps");
+           "an idle host worker looks for work this long, then sleeps")
+      .add(host_max_in_flight_, "max-in-flight",
+           "signalled values in flight per host stream (bounded as on CUDA)");
   opt_group{custom_options_, "cudactor.cuda"}
       .add(cuda_device_, "device", "CUDA device ordinal")
       .add(cuda_max_in_flight_, "max-in-flight",
@@ -282,6 +286,8 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   if (host_idle_spin_.count() < 0) return bad("cudactor.host.idle-spin must not be negative");
   out.device.host.idle_spin =
       std::chrono::duration_cast<std::chrono::microseconds>(host_idle_spin_);
+  if (host_max_in_flight_ == 0) return bad("cudactor.host.max-in-flight must be at least 1");
+  out.device.host.max_in_flight = host_max_in_flight_;
   out.device.cuda_device = cuda_device_;
   if (cuda_max_in_flight_ == 0) return bad("cudactor.cuda.max-in-flight must be at least 1");
   out.device.cuda_max_in_flight = cuda_max_in_flight_;

@@ -117,6 +117,7 @@ class runtime_config : public caf::actor_system_config {
   std::size_t host_workers_ = 0;
   std::size_t host_memory_ = std::size_t{4} << 30;
   caf::timespan host_idle_spin_{gpu::host_backend_options{}.idle_spin};
+  std::size_t host_max_in_flight_ = gpu::host_backend_options{}.max_in_flight;
   int cuda_device_ = 0;
   std::size_t cuda_max_in_flight_ = gpu::cuda_default_max_in_flight;
   std::string poller_mode_ = "auto";

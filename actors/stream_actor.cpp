@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -11,6 +12,12 @@
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor {
+
+std::uint64_t effective_max_in_flight(const stream_actor_options& options,
+                                      const gpu::backend& device) noexcept {
+  const std::uint64_t bound = std::max<std::uint64_t>(device.max_in_flight(), 1);
+  return std::clamp<std::uint64_t>(options.max_in_flight, 1, bound);
+}
 
 namespace {
 

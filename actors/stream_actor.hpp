@@ -34,7 +34,9 @@ struct stream_actor_options {
   stream_id id;
   std::string name;                                              // "stream-<id>" when empty
   gpu::stream_priority priority = gpu::stream_priority::normal;  // fixed for the actor's life
-  std::uint64_t max_in_flight = 1024;  // operations handed to the backend and not complete
+  // Operations handed to the backend and not complete; never more than the backend's own
+  // bound (gpu::backend::max_in_flight(), effective_max_in_flight()).
+  std::uint64_t max_in_flight = 1024;
   // Timing events around each operation, so completions carry device start and end times.
   bool timing = false;
   std::uint32_t event_batch = 32;                    // events leased from the pool per refill
@@ -45,6 +47,11 @@ struct stream_actor_options {
   // synchronize on a point already reached answers with its times, not zeros.
   std::size_t times_kept = 4096;
 };
+
+// The cap a stream actor keeps: its option, at most the backend's bound on signalled points in
+// flight per stream, at least 1.
+[[nodiscard]] std::uint64_t effective_max_in_flight(const stream_actor_options& options,
+                                                    const gpu::backend& device) noexcept;
 
 namespace detail {
 class device_clock;  // actors/detail/device_clock.hpp

@@ -113,8 +113,13 @@ class backend {
   virtual void end_batch() noexcept {}
 
   // --- timelines ---------------------------------------------------------------------------
-  // Marks the next timeline value at the current end of s and returns it.
+  // Marks the next timeline value at the current end of s and returns it. At most
+  // max_in_flight() values signalled and not yet reached per stream: one more is refused
+  // (resource_exhausted), so callers bound what they issue by it.
   [[nodiscard]] virtual result<timeline_point> signal(stream_ref s) = 0;
+  // The bound signal() keeps per stream (on CUDA each value in flight holds an event, and a
+  // stream queues only about a thousand operations before a launch blocks the caller).
+  [[nodiscard]] virtual std::size_t max_in_flight() const noexcept = 0;
   // enqueue(s, work) then signal(s), each answered as that call answers it, in one call: the
   // stream actor issues its untimed work this way, so the stream is found once, not twice,
   // and the host backend queues one operation, not two. The point is marked whether or not

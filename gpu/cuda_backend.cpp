@@ -363,6 +363,8 @@ cuda_backend::~cuda_backend() {
 
 const device_info& cuda_backend::device() const noexcept { return impl_->info; }
 
+std::size_t cuda_backend::max_in_flight() const noexcept { return impl_->max_in_flight; }
+
 // --- streams ----------------------------------------------------------------------------
 
 result<stream> cuda_backend::create_stream(const stream_options& options) {

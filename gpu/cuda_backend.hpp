@@ -35,6 +35,7 @@ class cuda_backend final : public backend {
   ~cuda_backend() override;
 
   [[nodiscard]] backend_kind kind() const noexcept override { return backend_kind::cuda; }
+  [[nodiscard]] std::size_t max_in_flight() const noexcept override;
   [[nodiscard]] const device_info& device() const noexcept override;
 
   [[nodiscard]] result<stream> create_stream(const stream_options& options) override;

@@ -128,6 +128,18 @@ struct host_backend::impl {
     return {};
   }
 
+  // Refuses a signal past the bound, as the CUDA timeline does. Only the stream's one issuer
+  // signals, and completions only lower the count, so the check needs no lock.
+  status room_for_signal(detail::host_stream& target) {
+    const timeline_point submitted = target.timeline->submitted();
+    const timeline_point completed = target.timeline->completed();
+    const std::uint64_t in_flight = submitted > completed ? submitted - completed : 0;
+    if (in_flight < std::max<std::size_t>(options.max_in_flight, 1)) return {};
+    return {errc::resource_exhausted, "timeline of " + target.label + " has " +
+                                          std::to_string(in_flight) +
+                                          " values in flight, its limit (max_in_flight)"};
+  }
+
   void free_everything() {
     for (auto& entry : allocations.take_all()) {
       detail::free_host_memory(reinterpret_cast<void*>(entry.first));
@@ -173,6 +185,8 @@ host_backend::~host_backend() {
 const device_info& host_backend::device() const noexcept { return impl_->info; }
 
 unsigned host_backend::workers() const noexcept { return impl_->engine->workers(); }
+
+std::size_t host_backend::max_in_flight() const noexcept { return impl_->options.max_in_flight; }
 
 result<stream> host_backend::create_stream(const stream_options& options) {
   if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
@@ -452,6 +466,7 @@ status host_backend::add_callback(stream_ref s, host_callback callback) {
 result<timeline_point> host_backend::signal(stream_ref s) {
   auto target = impl_->usable_stream(s);
   if (!target) return target.error();
+  if (auto full = impl_->room_for_signal(*target.value()); !full.ok()) return full;
   timeline_point value = 0;
   impl_->engine->push_with(target.value(), [&] {
     // Reserved under the stream's mutex so that values follow queue order.
@@ -469,6 +484,9 @@ signalled_work host_backend::enqueue_signalled(stream_ref s, work_fn work) {
   }
   auto target = impl_->usable_stream(s);
   if (!target) return signalled_work{target.error(), target.error()};
+  if (auto full = impl_->room_for_signal(*target.value()); !full.ok()) {
+    return signalled_work{full, full};  // neither the work nor its point went on the stream
+  }
   timeline_point value = 0;
   impl_->engine->push_with(target.value(), [&] {
     op o;

@@ -39,6 +39,9 @@ struct host_backend_options {
   // feed the streams and watch them; with many streams kept busy a short spin saves a
   // wake-up per burst. docs/performance-history.md says what was measured.
   std::chrono::microseconds idle_spin{0};
+  // Signalled timeline values in flight per stream, as the CUDA backend bounds them: a
+  // program that passes here does not overrun a GPU's stream.
+  std::size_t max_in_flight = cuda_default_max_in_flight;
 };
 
 // Releases an operation injected with host_backend::inject_hang(). Copyable; releasing twice
@@ -63,6 +66,7 @@ class host_backend final : public backend {
   [[nodiscard]] backend_kind kind() const noexcept override { return backend_kind::host; }
   [[nodiscard]] const device_info& device() const noexcept override;
   [[nodiscard]] unsigned workers() const noexcept;
+  [[nodiscard]] std::size_t max_in_flight() const noexcept override;
 
   [[nodiscard]] result<stream> create_stream(const stream_options& options) override;
   [[nodiscard]] status destroy_stream(stream_ref s) override;

@@ -36,7 +36,7 @@ void stream_state::init(self_pointer self, const stream_context& context,
   self_ = self;
   context_ = context;
   options_ = std::move(options);
-  if (options_.max_in_flight == 0) options_.max_in_flight = 1;
+  options_.max_in_flight = effective_max_in_flight(options_, *context_.device);
   if (options_.event_batch == 0) options_.event_batch = 1;
   stream_ = std::move(s);
   registry_ = registry_or_own(context_.metrics);

@@ -74,6 +74,8 @@ inline double direct_run(gpu::backend& device, gpu::completion_poller& poller, s
     lines.push_back(std::move(l));
   }
   const gpu::work_fn fn = [](const gpu::launch_context&) { return gpu::status{}; };
+  // As the stream actors do: never more in flight than the backend's timeline takes.
+  const std::uint64_t in_flight = std::min<std::uint64_t>(depth, device.max_in_flight());
   const auto start = now_ns();
   bool all_done = false;
   while (!all_done) {
@@ -83,7 +85,7 @@ inline double direct_run(gpu::backend& device, gpu::completion_poller& poller, s
     for (auto& l : lines) {
       const std::uint64_t completed = l->reached.load(std::memory_order_acquire) - l->base;
       if (completed < total) all_done = false;
-      while (l->sent < total && l->sent - completed + batch <= depth) {
+      while (l->sent < total && l->sent - completed + batch <= in_flight) {
         // As the stream actor does: enqueue each operation with its point's signal, then watch
         // the batch's points in one call.
         gpu::timeline_point first = 0, last = 0;

@@ -91,6 +91,23 @@ BOOST_AUTO_TEST_CASE(a_cuda_in_flight_bound_of_zero_is_refused) {
   BOOST_TEST(out.error().message().find("cudactor.cuda.max-in-flight") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(a_host_in_flight_bound_reaches_the_backend_and_zero_is_refused) {
+  {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(!config.parse(std::vector<std::string>{"--cudactor.host.max-in-flight=8"}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(out.ok());
+    BOOST_TEST(out->device.host.max_in_flight == 8u);
+  }
+  runtime_config config;
+  std::istringstream in{""};
+  BOOST_REQUIRE(!config.parse(std::vector<std::string>{"--cudactor.host.max-in-flight=0"}, in));
+  auto out = config.runtime_settings();
+  BOOST_REQUIRE(!out.ok());
+  BOOST_TEST(out.error().message().find("cudactor.host.max-in-flight") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_node_owner_token_reaches_the_node_options_and_a_short_one_is_refused) {
   {
     runtime_config config;

@@ -215,6 +215,34 @@ BOOST_AUTO_TEST_CASE(backpressure_holds_in_flight_at_the_cap_and_loses_nothing) 
   BOOST_TEST(st->queued == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(the_cap_never_exceeds_the_backends_bound_on_signalled_points) {
+  // The stream actor's option asks for 1024, the backend's timeline takes 8: before the cap
+  // agreed with the backend, the 9th signal was refused and the stream broke as if the device
+  // were lost. On CUDA the gate is a kernel that holds the stream, as long work would.
+  stop();
+  start({"--cudactor.streams=1", "--cudactor.max-in-flight=1024",
+         "--cudactor.host.max-in-flight=8", "--cudactor.cuda.max-in-flight=8"});
+  gate g;
+  BOOST_REQUIRE(ask<ticket>(rt().stream(0), cudactor::submit_atom::value, g.hold()));
+  constexpr int n = 600;
+  std::vector<work> works(n, noop());
+  auto tickets = ask<std::vector<ticket>>(rt().stream(0), cudactor::submit_atom::value, works);
+  BOOST_REQUIRE_MESSAGE(tickets, why(tickets));
+  BOOST_REQUIRE_EQUAL(tickets->size(), std::size_t{n});
+  auto st = ask<cudactor::stream_status>(rt().stream(0), cudactor::status_atom::value);
+  BOOST_REQUIRE(st);
+  BOOST_TEST(st->max_in_flight == 8u);
+  BOOST_TEST(st->in_flight <= 8u);
+  BOOST_TEST(st->queued >= std::uint64_t{n + 1 - 8});
+  g.open();
+  auto done = ask<completion>(rt().stream(0), cudactor::await_atom::value, tickets->back().point);
+  BOOST_REQUIRE_MESSAGE(done, why(done));
+  st = ask<cudactor::stream_status>(rt().stream(0), cudactor::status_atom::value);
+  BOOST_REQUIRE(st);
+  BOOST_TEST(st->failures == 0u);
+  BOOST_TEST(st->queued == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(memory_is_reused_only_after_the_stream_passes_the_free) {
   gate g;
   auto a =

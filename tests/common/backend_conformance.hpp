@@ -592,6 +592,35 @@ inline void failed_work_fails_the_first_event_after_it(conformance_target& t) {
              carried.to_string());
 }
 
+// Each backend bounds the signalled values in flight per stream (on CUDA each holds an event,
+// and a full stream would block the caller): the one past the bound is refused, with its work
+// or alone, and room comes back as the stream moves on.
+inline void signals_past_the_in_flight_bound_are_refused(conformance_target& t) {
+  auto& b = t.backend();
+  const std::size_t bound = b.max_in_flight();
+  BOOST_REQUIRE(bound >= 1u);
+  BOOST_REQUIRE(bound <= 1024u);  // below the ~1000 operations a CUDA stream queues
+  auto s = make_stream(b, "bounded");
+  auto held = t.hold(s);
+  gpu::timeline_point last = 0;
+  for (std::size_t i = 0; i < bound; ++i) {
+    auto value = b.signal(s);
+    BOOST_REQUIRE_MESSAGE(value.ok(), value.error().to_string());
+    last = value.value();
+  }
+  CUDACTOR_CHECK_ERRC(b.signal(s).error(), gpu::errc::resource_exhausted);
+  auto both = b.enqueue_signalled(s, [](const gpu::launch_context&) { return gpu::status{}; });
+  CUDACTOR_CHECK_ERRC(both.point.error(), gpu::errc::resource_exhausted);
+  held->release();
+  auto line = b.timeline_of(s);
+  BOOST_REQUIRE(line.ok());
+  CUDACTOR_REQUIRE_OK(line.value()->wait(last, 10s));
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  auto again = b.signal(s);
+  BOOST_REQUIRE_MESSAGE(again.ok(), again.error().to_string());
+  BOOST_TEST(again.value() == last + 1);
+}
+
 inline void a_timeline_outlives_its_stream(conformance_target& t) {
   auto& b = t.backend();
   auto s = make_stream(b);
@@ -658,6 +687,7 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_point_after_it)                      \
   CUDACTOR_CONFORMANCE_CASE(fixture, work_enqueued_with_its_point_fails_only_that_point)        \
   CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_first_event_after_it)                \
+  CUDACTOR_CONFORMANCE_CASE(fixture, signals_past_the_in_flight_bound_are_refused)               \
   CUDACTOR_CONFORMANCE_CASE(fixture, a_timeline_outlives_its_stream)                            \
   CUDACTOR_CONFORMANCE_CASE(fixture, moving_an_owning_handle_over_a_live_one_destroys_the_old)
 
