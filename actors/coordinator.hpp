@@ -44,9 +44,13 @@
 
 namespace cudactor {
 
+namespace detail {
+class stream_ledger;  // actors/detail/stream_ledger.hpp
+}  // namespace detail
+
 struct coordinator_options {
   // How a ready operation's stream is chosen. Each stream's in-flight cap is its stream
-  // actor's (stream_actor_options::max_in_flight): ready operations wait beyond it.
+  // actor's, published in its ledger (detail::stream_ledger): ready operations wait beyond it.
   pool_strategy strategy = pool_strategy::load_balanced;
   std::size_t ended_kept = 4096;      // ended operations describe still knows
   std::size_t failures_kept = 65536;  // failed ids remembered to refuse dependencies on them
@@ -85,7 +89,8 @@ struct coordinated_stream {
   std::string name;
   gpu::stream_ref view;  // the actor's backend stream: where other streams' waits point
   gpu::stream_priority priority = gpu::stream_priority::normal;
-  std::uint64_t max_in_flight = 1024;  // the actor's cap
+  // The stream actor's published ledger (spawned_stream::ledger): its cap and its load.
+  std::shared_ptr<detail::stream_ledger> ledger;
 };
 
 // What the coordinator shares with the runtime. The backend must outlive it.

@@ -88,13 +88,8 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
                          "did not complete within 2 s"};
     }
   }
-  // One cap per stream, the stream actor's, never above what the backend's timeline takes
-  // (cudactor.max-in-flight against cudactor.cuda.max-in-flight / cudactor.host.max-in-flight):
-  // above it a signal is refused and the stream would break as if the device were lost.
-  const std::uint64_t cap = effective_max_in_flight(options.stream, *rt->device_);
   for (std::size_t i = 0; i < options.streams; ++i) {
     stream_actor_options stream_options = options.stream;
-    stream_options.max_in_flight = cap;
     stream_options.id = stream_id{static_cast<std::uint32_t>(i)};
     stream_options.priority = priority_of(options, i);
     auto spawned = spawn_stream_actor(*rt->system_, context, std::move(stream_options));
@@ -102,6 +97,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
       return spawned.error();
     }
     rt->streams_.push_back(spawned->actor);
+    rt->stream_ledgers_.push_back(spawned->ledger);
     rt->stream_members_.push_back({spawned->name, spawned->stream, spawned->actor, stream_id{static_cast<std::uint32_t>(i)}});
   }
   // The coordinator schedules onto these same stream actors: one set of streams.
@@ -114,7 +110,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
     s.name = rt->stream_members_[i].name;
     s.view = rt->stream_members_[i].stream;
     s.priority = priority_of(options, i);
-    s.max_in_flight = cap;
+    s.ledger = rt->stream_ledgers_[i];
     coordination.streams.push_back(std::move(s));
   }
   coordination.operations = context.operations;

@@ -112,6 +112,8 @@ class runtime {
   node_actor node_;
   caf::actor node_core_;  // what shutdown() stops; node_ goes with it
   std::vector<stream_actor> streams_;
+  // What each stream actor publishes of its ledger; the coordinator reads them.
+  std::vector<std::shared_ptr<detail::stream_ledger>> stream_ledgers_;
   std::shared_ptr<front_door> door_;
   std::vector<barrier_member> stream_members_;  // the streams' names and backend views
   std::mutex barriers_mutex_;

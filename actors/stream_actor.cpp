@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "cudactor/actors/detail/stream_ledger.hpp"
 #include "cudactor/actors/detail/stream_state.hpp"
 #include "cudactor/messaging/errc.hpp"
 
@@ -25,8 +26,9 @@ using detail::stream_state;
 
 stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<stream_state> self,
                                             stream_context context, stream_actor_options options,
-                                            std::shared_ptr<gpu::stream> owned) {
-  self->state.init(self, context, std::move(options), std::move(*owned));
+                                            std::shared_ptr<gpu::stream> owned,
+                                            std::shared_ptr<detail::stream_ledger> ledger) {
+  self->state.init(self, context, std::move(options), std::move(*owned), std::move(ledger));
   self->set_down_handler([self](caf::down_msg& down) { self->state.unsubscribe(down.source); });
   auto& st = self->state;
   return {
@@ -60,7 +62,7 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
         st.unsubscribe(listener.address());
       },
       [&st](dispatch_atom, stream_dispatch& pass) { return st.accept_dispatch(pass.get()); },
-      [&st](hold_atom, stream_hold& waits) { return st.accept_hold(waits.get()); },
+      [&st](hold_atom, stream_hold& request) { return st.accept_hold(request.get()); },
       [&st](hold_end_atom, timeline_point point, const caf::error& why) {
         return st.end_hold(point, why);
       },
@@ -87,7 +89,10 @@ gpu::result<spawned_stream> spawn_stream_actor(caf::actor_system& system,
   spawned_stream out;
   out.stream = owned->ref();
   out.name = options.name;
-  out.actor = system.spawn(stream_behavior, context, std::move(options), std::move(owned));
+  out.ledger = std::make_shared<detail::stream_ledger>(
+      effective_max_in_flight(options, *context.device));
+  out.actor =
+      system.spawn(stream_behavior, context, std::move(options), std::move(owned), out.ledger);
   return out;
 }
 

@@ -54,7 +54,8 @@ struct stream_actor_options {
                                                     const gpu::backend& device) noexcept;
 
 namespace detail {
-class device_clock;  // actors/detail/device_clock.hpp
+class device_clock;   // actors/detail/device_clock.hpp
+class stream_ledger;  // actors/detail/stream_ledger.hpp
 }  // namespace detail
 
 // What every stream actor of a runtime shares. The backend and the poller must outlive the
@@ -77,6 +78,9 @@ struct spawned_stream {
   stream_actor actor;
   gpu::stream_ref stream;
   std::string name;
+  // What the actor publishes of its ledger (its cap, the load on it, how far it got): the
+  // coordinator reads it rather than keep a count of its own.
+  std::shared_ptr<detail::stream_ledger> ledger;
 };
 
 // Creates the backend stream and spawns its actor; the stream's creation error otherwise.

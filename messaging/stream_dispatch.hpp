@@ -11,6 +11,7 @@
 
 #include "cudactor/gpu/launch_context.hpp"
 #include "cudactor/gpu/stream.hpp"
+#include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/messaging/work.hpp"
 
 namespace cudactor {
@@ -28,6 +29,7 @@ struct point_wait {
 // the stream's next point. `timed`: timing events around the work (its device start and end
 // come back with its completion), whatever the stream actor's own timing option says.
 struct dispatched_op {
+  op_id op;  // the coordinator's operation (empty for a barrier actor's marks): named when reached
   gpu::work_fn fn;
   std::vector<point_wait> waits;
   bool timed = false;
@@ -40,10 +42,14 @@ struct dispatched_op {
 // The operations of one pass for one stream: one ticket each, in this order.
 using stream_dispatch = local_only<std::vector<dispatched_op>>;
 
-// A caller-launched operation's waits: once they are on the stream and everything accepted
-// before is on the backend, the stream is held for the caller (nothing else goes on it) until
-// the hold ends.
-using stream_hold = local_only<std::vector<point_wait>>;
+// A caller-launched operation's hold: once its waits are on the stream and everything
+// accepted before is on the backend, the stream is held for the caller (nothing else goes on
+// it) until the hold ends. The point the hold ends with is the operation's when it ends well.
+struct hold_request {
+  op_id op;
+  std::vector<point_wait> waits;
+};
+using stream_hold = local_only<hold_request>;
 
 // A view of the backend stream a stream actor owns (after a reset, its new stream).
 using stream_view = local_only<gpu::stream_ref>;

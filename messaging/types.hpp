@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cudactor/gpu/types.hpp"
+#include "cudactor/messaging/operation_types.hpp"
 
 namespace cudactor {
 
@@ -83,15 +84,29 @@ typename Inspector::result_type inspect(Inspector& f, op_failure& x) {
   return f(caf::meta::type_name("cudactor::op_failure"), x.point, x.error);
 }
 
+// A point the stream reached that was a coordinator's operation: which one.
+struct reached_op {
+  op_id op;
+  timeline_point point = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, reached_op& x) {
+  return f(caf::meta::type_name("cudactor::reached_op"), x.op, x.point);
+}
+
 // What a stream's subscribers hear, at most once per completion-poller tick: the stream has
 // passed every point up to `reached`; those in `failures` failed. In timing mode `timed`
-// holds the timings of the operations this batch completed.
+// holds the timings of the operations this batch completed. `ops` names the coordinator's
+// operations among the points reached, ascending: the coordinator learns its ends by
+// operation, not by matching points against a copy of the stream's timeline.
 struct completion_batch {
   stream_id stream;
   timeline_point reached = 0;
   std::vector<op_failure> failures;
   std::int64_t detected_ns = 0;
   std::vector<completion> timed;
+  std::vector<reached_op> ops;
   // Set once the stream can go on no more (its device was lost, its timeline broke): nothing
   // beyond `reached` will be reached until the stream is reset.
   caf::error broken;
@@ -100,7 +115,7 @@ struct completion_batch {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion_batch& x) {
   return f(caf::meta::type_name("cudactor::completion_batch"), x.stream, x.reached, x.failures,
-           x.detected_ns, x.timed, x.broken);
+           x.detected_ns, x.timed, x.ops, x.broken);
 }
 
 // An event leased from the event pool. The generation is the lease's: it changes each time

@@ -94,9 +94,6 @@ bool coordinator_state::start_barrier(op_id id, op_record& r) {
 
 void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t slot,
                                        timeline_point point) {
-  auto& s = pool_.at(slot);
-  s.in_flight.emplace_back(point, id);
-  s.issued = std::max(s.issued, point);
   barrier_run& b = barriers_.at(id);
   ++b.points_left;
   const auto member = static_cast<std::size_t>(std::find(b.members.begin(), b.members.end(), slot) -
@@ -141,7 +138,12 @@ void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_p
   barrier_run& b = found->second;
   --b.points_left;
   for (std::uint32_t i = 0; i < b.members.size(); ++i) {
-    if (b.members[i] == slot && b.arrivals[i].point == point) b.arrivals[i].arrived_ns = when;
+    // A mark may be reached before its ticket is back: its point is known from the report.
+    if (b.members[i] != slot) continue;
+    if (b.arrivals[i].point == point || (!b.crossing && b.arrivals[i].point == 0)) {
+      b.arrivals[i].point = point;
+      b.arrivals[i].arrived_ns = when;
+    }
   }
   const bool all_there =
       b.points_left == 0 && b.tickets_left == 0 && (b.crossing || b.mode == barrier_mode::host);

@@ -368,7 +368,7 @@ void coordinator_state::note_tail(op_id id, const op_record& r, op_state state) 
       r.stream == no_stream) {
     return;
   }
-  if (r.point == 0 || r.point > pool_.at(r.stream).completed) {
+  if (r.point == 0 || r.point > pool_.at(r.stream).ledger->completed()) {
     tails_[id] = op_position{r.stream, r.point};
   }
 }

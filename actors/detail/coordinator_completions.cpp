@@ -35,7 +35,6 @@ void coordinator_state::on_progress(const completion_batch& batch) {
       return;
     }
   }
-  if (s.in_transit > 0 && batch.reached > s.issued) keep_early(index, batch);
   retire(index, batch);
   // Room on the stream, and deferred ends settled: the next pass, with whatever else the
   // mailbox holds.
@@ -43,42 +42,7 @@ void coordinator_state::on_progress(const completion_batch& batch) {
   pass_or_later();
 }
 
-void coordinator_state::keep_early(std::uint32_t index, const completion_batch& batch) {
-  // Points past the newest ticket while a pass is on its way may be the pass's: the stream
-  // actor answers a pass once all of it is issued, and may have reached the first of it by
-  // then (its cap taken by work of others). What the batch says of them waits for the tickets.
-  const timeline_point issued = pool_.at(index).issued;
-  completion_batch& early = early_.at(index);
-  early.reached = std::max(early.reached, batch.reached);
-  for (const auto& f : batch.failures) {
-    if (f.point > issued) early.failures.push_back(f);
-  }
-  for (const auto& t : batch.timed) {
-    if (t.op.point > issued) early.timed.push_back(t);
-  }
-}
-
-void coordinator_state::retire_early(std::uint32_t index) {
-  completion_batch& early = early_.at(index);
-  if (early.reached == 0) return;
-  const auto& s = pool_.at(index);
-  retire(index, early);
-  if (s.in_transit == 0) {
-    early = completion_batch{};
-    return;
-  }
-  // Another pass is still on its way: what is past the newest ticket may be its.
-  auto past = [&s](timeline_point p) { return p > s.issued; };
-  early.failures.erase(std::remove_if(early.failures.begin(), early.failures.end(),
-                                      [&](const op_failure& f) { return !past(f.point); }),
-                       early.failures.end());
-  early.timed.erase(std::remove_if(early.timed.begin(), early.timed.end(),
-                                   [&](const completion& t) { return !past(t.op.point); }),
-                    early.timed.end());
-}
-
 void coordinator_state::retire(std::uint32_t index, const completion_batch& batch) {
-  auto& s = pool_.at(index);
   if (!tails_.empty()) {  // ended buffer users this stream has now passed
     for (auto it = tails_.begin(); it != tails_.end();) {
       const op_position& at = it->second;
@@ -92,18 +56,15 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
   const std::int64_t when = batch.detected_ns != 0 ? batch.detected_ns : now_ns();
   std::array<std::uint32_t, stream_pool::workloads> ended_by_workload{};
   std::size_t next_failure = 0, next_timed = 0;
-  while (!s.in_flight.empty() && s.in_flight.front().first <= batch.reached) {
+  const auto& ops = batch.ops;
+  for (std::size_t k = 0; k < ops.size(); ++k) {
     // Two ahead, as in pump(): out of id order, each record and node is a cache miss.
-    if (s.in_flight.size() > 2) {
-      const op_id ahead = s.in_flight[2].second;
-      if (ahead.value != s.in_flight.front().second.value + 2) {
-        __builtin_prefetch(records_.find(ahead.value));
-        graph_.prefetch(ahead);
-      }
+    if (k + 2 < ops.size() && ops[k + 2].op.value != ops[k].op.value + 2) {
+      __builtin_prefetch(records_.find(ops[k + 2].op.value));
+      graph_.prefetch(ops[k + 2].op);
     }
-    const auto [point, id] = s.in_flight.front();
-    s.in_flight.pop_front();
-    if (id.empty()) continue;  // a released hold's point: no operation's
+    const op_id id = ops[k].op;
+    const timeline_point point = ops[k].point;
     while (next_failure < batch.failures.size() && batch.failures[next_failure].point < point) {
       ++next_failure;
     }
@@ -135,7 +96,6 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
       defer(id, *r, std::move(why));
     }
   }
-  s.completed = std::max(s.completed, std::min(batch.reached, s.issued));
   pool_.record_completions(index, ended_by_workload, when);
 }
 

@@ -100,12 +100,10 @@ caf::error coordinator_state::end_hold(op_id id, const caf::error& why,
               auto r = records_.find(id.value);
               if (r != nullptr) {
                 // A failure the caller reports is this operation's; the point still passes.
-                on_stream(id, *r, slot, done.point);
+                on_stream(*r, slot, done.point);
                 graph_.submitted(id, op_position{slot, done.point});
-                if (why) {
-                  pool_.at(slot).in_flight.back().second = op_id{};
-                  graph_.fail(id, why, ended_);
-                }
+                // The stream names the point as the operation's only when it ended well.
+                if (why) graph_.fail(id, why, ended_);
               }
             }
             answer(done);
@@ -156,7 +154,8 @@ void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
   const std::uint64_t epoch = epoch_;
   // Answered once the stream is the caller's: everything before it on the backend, its waits
   // placed. Then the lease goes out.
-  self_->request(actors_[slot], caf::infinite, hold_atom::value, stream_hold{std::move(waits)})
+  self_->request(actors_[slot], caf::infinite, hold_atom::value,
+                 stream_hold{hold_request{id, std::move(waits)}})
       .then(
           [this, epoch, id, slot, promise](const ticket& held) mutable {
             auto found = records_.find(id.value);
@@ -183,9 +182,7 @@ void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
 
 void coordinator_state::release_hold(std::uint32_t slot, timeline_point point,
                                      const caf::error& why) {
-  auto& s = pool_.at(slot);
-  s.in_flight.emplace_back(point, op_id{});  // the point is the stream's, no operation's
-  s.issued = std::max(s.issued, point);
+  // With a cause, the stream names the point as no operation's.
   self_
       ->request(actors_[slot], caf::infinite, hold_end_atom::value, point,
                 why ? why : make_error(errc::cancelled, "the operation ended before complete"))

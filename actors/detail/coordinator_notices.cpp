@@ -39,6 +39,7 @@ void coordinator_state::finish() {
     op_record& r = *found;
     if (r.deferred) (void)undefer(r);  // cancelled while its report was held
     op_metrics_->ended(r.type, r.priority, e.state, now - r.registered_ns);
+    if (r.stream != no_stream) ++left_streams_;
     profile(e.id, r, e.state, now);
     if (r.bufs) buffer_user_ended(e.id, r, e.state, e.cause);
     if (options_.ended_kept > 0) keep_ended(e, r, now);
@@ -186,9 +187,10 @@ void coordinator_state::notify(const op_listener& listener, op_notice notice) {
 }
 
 void coordinator_state::report_levels() {
-  std::size_t on_streams = 0;
-  for (std::uint32_t i = 0; i < pool_.size(); ++i) on_streams += pool_.load_of(i);
-  op_metrics_->live(graph_.live(), on_streams);
+  // The coordinator's own operations on streams: sent and not yet ended (the streams' loads
+  // count other senders' work too).
+  const std::uint64_t on_streams = dispatched_ > left_streams_ ? dispatched_ - left_streams_ : 0;
+  op_metrics_->live(graph_.live(), static_cast<std::size_t>(on_streams));
 }
 
 void coordinator_state::flush() {

@@ -254,7 +254,7 @@ std::string coordinator_state::why_held(const op_graph::node& root) const {
       }
       return "is on stream " + std::to_string(pool_.at(rr.stream).id.value) + " at point " +
              std::to_string(rr.point) + " and the stream has reached only " +
-             std::to_string(pool_.at(rr.stream).completed);
+             std::to_string(pool_.at(rr.stream).ledger->completed());
     }
     default: return "is " + std::string{to_string(root.state)};
   }

@@ -28,11 +28,10 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
   graph_ = op_graph{options_.failures_kept};
   pool_ = stream_pool{options_.strategy};
   for (const auto& s : context_.streams) {
-    pool_.add(s.id, s.view, s.priority, s.max_in_flight);
+    pool_.add(s.id, s.view, s.priority, s.ledger);
     actors_.push_back(s.actor);
   }
   staged_.resize(actors_.size());
-  early_.resize(actors_.size());
   frees_.resize(actors_.size());
   // A tag of this coordinator's own in every buffer id, so that another's handle is refused.
   buffers_.emplace(static_cast<std::uint32_t>(std::random_device{}() | 1u), options_.max_buffers);
@@ -342,7 +341,8 @@ void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
 }
 
 void coordinator_state::send_to(std::uint32_t slot, op_id id, dispatched_op op) {
-  ++pool_.at(slot).in_transit;
+  pool_.reserve(slot);  // one of the stream's cap, given back by the stream actor
+  op.op = id;           // the stream names it when it is reached
   staged_pass& pass = staged_[slot];
   if (pass.ops.empty()) {
     // The last pass's size is the best guess for this one: room for it at once, rather than
@@ -368,7 +368,7 @@ void coordinator_state::send_staged() {
         .then([this, epoch, slot,
                ids](const std::vector<ticket>& tickets) { dispatched(epoch, slot, *ids, tickets); },
               [this, epoch, slot, ids](caf::error& why) {
-                dispatch_refused(epoch, slot, *ids, why);
+                dispatch_refused(epoch, slot, why);
               });
     pass.ops.clear();
     // Released buffers' memory, freed right after their release's point (it waits for every
@@ -385,8 +385,7 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
                                    const std::vector<op_id>& ids,
                                    const std::vector<ticket>& tickets) {
   if (epoch != epoch_) return;  // sent before a loss, which ended them all
-  auto& s = pool_.at(slot);
-  s.in_transit -= std::min<std::uint64_t>(s.in_transit, ids.size());
+  const auto& s = pool_.at(slot);
   if (tickets.size() != ids.size()) {
     lose(make_error(errc::backend_error, "stream " + std::to_string(s.id.value) + " answered " +
                                              std::to_string(tickets.size()) + " tickets for " +
@@ -396,10 +395,8 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
   for (std::size_t i = 0; i < ids.size(); ++i) {
     auto found = records_.find(ids[i].value);
     if (found == nullptr) {
-      // Ended while on its way (cancelled, or a loss): its point is still the stream's, and
-      // what comes after it by its buffer uses waits for that point.
-      s.in_flight.emplace_back(tickets[i].point, op_id{});
-      s.issued = tickets[i].point;
+      // Ended while on its way (cancelled, reached before its ticket came back): what comes
+      // after it by its buffer uses waits for its point.
       if (auto tail = tails_.find(ids[i]); tail != tails_.end())
         tail->second.point = tickets[i].point;
       continue;
@@ -408,19 +405,17 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
       barrier_ticket(ids[i], *found, slot, tickets[i].point);
       continue;
     }
-    on_stream(ids[i], *found, slot, tickets[i].point);
+    on_stream(*found, slot, tickets[i].point);
     graph_.placed(ids[i], tickets[i].point);
   }
-  retire_early(slot);
   finish();
   pass_or_later();
 }
 
 void coordinator_state::dispatch_refused(std::uint64_t epoch, std::uint32_t slot,
-                                         const std::vector<op_id>& ids, const caf::error& why) {
+                                         const caf::error& why) {
   if (epoch != epoch_) return;
-  auto& s = pool_.at(slot);
-  s.in_transit -= std::min<std::uint64_t>(s.in_transit, ids.size());
+  const auto& s = pool_.at(slot);
   if (closing_) return;
   // A stream that refuses a pass is broken (its device lost) or going away: either way nothing
   // more can run on it, and the operations of the pass may be partly on it.
@@ -429,15 +424,6 @@ void coordinator_state::dispatch_refused(std::uint64_t epoch, std::uint32_t slot
            : make_error(errc::device_lost,
                         "stream " + std::to_string(s.id.value) +
                             " refused the coordinator's operations: " + to_string(why)));
-}
-
-void coordinator_state::on_stream(op_id id, op_record& r, std::uint32_t slot,
-                                  timeline_point point) {
-  auto& s = pool_.at(slot);
-  s.in_flight.emplace_back(point, id);
-  s.issued = std::max(s.issued, point);
-  r.stream = slot;
-  r.point = point;
 }
 
 void coordinator_state::launch_failed(op_id id, const caf::error& why) {
@@ -463,7 +449,6 @@ void coordinator_state::lose(caf::error why) {
   ghosts_.clear();
   for (auto& frees : frees_) frees.clear();
   pool_.clear_work();
-  for (auto& early : early_) early = completion_batch{};
   unplaced_.clear();
   for (auto& pass : staged_) {
     pass.ops.clear();

@@ -213,7 +213,9 @@ class coordinator_state {
     barrier_mode mode = barrier_mode::device;
     bool crossing = false;                  // device mode: the crossings went out after the marks
     std::size_t tickets_left = 0;           // of the marks (then the crossings) on their way
-    std::size_t points_left = 0;            // ticketed and not yet reached
+    // Ticketed and not yet reached; below zero while points were reached before their
+    // tickets came back (the stream reports ends by operation, the tickets come with a pass).
+    std::ptrdiff_t points_left = 0;
     std::vector<barrier_arrival> arrivals;  // by member: its mark, and when it was reached
   };
   // A pass for one slot being gathered (what pump() will send it).
@@ -273,10 +275,12 @@ class coordinator_state {
   // A pass's tickets came back (the operations are on their stream), or it was refused.
   void dispatched(std::uint64_t epoch, std::uint32_t slot, const std::vector<op_id>& ids,
                   const std::vector<ticket>& tickets);
-  void dispatch_refused(std::uint64_t epoch, std::uint32_t slot, const std::vector<op_id>& ids,
-                        const caf::error& why);
+  void dispatch_refused(std::uint64_t epoch, std::uint32_t slot, const caf::error& why);
   // Bookkeeping once `id`'s ticket says it is on `slot` at `point`.
-  void on_stream(op_id id, op_record& r, std::uint32_t slot, timeline_point point);
+  static void on_stream(op_record& r, std::uint32_t slot, timeline_point point) {
+    r.stream = slot;
+    r.point = point;
+  }
   // The stream `id` goes to now, or nothing: no stream has room, or a dependency is on its
   // way to another stream (no point to wait for yet).
   [[nodiscard]] std::optional<std::uint32_t> place(op_id id, const op_record& r);
@@ -430,13 +434,9 @@ class coordinator_state {
   };
   caf::error infer_graph_uses(const graph_spec& graph, op_id first, graph_uses& out);
 
-  // Ends the operations on `slot` the batch says were reached, oldest first, each with its
-  // failure and device times.
+  // Ends the operations the batch names as reached on `slot` (by operation, from the stream
+  // actor's own ledger), oldest first, each with its failure and device times.
   void retire(std::uint32_t slot, const completion_batch& batch);
-  // A batch told of points past the newest ticket while a pass was on its way: kept for the
-  // tickets (early_), then retired by retire_early() once they are back.
-  void keep_early(std::uint32_t slot, const completion_batch& batch);
-  void retire_early(std::uint32_t slot);
   // The device finished `id`: completed, failed (`why`), or cancelled (its wait reported a
   // failed dependency).
   void settle(op_id id, const caf::error& why);
@@ -480,7 +480,6 @@ class coordinator_state {
   stream_pool pool_{pool_strategy::load_balanced};
   std::vector<stream_actor> actors_;     // by slot
   std::vector<staged_pass> staged_;      // by slot
-  std::vector<completion_batch> early_;  // by slot: reported before their tickets came back
   std::vector<op_id> unplaced_;          // taken from the ready queue, waiting for place()
   std::uint64_t epoch_ = 1;  // bumped by a loss: answers to passes sent before it are stale
 
@@ -555,6 +554,7 @@ class coordinator_state {
 
   // metrics
   std::uint64_t total_ = 0, completed_ = 0, failed_ = 0, cancelled_ = 0, dispatched_ = 0;
+  std::uint64_t left_streams_ = 0;  // dispatched operations that have ended since
   std::int64_t coordination_ns_ = 0;  // sum over dispatched
   std::uint64_t device_waits_ = 0, deadlock_detections_ = 0;
   std::uint64_t failed_frees_ = 0;  // released buffers' frees a stream actor refused

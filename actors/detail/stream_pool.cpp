@@ -25,12 +25,12 @@ std::size_t index_of(op_workload w) {
 stream_pool::stream_pool(pool_strategy strategy) : strategy_(strategy) {}
 
 void stream_pool::add(stream_id id, gpu::stream_ref view, gpu::stream_priority priority,
-                      std::uint64_t max_in_flight) {
+                      std::shared_ptr<stream_ledger> ledger) {
   slot added;
   added.id = id;
   added.view = view;
   added.priority = priority;
-  added.max_in_flight = std::max<std::uint64_t>(max_in_flight, 1);
+  added.ledger = ledger ? std::move(ledger) : std::make_shared<stream_ledger>(1);
   slots_.push_back(std::move(added));
   for (auto& each : slots_) {
     each.waited.resize(slots_.size(), 0);
@@ -58,10 +58,7 @@ void stream_pool::assign_roles() {
 
 void stream_pool::clear_work() {
   for (auto& s : slots_) {
-    s.in_flight.clear();
-    s.in_transit = 0;
     s.reserved_by = op_id{};
-    s.issued = s.completed = 0;
     std::fill(s.waited.begin(), s.waited.end(), 0);
     std::fill(s.ordered.begin(), s.ordered.end(), 0);
   }
@@ -69,7 +66,7 @@ void stream_pool::clear_work() {
 
 bool stream_pool::available(std::uint32_t index) const {
   const slot& s = slots_[index];
-  return s.reserved_by.empty() && load_of(index) < s.max_in_flight;
+  return s.reserved_by.empty() && s.ledger->has_room();
 }
 
 bool stream_pool::any_available() const {
@@ -81,7 +78,7 @@ bool stream_pool::any_available() const {
 
 bool stream_pool::idle(std::uint32_t index) const {
   const slot& s = slots_[index];
-  return s.reserved_by.empty() && s.in_flight.empty() && s.in_transit == 0;
+  return s.reserved_by.empty() && s.ledger->load() == 0;
 }
 
 std::optional<std::uint32_t> stream_pool::any_idle() const {
@@ -92,7 +89,7 @@ std::optional<std::uint32_t> stream_pool::any_idle() const {
 }
 
 std::uint64_t stream_pool::load_of(std::uint32_t index) const {
-  return slots_[index].in_flight.size() + slots_[index].in_transit;
+  return slots_[index].ledger->load();
 }
 
 template <class Accept>
@@ -104,8 +101,8 @@ std::optional<std::uint32_t> stream_pool::least_loaded(Accept&& accept) const {
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {
     const slot& s = slots_[i];
     if (!s.reserved_by.empty()) continue;
-    const std::uint64_t load = s.in_flight.size() + s.in_transit;
-    if (load >= s.max_in_flight || !accept(i)) continue;  // not available()
+    const std::uint64_t load = s.ledger->load();
+    if (load >= s.ledger->cap() || !accept(i)) continue;  // not available()
     if (!best || load < best_load) {
       best = i;
       best_load = load;
@@ -206,7 +203,7 @@ std::optional<std::uint32_t> stream_pool::slot_of(stream_id id) const noexcept {
 
 bool stream_pool::needs_wait(std::uint32_t waiter, std::uint32_t other, gpu::timeline_point point,
                              bool order_only) {
-  if (waiter == other || point <= slots_[other].completed) return false;
+  if (waiter == other || point <= slots_[other].ledger->completed()) return false;
   auto& data = slots_[waiter].waited[other];
   auto& any = slots_[waiter].ordered[other];
   if (point <= (order_only ? any : data)) {
@@ -220,7 +217,7 @@ bool stream_pool::needs_wait(std::uint32_t waiter, std::uint32_t other, gpu::tim
 
 void stream_pool::note_dispatch(std::uint32_t index, std::int64_t now_ns) {
   slot& s = slots_[index];
-  if (s.in_flight.empty() && s.in_transit == 0) s.busy_since_ns = now_ns;
+  if (s.ledger->load() == 0) s.busy_since_ns = now_ns;
 }
 
 void stream_pool::record_completions(std::uint32_t index,

@@ -2,11 +2,12 @@
 //
 // The streams the coordinator schedules onto and how it picks one for an operation. Each slot
 // stands for one of the runtime's stream actors (the actor owns the backend stream; the slot
-// keeps a view of it for device-side waits) with its priority class and in-flight cap, and
-// knows what the coordinator has on it: operations sent and not yet ticketed (in transit),
-// operations ticketed and not yet reached (point -> operation, oldest first), whether a
-// caller-launched operation holds it, and, per other slot, the newest point it already waits
-// for on the device, so that a wait covered by an earlier one is skipped.
+// keeps a view of it for device-side waits) with its priority class. How busy a stream is, its
+// cap and how far it got are the stream actor's, read from the ledger it publishes
+// (stream_ledger.hpp): the pool keeps no count of its own. What is the coordinator's own is
+// kept here: whether a caller-launched operation holds the stream, and, per other slot, the
+// newest point it already waits for on the device, so that a wait covered by an earlier one is
+// skipped.
 //
 // Strategies (pool_strategy):
 //  - round_robin: the next available slot after the last one chosen;
@@ -26,14 +27,14 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "cudactor/actors/detail/ring_queue.hpp"
+#include "cudactor/actors/detail/stream_ledger.hpp"
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/gpu/types.hpp"
 #include "cudactor/messaging/enum_range.hpp"
@@ -55,12 +56,8 @@ class stream_pool {
     stream_id id;
     gpu::stream_ref view;  // the stream actor's backend stream
     gpu::stream_priority priority = gpu::stream_priority::normal;
-    std::uint64_t max_in_flight = 1;  // the stream actor's cap
-    std::uint64_t in_transit = 0;     // sent to the stream actor, tickets not yet back
+    std::shared_ptr<stream_ledger> ledger;  // the stream actor's: cap, load, completed
     op_workload role = op_workload::mixed;
-    gpu::timeline_point issued = 0;     // newest point ticketed to the coordinator
-    gpu::timeline_point completed = 0;  // newest point the poller reported
-    ring_queue<std::pair<gpu::timeline_point, op_id>> in_flight;  // oldest first
     op_id reserved_by;  // a caller-launched operation (begun, or its hold on the way)
     std::vector<gpu::timeline_point> waited;           // per slot: data waits
     std::vector<gpu::timeline_point> ordered;          // per slot: any waits
@@ -71,10 +68,12 @@ class stream_pool {
 
   explicit stream_pool(pool_strategy strategy);
 
-  // Adds a slot for stream `id`; roles are reassigned over all slots.
+  // Adds a slot for stream `id`, read through its stream actor's ledger; roles are reassigned
+  // over all slots.
   void add(stream_id id, gpu::stream_ref view, gpu::stream_priority priority,
-           std::uint64_t max_in_flight);
-  // Forgets what was on every slot: the device was lost, and the streams start anew on reset.
+           std::shared_ptr<stream_ledger> ledger);
+  // Forgets the holds and waits of every slot: the device was lost, and the streams start
+  // anew on reset.
   void clear_work();
 
   [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); }
@@ -85,8 +84,10 @@ class stream_pool {
   // Can take another operation: not reserved and below the in-flight cap.
   [[nodiscard]] bool available(std::uint32_t index) const;
   [[nodiscard]] bool any_available() const;
-  // Operations of the coordinator's on the slot: in transit and ticketed, not yet reached.
+  // Points on the stream not yet reached, whoever sent them (the ledger's load).
   [[nodiscard]] std::uint64_t load_of(std::uint32_t index) const;
+  // Takes one of the slot's cap for an operation the coordinator is about to send it.
+  void reserve(std::uint32_t index) { slots_[index].ledger->reserve(); }
   // Nothing in flight and not reserved.
   [[nodiscard]] bool idle(std::uint32_t index) const;
   [[nodiscard]] std::optional<std::uint32_t> any_idle() const;

@@ -166,14 +166,21 @@ void stream_state::answer(const std::shared_ptr<dispatch_reply>& reply, const ca
 }
 
 caf::result<std::vector<ticket>> stream_state::accept_dispatch(std::vector<dispatched_op>& ops) {
-  if (auto why = refusal()) return why;
+  // The coordinator reserved a point of the ledger for each: a pass refused gives them back.
+  auto refuse = [&](caf::error why) {
+    ledger_->release(ops.size());
+    return why;
+  };
+  if (auto why = refusal()) return refuse(std::move(why));
   if (ops.empty() || ops.size() > options_.max_batch) {
-    return make_error(errc::invalid_argument, "dispatch: a pass holds 1 to " +
-                                                  std::to_string(options_.max_batch) +
-                                                  " operations, not " + std::to_string(ops.size()));
+    return refuse(make_error(errc::invalid_argument,
+                             "dispatch: a pass holds 1 to " + std::to_string(options_.max_batch) +
+                                 " operations, not " + std::to_string(ops.size())));
   }
   for (const auto& d : ops) {
-    if (!d.fn) return make_error(errc::invalid_argument, "dispatch: an operation without work");
+    if (!d.fn) {
+      return refuse(make_error(errc::invalid_argument, "dispatch: an operation without work"));
+    }
   }
   // Answered once the last of them is on the backend: what other streams wait for must be
   // signalled already (CUDA refuses a wait for a point not yet signalled).
@@ -188,22 +195,25 @@ caf::result<std::vector<ticket>> stream_state::accept_dispatch(std::vector<dispa
   begin_burst();
   for (auto& d : ops) {
     pending_op op;
+    op.op = d.op;
     op.fn = std::move(d.fn);
     op.waits = std::move(d.waits);
     op.timed = d.timed;
     op.reply = reply;
+    op.reserved = true;
     accept(std::move(op));
   }
   end_burst();
   return promise;
 }
 
-caf::result<ticket> stream_state::accept_hold(std::vector<point_wait>& waits) {
+caf::result<ticket> stream_state::accept_hold(hold_request& request) {
   if (auto why = refusal()) return why;
   auto promise = self_->make_response_promise<ticket>();
   pending_op op;
   op.kind = op_kind::hold;
-  op.waits = std::move(waits);
+  op.op = request.op;
+  op.waits = std::move(request.waits);
   op.hold = promise;
   accept(std::move(op));
   return promise;
@@ -217,6 +227,10 @@ caf::result<ticket> stream_state::end_hold(timeline_point point, const caf::erro
   }
   held_ = 0;
   point_record record;
+  // Ended well, the point is the operation's end; a failure the caller reports the
+  // coordinator charges to it itself, and a released hold's point is nobody's.
+  if (!why) record.op = held_for_;
+  held_for_ = op_id{};
   record.submitted_ns = now_ns();
   // The caller's own work on the stream may have failed: that is charged to this point too.
   if (auto broke = issue(point, std::move(record), gpu::status{})) {
@@ -255,7 +269,9 @@ caf::result<stream_view> stream_state::reset() {
   failures_.clear();
   reached_times_.assign(options_.times_kept, completion{});
   held_ = 0;
+  held_for_ = op_id{};
   broken_ = caf::error{};
+  ledger_->restart(completed_);
   follow_stream();
   if (broken_) return broken_;
   return stream_view{stream_.ref()};

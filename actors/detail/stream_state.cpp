@@ -32,7 +32,8 @@ bool is_device_op(op_kind kind) {
 }  // namespace
 
 void stream_state::init(self_pointer self, const stream_context& context,
-                        stream_actor_options options, gpu::stream s) {
+                        stream_actor_options options, gpu::stream s,
+                        std::shared_ptr<stream_ledger> ledger) {
   self_ = self;
   context_ = context;
   options_ = std::move(options);
@@ -55,6 +56,8 @@ void stream_state::init(self_pointer self, const stream_context& context,
     clock_ = start_shared_clock(*context_.device, stream_.ref());
   }
   if (!clock_) options_.timing = false;
+  ledger_ = ledger ? std::move(ledger) : std::make_shared<stream_ledger>(options_.max_in_flight);
+  ledger_->restart(completed_);
   follow_stream();
 }
 
@@ -100,6 +103,7 @@ caf::error stream_state::resolve(const work& w, gpu::work_fn& out) const {
 
 ticket stream_state::accept(pending_op op) {
   op.point = ++last_point_;
+  if (!op.reserved) ledger_->reserve();
   const ticket out{options_.id, op.point};
   metrics_->accepted();
   if (queue_.empty() && held_ == 0 && in_flight() < options_.max_in_flight && events_ready(op)) {
@@ -257,6 +261,7 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
 
 void stream_state::dispatch(pending_op& op) {
   point_record record;
+  record.op = op.op;
   if (burst_ns_ != 0 && ++burst_uses_ % burst_stamp_reuse == 0) burst_ns_ = now_ns();
   record.submitted_ns = burst_ns_ != 0 ? burst_ns_ : now_ns();
   std::optional<cached_event> recorded;                  // the record op's event
@@ -271,6 +276,7 @@ void stream_state::dispatch(pending_op& op) {
     // Everything before it is on the backend and its waits are placed: the stream is the
     // caller's until end_hold() signals the point.
     held_ = op.point;
+    held_for_ = op.op;
     op.hold.deliver(ticket{options_.id, op.point});
     return;
   }
@@ -412,6 +418,7 @@ void stream_state::on_progress(const completion_batch& batch, std::uint64_t inca
   told.stream = options_.id;
   told.detected_ns = batch.detected_ns;
   const timeline_point before = completed_;
+  told.ops.reserve(reached > completed_ ? reached - completed_ : 0);
   auto& timing_cache = cache_[kind_index(gpu::event_kind::timing)];
   for (timeline_point p = completed_ + 1; p <= reached; ++p) {
     point_record record = std::move(records_.front());
@@ -424,6 +431,7 @@ void stream_state::on_progress(const completion_batch& batch, std::uint64_t inca
     }
     const completion done = make_completion(p, &record, batch.detected_ns);
     keep_times(done);
+    if (!record.op.empty()) told.ops.push_back({record.op, p});
     auto range = awaiters_.equal_range(p);
     if (range.first != range.second) {
       auto failed = failures_.find(p);
@@ -447,8 +455,12 @@ void stream_state::on_progress(const completion_batch& batch, std::uint64_t inca
   for (auto f = failures_.upper_bound(before); f != failures_.end() && f->first <= reached; ++f) {
     told.failures.push_back({f->first, f->second});
   }
-  if (reached > completed_) metrics_->completed(reached - completed_);
+  if (reached > completed_) {
+    metrics_->completed(reached - completed_);
+    ledger_->release(reached - completed_);
+  }
   completed_ = std::max(completed_, reached);
+  ledger_->publish_completed(completed_);
   told.reached = completed_;
   allocator_->reached(completed_);
 

@@ -21,6 +21,7 @@
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/device_clock.hpp"
 #include "cudactor/actors/detail/ring_queue.hpp"
+#include "cudactor/actors/detail/stream_ledger.hpp"
 #include "cudactor/actors/detail/wait_keys.hpp"
 #include "cudactor/actors/stream_actor.hpp"
 #include "cudactor/gpu/stream_allocator.hpp"
@@ -51,6 +52,7 @@ struct dispatch_reply {
 // An accepted operation not yet handed to the backend.
 struct pending_op {
   timeline_point point = 0;
+  op_id op;  // the coordinator's operation the point is (empty: not the coordinator's)
   op_kind kind = op_kind::work;
   gpu::work_fn fn;                    // work
   std::uint64_t a = 0, b = 0, c = 0;  // copy: dst src bytes; fill: dst value bytes; ...
@@ -61,6 +63,7 @@ struct pending_op {
   bool timed = false;  // timing events around it, asked for by the coordinator
   caf::typed_response_promise<ticket> hold;  // hold: answered once the stream is held
   std::shared_ptr<dispatch_reply> reply;     // the pass it came in, if the coordinator's
+  bool reserved = false;  // the ledger counts it already (the coordinator reserved it)
 };
 
 struct cached_event {
@@ -74,7 +77,7 @@ class stream_state {
   using self_pointer = stream_actor::stateful_pointer<stream_state>;
 
   void init(self_pointer self, const stream_context& context, stream_actor_options options,
-            gpu::stream s);
+            gpu::stream s, std::shared_ptr<stream_ledger> ledger);
 
   // --- accepting ---------------------------------------------------------------------------
   // Why nothing can be accepted now (shutting down, stream broken), or an empty error.
@@ -111,7 +114,7 @@ class stream_state {
   caf::result<std::vector<ticket>> accept_dispatch(std::vector<dispatched_op>& ops);
   // A caller-launched operation's hold (answered once held) and its end (the point it takes,
   // `why` charged to it).
-  caf::result<ticket> accept_hold(std::vector<point_wait>& waits);
+  caf::result<ticket> accept_hold(hold_request& request);
   caf::result<ticket> end_hold(timeline_point point, const caf::error& why);
   // After the backend was reset: a new stream in place of the broken one.
   caf::result<stream_view> reset();
@@ -144,6 +147,7 @@ class stream_state {
 
  private:
   struct point_record {
+    op_id op;  // the coordinator's operation, told by id in the batch that reaches it
     std::int64_t submitted_ns = 0;
     std::optional<cached_event> start, end;  // timing mode
   };
@@ -205,6 +209,7 @@ class stream_state {
   stream_actor_options options_;
   gpu::stream stream_;
   std::optional<gpu::stream_allocator> allocator_;
+  std::shared_ptr<stream_ledger> ledger_;  // what this actor publishes of its ledger
 
   timeline_point last_point_ = 0;     // newest point handed out
   timeline_point issued_ = 0;         // newest point signalled on the backend stream
@@ -212,6 +217,7 @@ class stream_state {
   timeline_point completed_ = 0;      // newest point the stream has passed
   std::deque<pending_op> queue_;      // accepted, held back by the cap or waiting for events
   timeline_point held_ = 0;           // a hold's point: nothing goes on the stream until it ends
+  op_id held_for_;                    // the operation holding it
   std::uint64_t incarnation_ = 0;     // of the stream owned: one more at every new stream
   ring_queue<point_record> records_;  // one per point in (completed_, issued_]
 

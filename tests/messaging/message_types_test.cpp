@@ -191,8 +191,12 @@ BOOST_AUTO_TEST_CASE(every_value_type_survives_serialization) {
   b.failures.push_back({70, make_error(errc::op_failed, "kernel x failed")});
   b.detected_ns = 5;
   b.timed.push_back(c);
+  b.ops.push_back({cudactor::op_id{9}, 76});
   auto b2 = round_trip(b);
   BOOST_TEST(b2.reached == 77u);
+  BOOST_REQUIRE_EQUAL(b2.ops.size(), 1u);
+  BOOST_TEST(b2.ops[0].op.value == 9u);
+  BOOST_TEST(b2.ops[0].point == 76u);
   BOOST_REQUIRE_EQUAL(b2.failures.size(), 1u);
   BOOST_TEST(b2.failures[0].point == 70u);
   BOOST_TEST((b2.failures[0].error == errc::op_failed));

@@ -1,6 +1,7 @@
 // Each allocation strategy's choice of stream, the in-flight cap and reservations, and the
 // redundant-wait table, on a pool driven directly (no actor, no device: slots hold empty
-// stream views, which choosing never touches).
+// stream views, which choosing never touches; the tests play the stream actors' part on their
+// ledgers).
 #define BOOST_TEST_MODULE stream_pool
 #include <boost/test/unit_test.hpp>
 
@@ -17,16 +18,15 @@ namespace {
 stream_pool make(pool_strategy s, std::vector<prio> priorities, std::uint64_t cap = 4) {
   stream_pool pool{s};
   std::uint32_t id = 0;
-  for (auto p : priorities) pool.add(stream_id{id++}, gpu::stream_ref{}, p, cap);
+  for (auto p : priorities) {
+    pool.add(stream_id{id++}, gpu::stream_ref{}, p, std::make_shared<detail::stream_ledger>(cap));
+  }
   return pool;
 }
 
-void occupy(stream_pool& pool, std::uint32_t slot, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    auto& s = pool.at(slot);
-    s.in_flight.emplace_back(++s.issued, op_id{s.issued});
-  }
-}
+// `n` points on the slot's stream, as its stream actor would count them.
+void occupy(stream_pool& pool, std::uint32_t slot, std::size_t n) { pool.at(slot).ledger->reserve(n); }
+void reach(stream_pool& pool, std::uint32_t slot, std::size_t n) { pool.at(slot).ledger->release(n); }
 
 std::uint32_t pick(stream_pool& pool, op_priority p = op_priority::normal,
                    op_workload w = op_workload::compute) {
@@ -52,24 +52,26 @@ BOOST_AUTO_TEST_CASE(round_robin_takes_turns_and_skips_full_or_held_streams) {
   BOOST_TEST(!pool.any_idle().has_value());
 }
 
-// Operations sent to a stream actor whose tickets have not come back count as much as those
-// ticketed: a pass in transit is load, and takes room under the cap.
-BOOST_AUTO_TEST_CASE(operations_in_transit_count_as_load_and_against_the_cap) {
+// What the coordinator reserves for a pass counts at once, before the stream actor has taken
+// it: the pass in transit is load and takes room under the cap, and it is the stream's one
+// count (its ledger) that says so, not a copy of the coordinator's.
+BOOST_AUTO_TEST_CASE(reserved_operations_count_as_load_and_against_the_cap) {
   auto pool = make(pool_strategy::load_balanced, {prio::normal, prio::normal}, 2);
-  pool.at(0).in_transit = 1;
+  pool.reserve(0);
   BOOST_TEST(pick(pool) == 1u);
   BOOST_TEST(!pool.idle(0));
-  pool.at(0).in_transit = 2;
+  pool.reserve(0);
   BOOST_TEST(!pool.available(0));
-  pool.at(0).in_transit = 0;
+  BOOST_TEST(pool.load_of(0) == 2u);
+  reach(pool, 0, 2);
   BOOST_TEST(pool.idle(0));
   BOOST_TEST(pool.load_of(0) == 0u);
-  occupy(pool, 0, 1);
-  pool.at(0).in_transit = 1;
-  BOOST_TEST(pool.load_of(0) == 2u);
+  reach(pool, 0, 5);  // never below zero
+  BOOST_TEST(pool.load_of(0) == 0u);
+  pool.at(0).reserved_by = op_id{3};
+  BOOST_TEST(!pool.idle(0));
   pool.clear_work();
   BOOST_TEST(pool.idle(0));
-  BOOST_TEST(pool.at(0).issued == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(load_balanced_takes_the_fewest_in_flight) {
@@ -130,7 +132,7 @@ BOOST_AUTO_TEST_CASE(adaptive_tries_each_stream_then_prefers_the_faster_one) {
   BOOST_TEST(pick(pool) == 0u);
   pool.note_dispatch(0, 0);
   occupy(pool, 0, 1);
-  pool.at(0).in_flight.clear();
+  reach(pool, 0, 1);
   pool.record_completions(0, one_compute, 1'000'000);  // 1 ms per op on stream 0
   BOOST_TEST(pick(pool) == 1u);                        // stream 1 not measured yet
   pool.note_dispatch(1, 2'000'000);
@@ -146,7 +148,7 @@ BOOST_AUTO_TEST_CASE(adaptive_tries_each_stream_then_prefers_the_faster_one) {
 
 BOOST_AUTO_TEST_CASE(a_wait_covered_by_a_newer_one_on_the_same_pair_is_skipped) {
   auto pool = make(pool_strategy::load_balanced, {prio::normal, prio::normal, prio::normal});
-  pool.at(1).completed = 3;
+  pool.at(1).ledger->publish_completed(3);
   BOOST_TEST(!pool.needs_wait(0, 0, 10));  // same stream: stream order suffices
   BOOST_TEST(!pool.needs_wait(0, 1, 3));   // already reached
   BOOST_TEST(pool.needs_wait(0, 1, 7));
