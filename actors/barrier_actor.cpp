@@ -263,8 +263,8 @@ class barrier_state {
       }
       for (std::uint32_t j = 0; j < members_.size(); ++j) {
         if (j == i) continue;
-        if (failed_work) waits[j].push_back(point_wait{members_[i].stream, work, false});
-        if (!reached.ready()) waits[j].push_back(point_wait{members_[i].stream, p, false});
+        if (failed_work) waits[j].push_back(point_wait{members_[i].stream, work, false, nullptr});
+        if (!reached.ready()) waits[j].push_back(point_wait{members_[i].stream, p, false, nullptr});
         ++m.crossing.device_waits;
       }
     }

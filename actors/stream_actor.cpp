@@ -67,6 +67,7 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
         return st.end_hold(point, why);
       },
       [&st](reset_atom) { return st.reset(); },
+      [&st](issued_atom) { st.on_issued(); },
       [&st](shutdown_atom) { st.shut_down(); },
       [&st](progress_atom, const completion_batch& batch, std::uint64_t incarnation) {
         st.on_progress(batch, incarnation);

@@ -76,6 +76,8 @@ using shrink_atom = caf::atom_constant<caf::atom("shrink")>;
 // Internal: the coordinator's scheduling pass onto a stream actor, and the hold a
 // caller-launched operation takes on a stream from begin until its caller says it is done.
 using dispatch_atom = caf::atom_constant<caf::atom("dispatch")>;
+// Internal: a stream actor issued an operation another stream actor waits for (point_cell).
+using issued_atom = caf::atom_constant<caf::atom("issued")>;
 // The stream the coordinator would choose now for a priority and workload.
 using choose_atom = caf::atom_constant<caf::atom("choose")>;
 using hold_atom = caf::atom_constant<caf::atom("hold")>;

@@ -244,6 +244,9 @@ struct coordinator_metrics {
   std::uint64_t cancelled = 0;
   std::uint64_t live = 0;                     // registered, not ended
   std::uint64_t dispatched = 0;               // reached a stream
+  // Dispatch messages sent to stream actors: at most one per stream per scheduling pass, a
+  // dependent going out with its dependencies whatever stream they are on.
+  std::uint64_t passes = 0;
   std::int64_t mean_coordination_ns = 0;      // registered -> dispatched, over `dispatched`
   std::uint64_t device_waits = 0;             // cross-stream waits placed on the device
   std::uint64_t redundant_waits_skipped = 0;  // covered by a newer wait on the same pair
@@ -258,7 +261,7 @@ struct coordinator_metrics {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, coordinator_metrics& x) {
   return f(caf::meta::type_name("cudactor::coordinator_metrics"), x.total, x.completed, x.failed,
-           x.cancelled, x.live, x.dispatched, x.mean_coordination_ns, x.device_waits,
+           x.cancelled, x.live, x.dispatched, x.passes, x.mean_coordination_ns, x.device_waits,
            x.redundant_waits_skipped, x.deadlock_detections, x.tracked, x.awaiting, x.buffer_users);
 }
 

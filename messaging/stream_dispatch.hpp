@@ -7,11 +7,13 @@
 // backend streams, so they never leave their process.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "cudactor/gpu/launch_context.hpp"
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/messaging/operation_types.hpp"
+#include "cudactor/messaging/point_cell.hpp"
 #include "cudactor/messaging/work.hpp"
 
 namespace cudactor {
@@ -19,10 +21,13 @@ namespace cudactor {
 // The stream that takes it waits, on the device, until `stream` has passed `point`. A data
 // wait carries a failure of the work before `point` (the waiting operation is cancelled); an
 // order-only one does not (gpu::backend::order_after): the operation only has to come after.
+// With `pending` the point is not known yet: it is the one that cell gets once the operation
+// waited for is issued on `stream` (the stream actor holds the waiting operation until then).
 struct point_wait {
   gpu::stream_ref stream;
   gpu::timeline_point point = 0;
   bool order_only = false;
+  std::shared_ptr<point_cell> pending;
 };
 
 // One operation of a dispatch: its waits go on the stream first, then its work, then it takes
@@ -33,6 +38,8 @@ struct dispatched_op {
   gpu::work_fn fn;
   std::vector<point_wait> waits;
   bool timed = false;
+  // Where its point is published once issued, for dependents on other streams (or empty).
+  std::shared_ptr<point_cell> cell;
 };
 
 // The work of a point that only marks a place on the stream (a barrier's mark or crossing):

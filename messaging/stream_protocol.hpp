@@ -66,6 +66,8 @@ using stream_actor = caf::typed_actor<
     caf::replies_to<hold_atom, stream_hold>::with<ticket>,
     caf::replies_to<hold_end_atom, timeline_point, caf::error>::with<ticket>,
     caf::replies_to<reset_atom>::with<stream_view>,
+    // another stream actor issued an operation this one waits for (point_cell)
+    caf::reacts_to<issued_atom>,
     // runtime and poller
     caf::reacts_to<shutdown_atom>, caf::reacts_to<progress_atom, completion_batch, std::uint64_t>,
     // the actor's own timers for bounded waits

@@ -105,7 +105,12 @@ void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t slo
     r.point = point;
     graph_.placed(id, point);
   }
-  if (--b.tickets_left > 0 || b.crossing || b.mode == barrier_mode::host) return;
+  if (--b.tickets_left > 0) return;
+  if (b.crossing || b.mode == barrier_mode::host) {
+    // Every point ticketed; all of them may have been reached before their tickets came back.
+    barrier_settle(id, b, caf::error{});
+    return;
+  }
   // Every mark is on its stream: each member waits for all the others, then goes back.
   for (std::uint32_t i = 0; i < b.members.size(); ++i) {
     const std::uint32_t m = b.members[i];
@@ -114,7 +119,7 @@ void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t slo
     for (std::uint32_t k = 0; k < b.members.size(); ++k) {
       const std::uint32_t other = b.members[k];
       if (other == m || !pool_.needs_wait(m, other, b.arrivals[k].point)) continue;
-      crossing.waits.push_back(point_wait{pool_.at(other).view, b.arrivals[k].point, false});
+      crossing.waits.push_back(point_wait{pool_.at(other).view, b.arrivals[k].point, false, nullptr});
       ++device_waits_;
       op_metrics_->device_waits(1);
     }
@@ -136,7 +141,7 @@ void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_p
     return;  // ended already (a failure of one of its points, a failed dependency)
   }
   barrier_run& b = found->second;
-  --b.points_left;
+  --b.points_left;  // below zero while points are reached before their tickets are back
   for (std::uint32_t i = 0; i < b.members.size(); ++i) {
     // A mark may be reached before its ticket is back: its point is known from the report.
     if (b.members[i] != slot) continue;
@@ -145,6 +150,12 @@ void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_p
       b.arrivals[i].arrived_ns = when;
     }
   }
+  barrier_settle(id, b, std::move(why));
+}
+
+void coordinator_state::barrier_settle(op_id id, barrier_run& b, caf::error why) {
+  const op_graph::node* n = graph_.find(id);
+  if (n == nullptr || is_terminal(n->state) || is_deferred(id)) return;
   const bool all_there =
       b.points_left == 0 && b.tickets_left == 0 && (b.crossing || b.mode == barrier_mode::host);
   if (!why && !all_there) return;

@@ -81,6 +81,11 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
     }
     op_record* r = records_.find(id.value);
     if (r != nullptr) {
+      if (r->point == 0) {
+        // Reached before its ticket came back: the report says where it sat.
+        on_stream(*r, index, point);
+        graph_.placed(id, point);
+      }
       assert(in_range(r->workload));  // checked where it entered
       ++ended_by_workload[static_cast<std::size_t>(r->workload)];
       if (next_timed < batch.timed.size() && batch.timed[next_timed].op.point == point) {

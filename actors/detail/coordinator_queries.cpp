@@ -349,6 +349,7 @@ coordinator_metrics coordinator_state::metrics() const {
   out.cancelled = cancelled_;
   out.live = graph_.live();
   out.dispatched = dispatched_;
+  out.passes = passes_;
   out.mean_coordination_ns =
       dispatched_ == 0 ? 0 : coordination_ns_ / static_cast<std::int64_t>(dispatched_);
   out.device_waits = device_waits_;

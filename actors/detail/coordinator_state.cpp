@@ -11,7 +11,7 @@
 
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/progress.hpp"
-#include "cudactor/actors/detail/small_sort.hpp"
+#include "cudactor/actors/detail/top_waits.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/input_check.hpp"
 
@@ -205,8 +205,9 @@ std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record&
   // back.
   std::optional<std::uint32_t> on_way;
   bool split = false;
-  graph_.for_each_unfinished_dep(id, [&](op_id, const op_position& at) {
-    if (at.point != 0) return;
+  graph_.for_each_unfinished_dep(id, [&](op_id dep, const op_position& at) {
+    // A point known, or to be published in its cell: waited for from any stream.
+    if (at.point != 0 || cell_of(dep) != nullptr) return;
     if (!on_way) {
       on_way = at.stream;
     } else if (*on_way != at.stream) {
@@ -279,42 +280,39 @@ void coordinator_state::pass_or_later() {
 
 std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slot) {
   waits_work_.clear();
-  graph_.for_each_unfinished_dep(id, [&](op_id, const op_position& at, bool order_only) {
-    assert(at.point != 0 || at.stream == slot);  // place() keeps it so
-    if (at.point != 0 && at.stream != slot) waits_work_.emplace_back(at, order_only);
+  std::vector<point_wait> out;
+  graph_.for_each_unfinished_dep(id, [&](op_id dep, const op_position& at, bool order_only) {
+    if (at.stream == slot) return;  // stream order suffices
+    if (at.point != 0) {
+      waits_work_.emplace_back(at, order_only);
+      return;
+    }
+    // On its way to another stream: its stream actor publishes the point (place() keeps
+    // dependencies without a cell to the same stream).
+    point_cell* cell = cell_of(dep);
+    assert(cell != nullptr);
+    if (const timeline_point known = cell->point(); known != 0 && known != point_cell::never) {
+      waits_work_.emplace_back(op_position{at.stream, known}, order_only);
+    } else if (known == 0) {
+      out.push_back(point_wait{pool_.at(at.stream).view, 0, order_only, records_.at(dep.value).cell});
+      ++device_waits_;
+      op_metrics_->device_waits(1);
+    }  // never: it will not run, and its end cancels or releases this one
   });
   after_waits(id, slot);
-  std::vector<point_wait> out;
   const auto wait = [&](const op_position& at, bool order_only) {
     if (!pool_.needs_wait(slot, at.stream, at.point, order_only)) return;
-    out.push_back(point_wait{pool_.at(at.stream).view, at.point, order_only});
+    out.push_back(point_wait{pool_.at(at.stream).view, at.point, order_only, nullptr});
     ++device_waits_;
     op_metrics_->device_waits(1);
   };
-  auto& work = waits_work_;
-  // A stream runs in order, so a wait on its highest point covers its lower ones: a data wait
-  // covers every wait there, an order-only one the order-only ones. Dependencies come in id
-  // order, not in their streams' order, so waiting on each in turn waited on several points
-  // of one stream. By stream, then highest point first, a data wait before an order-only one
-  // at the same point; then each stream's first, and its first data wait if that came later.
-  const auto before = [](const std::pair<op_position, bool>& a,
-                         const std::pair<op_position, bool>& b) {
-    if (a.first.stream != b.first.stream) return a.first.stream < b.first.stream;
-    if (a.first.point != b.first.point) return a.first.point > b.first.point;
-    return !a.second && b.second;
-  };
-  sort_small(work, before);
-  for (std::size_t k = 0; k < work.size();) {
-    const std::uint32_t stream = work[k].first.stream;
-    wait(work[k].first, work[k].second);
-    bool data_covered = !work[k].second;
-    for (++k; k < work.size() && work[k].first.stream == stream; ++k) {
-      if (!data_covered && !work[k].second) {
-        wait(work[k].first, false);
-        data_covered = true;
-      }
-    }
-  }
+  // Dependencies come in id order, not in their streams' order: one wait per stream
+  // (top_waits.hpp), then only those an earlier wait of this stream does not cover.
+  using known = std::pair<op_position, bool>;
+  keep_top_waits(
+      waits_work_, [](const known& w) { return w.first.stream; },
+      [](const known& w) { return w.first.point; }, [](const known& w) { return w.second; });
+  for (const auto& [at, order_only] : waits_work_) wait(at, order_only);
   return out;
 }
 
@@ -324,6 +322,13 @@ void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
   op.fn = std::move(r.fn);
   op.waits = waits_for(id, slot);
   op.timed = timing_;
+  // Dependents on other streams go out with it, in this pass or a later one before its ticket
+  // is back, and wait for the point its stream actor publishes. A buffer user may get
+  // dependents later (inferred from their uses): it gets a cell too.
+  if (const op_graph::node* n = graph_.find(id); r.bufs || (n != nullptr && !n->dependents.empty())) {
+    r.cell = std::make_shared<point_cell>();
+    op.cell = r.cell;
+  }
   r.stream = slot;
   r.dispatched_ns = now;
   pool_.note_dispatch(slot, now);
@@ -358,6 +363,7 @@ void coordinator_state::send_staged() {
   for (std::uint32_t slot = 0; slot < staged_.size(); ++slot) {
     staged_pass& pass = staged_[slot];
     if (pass.ops.empty()) continue;
+    ++passes_;
     pass.last_size = pass.ops.size();
     auto ids = std::make_shared<std::vector<op_id>>(std::move(pass.ids));
     pass.ids.clear();

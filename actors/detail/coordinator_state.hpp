@@ -188,6 +188,9 @@ class coordinator_state {
     // bytes).
     buffers_ptr bufs;
     timeline_point point = 0;  // its ticket's (a caller-launched one's: once its hold is held)
+    // Where its stream actor publishes its point once issued, made when it is sent and may
+    // have dependents on other streams: they go out in the same pass and wait for it there.
+    std::shared_ptr<point_cell> cell;
     std::int64_t started_ns = 0, finished_ns = 0;  // on the device (timing)
     caf::error report;
     std::uint64_t run = 0;        // the run request it belongs to (0: none)
@@ -269,9 +272,15 @@ class coordinator_state {
   // Puts `op` (of operation `id`) in the pass being gathered for `slot`.
   void send_to(std::uint32_t slot, op_id id, dispatched_op op);
   void send_staged();
-  // Waits for `id`'s unreached deps on other streams: each stream's top point (+ top data one).
+  // Waits for `id`'s unreached deps on other streams: each stream's top point (+ top data one),
+  // and a pending wait on the cell of each dependency whose point is not known yet.
   [[nodiscard]] std::vector<point_wait> waits_for(op_id id, std::uint32_t slot);
   std::vector<std::pair<op_position, bool>> waits_work_;  // its scratch: (where, order only)
+  // The cell of `dep`, a dependency on its way to a stream, if it has one.
+  [[nodiscard]] point_cell* cell_of(op_id dep) const {
+    const op_record* r = records_.find(dep.value);
+    return r != nullptr ? r->cell.get() : nullptr;
+  }
   // A pass's tickets came back (the operations are on their stream), or it was refused.
   void dispatched(std::uint64_t epoch, std::uint32_t slot, const std::vector<op_id>& ids,
                   const std::vector<ticket>& tickets);
@@ -285,7 +294,8 @@ class coordinator_state {
   // way to another stream (no point to wait for yet).
   [[nodiscard]] std::optional<std::uint32_t> place(op_id id, const op_record& r);
   // How much busier than the strategy's choice a stream may be for an operation to follow
-  // its dependency onto it rather than wait for that dependency's ticket.
+  // its dependency onto it rather than wait for that dependency's ticket (only a dependency
+  // sent without a cell: registered as a dependency after it went out).
   static constexpr std::uint64_t follow_slack = 64;
   // A stream could not take `id`: a loss fails everything, anything else fails `id`.
   void launch_failed(op_id id, const caf::error& why);
@@ -309,6 +319,8 @@ class coordinator_state {
   // One of its points was reached (`why`: it failed), seen at `when`.
   void barrier_reached(op_id id, std::uint32_t slot, timeline_point point, caf::error why,
                        std::int64_t when);
+  // It ends once every point is ticketed and reached (or with `why`, one failed).
+  void barrier_settle(op_id id, barrier_run& b, caf::error why);
   // It ended: the notice says where it sat, its members go back.
   void end_barrier(op_id id, op_notice& notice);
   // Fails every open operation with `why` and refuses new work until reset.
@@ -555,6 +567,7 @@ class coordinator_state {
   // metrics
   std::uint64_t total_ = 0, completed_ = 0, failed_ = 0, cancelled_ = 0, dispatched_ = 0;
   std::uint64_t left_streams_ = 0;  // dispatched operations that have ended since
+  std::uint64_t passes_ = 0;        // dispatch messages sent
   std::int64_t coordination_ns_ = 0;  // sum over dispatched
   std::uint64_t device_waits_ = 0, deadlock_detections_ = 0;
   std::uint64_t failed_frees_ = 0;  // released buffers' frees a stream actor refused

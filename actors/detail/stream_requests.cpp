@@ -3,6 +3,7 @@
 // lost host device. What happens once accepted is in stream_state.cpp.
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -42,6 +43,7 @@ caf::result<std::vector<ticket>> stream_state::accept_works(const std::vector<wo
     out.push_back(accept(std::move(op)));
   }
   end_burst();
+  if (broken_) return broken_;  // broke part way: the tickets name nothing that will run
   return out;
 }
 
@@ -169,6 +171,9 @@ caf::result<std::vector<ticket>> stream_state::accept_dispatch(std::vector<dispa
   // The coordinator reserved a point of the ledger for each: a pass refused gives them back.
   auto refuse = [&](caf::error why) {
     ledger_->release(ops.size());
+    for (auto& d : ops) {
+      if (d.cell) d.cell->abandon();
+    }
     return why;
   };
   if (auto why = refusal()) return refuse(std::move(why));
@@ -201,6 +206,9 @@ caf::result<std::vector<ticket>> stream_state::accept_dispatch(std::vector<dispa
     op.timed = d.timed;
     op.reply = reply;
     op.reserved = true;
+    op.cell = std::move(d.cell);
+    op.unplaced = std::any_of(op.waits.begin(), op.waits.end(),
+                              [](const point_wait& w) { return w.pending != nullptr; });
     accept(std::move(op));
   }
   end_burst();
@@ -214,6 +222,8 @@ caf::result<ticket> stream_state::accept_hold(hold_request& request) {
   op.kind = op_kind::hold;
   op.op = request.op;
   op.waits = std::move(request.waits);
+  op.unplaced = std::any_of(op.waits.begin(), op.waits.end(),
+                            [](const point_wait& w) { return w.pending != nullptr; });
   op.hold = promise;
   accept(std::move(op));
   return promise;
@@ -256,6 +266,13 @@ caf::result<stream_view> stream_state::reset() {
   }
   auto made = context_.device->create_stream({options_.name, options_.priority});
   if (!made) return to_error(made.error());
+  // The old stream is gone with the backend's reset. What this actor still held for it
+  // (operations waiting for another stream's point never issued, their points the old
+  // timeline's) goes with it: a new timeline starts where its points would not.
+  if (!broken_) {
+    fail_outstanding(make_error(errc::device_lost, "stream '" + options_.name +
+                                                       "' was replaced after the backend's reset"));
+  }
   context_.poller->subscribe(stream_.ref(), {}).ignore();
   allocator_.reset();  // before the stream it orders its memory on
   give_back_in_flight_events();

@@ -6,6 +6,7 @@
 // 600 lines because accepting and completing share the point records and the queue; the
 // requests' argument checks already live apart (stream_requests.cpp).
 #include "cudactor/actors/detail/stream_state.hpp"
+#include "cudactor/actors/detail/top_waits.hpp"
 
 #include <caf/all.hpp>
 
@@ -23,6 +24,19 @@ namespace cudactor::detail {
 namespace {
 
 std::size_t kind_index(gpu::event_kind kind) { return static_cast<std::size_t>(kind); }
+
+// One wait per stream (top_waits.hpp). An order on an operation that never reached its stream
+// orders nothing, and must not hide a real order below it.
+void keep_top_waits(std::vector<point_wait>& waits) {
+  waits.erase(std::remove_if(waits.begin(), waits.end(),
+                             [](const point_wait& w) {
+                               return w.order_only && w.point == point_cell::never;
+                             }),
+              waits.end());
+  detail::keep_top_waits(
+      waits, [](const point_wait& w) { return w.stream.id().value(); },
+      [](const point_wait& w) { return w.point; }, [](const point_wait& w) { return w.order_only; });
+}
 
 bool is_device_op(op_kind kind) {
   return kind == op_kind::work || kind == op_kind::copy || kind == op_kind::fill ||
@@ -102,11 +116,22 @@ caf::error stream_state::resolve(const work& w, gpu::work_fn& out) const {
 }
 
 ticket stream_state::accept(pending_op op) {
+  if (broken_) {
+    // The stream broke earlier in this message (its checks passed before): nothing more goes
+    // on it, and what would have is answered now.
+    if (op.cell) op.cell->abandon();
+    if (op.reserved) ledger_->release(1);
+    if (op.callback) op.callback(broken_);
+    if (op.kind == op_kind::hold) op.hold.deliver(broken_);
+    answer(op.reply, broken_);
+    return ticket{options_.id, 0};
+  }
   op.point = ++last_point_;
   if (!op.reserved) ledger_->reserve();
   const ticket out{options_.id, op.point};
   metrics_->accepted();
-  if (queue_.empty() && held_ == 0 && in_flight() < options_.max_in_flight && events_ready(op)) {
+  if (queue_.empty() && held_ == 0 && in_flight() < options_.max_in_flight &&
+      waits_placeable(op) && events_ready(op)) {
     dispatch(op);
   } else {
     queue_.push_back(std::move(op));
@@ -118,6 +143,21 @@ ticket stream_state::accept(pending_op op) {
 
 gpu::result<gpu::event_ref> stream_state::resolve_event(const event_ref& ref) const {
   return context_.events->resolve(ref);
+}
+
+bool stream_state::waits_placeable(pending_op& op) {
+  if (!op.unplaced) return true;
+  const auto me = caf::actor_cast<caf::actor_addr>(self_);
+  for (auto& w : op.waits) {
+    if (!w.pending) continue;
+    const timeline_point p = w.pending->point_or_tell(me);
+    if (p == 0) return false;  // told once it is issued (on_issued)
+    w.point = p;               // `never`: launch() fails the operation (or skips an order)
+    w.pending.reset();
+  }
+  op.unplaced = false;
+  keep_top_waits(op.waits);
+  return true;
 }
 
 bool stream_state::events_ready(const pending_op& op) {
@@ -183,9 +223,11 @@ void stream_state::drain() {
 void stream_state::drain_queue() {
   while (!queue_.empty() && held_ == 0 && !broken_ && !closing_ &&
          in_flight() < options_.max_in_flight) {
-    if (!events_ready(queue_.front())) return;
-    dispatch(queue_.front());
+    if (!waits_placeable(queue_.front()) || !events_ready(queue_.front())) return;
+    // Out of the queue first: a dispatch that breaks the stream clears the queue.
+    pending_op op = std::move(queue_.front());
     queue_.pop_front();
+    dispatch(op);
   }
 }
 
@@ -200,6 +242,13 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
   const gpu::stream_ref s = stream_.ref();
   gpu::status launched;
   for (const point_wait& w : op.waits) {  // orders the device, never the host
+    if (w.point == point_cell::never) {
+      // What it waits for never reached its stream: nothing to come after; nothing to read.
+      if (w.order_only) continue;
+      return gpu::status{gpu::errc::dependency_failed,
+                         "stream '" + options_.name +
+                             "': an operation it waits for never reached its stream"};
+    }
     launched = w.order_only ? device.order_after(s, w.stream, w.point)
                             : device.wait_point(s, w.stream, w.point);
     if (!launched.ok()) return launched;
@@ -281,6 +330,7 @@ void stream_state::dispatch(pending_op& op) {
     return;
   }
   if (auto why = issue(op.point, std::move(record), launched, std::move(signalled))) {
+    if (op.cell) op.cell->abandon();
     if (recorded) cache_[op.mode].push_back(*recorded);
     if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
     if (op.kind == op_kind::hold) op.hold.deliver(why);
@@ -288,6 +338,7 @@ void stream_state::dispatch(pending_op& op) {
     break_stream(why);
     return;
   }
+  if (op.cell) op.cell->publish(op.point);  // dependents on other streams may wait for it now
   if (op.reply && --op.reply->left == 0) answer(op.reply, {});
   if (op.kind == op_kind::hold) {  // its waits could not be placed: it is not held
     op.hold.deliver(to_error(launched));
@@ -618,6 +669,7 @@ stream_status stream_state::status() const {
 void stream_state::fail_outstanding(const caf::error& why) {
   // Operations never handed to the backend will not be reached.
   for (auto& op : queue_) {
+    if (op.cell) op.cell->abandon();  // its dependents elsewhere go on without it
     if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
     if (op.kind == op_kind::hold) op.hold.deliver(why);
     answer(op.reply, why);

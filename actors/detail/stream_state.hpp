@@ -64,6 +64,8 @@ struct pending_op {
   caf::typed_response_promise<ticket> hold;  // hold: answered once the stream is held
   std::shared_ptr<dispatch_reply> reply;     // the pass it came in, if the coordinator's
   bool reserved = false;  // the ledger counts it already (the coordinator reserved it)
+  bool unplaced = false;  // some of its waits are on points not yet issued (point_wait::pending)
+  std::shared_ptr<point_cell> cell;  // where its point is published once issued
 };
 
 struct cached_event {
@@ -132,6 +134,9 @@ class stream_state {
   // actor no longer owns (reported before a reset, delivered after it) is dropped.
   void on_progress(const completion_batch& batch, std::uint64_t incarnation);
 
+  // Another stream actor issued an operation one of ours waits for: go on if we can.
+  void on_issued() { drain(); }
+
   void subscribe(const completion_listener& listener);
   void unsubscribe(const caf::actor_addr& listener);
 
@@ -170,6 +175,9 @@ class stream_state {
   void drain_queue();
   // Whether the events `op` needs are at hand; asks the pool for more when not.
   bool events_ready(const pending_op& op);
+  // Whether every point `op` waits for is issued (each pending one read from its cell, and the
+  // waits then kept to one per stream); when one is not, the cell will say when it is.
+  bool waits_placeable(pending_op& op);
   void dispatch(pending_op& op);
   // The operation's waits, timing events and work on the stream; what failed, if anything.
   // Untimed work is enqueued with its point's signal in one backend call: `signalled` then
