@@ -63,6 +63,14 @@ struct coordinator_options {
   // the device (report's run times, the trace), through the stream actor's timing. Two more
   // stream operations per operation: off unless asked for; a trace turns it on.
   bool timing = false;
+  // A dependent goes out in the same pass as its dependencies on other streams, waiting on the
+  // point its dependency's stream actor publishes once it issues it (messaging/point_cell.hpp),
+  // instead of waiting for the dependency's ticket: one dispatch message per stream for a whole
+  // graph with room. Off by default: on the host backend of a small VM the stream actors then
+  // wake each other once per crossing of a fine-grained DAG, which costs more than the round
+  // trip per level it saves (docs/coordinator.md has the figures); on a GPU it is to be
+  // measured (bench/gpu/dag_gpu_bench).
+  bool dependents_in_pass = false;
   std::size_t report_names = 1024;  // distinct operation names the report keeps apart
 
   [[nodiscard]] static input_limits local_limits() noexcept {

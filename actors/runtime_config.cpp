@@ -62,6 +62,8 @@ runtime_config::runtime_config() {
       .add(co_max_in_flight_, "max-in-flight", "removed: see cudactor.max-in-flight")
       .add(co_ended_kept_, "ended-kept", "ended operations describe still answers for")
       .add(co_stall_after_, "stall-after", "detect_deadlocks reports operations open this long")
+      .add(co_dependents_in_pass_, "dependents-in-pass",
+           "send a dependent with its dependencies on other streams, not after their tickets")
       .add(co_timing_, "timing",
            "stamp when each operation started and finished on its stream (report run times)")
       .add(co_trace_, "trace",
@@ -249,6 +251,7 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.coordinator.ended_kept = co_ended_kept_;
   out.coordinator.stall_after = co_stall_after_;
   out.coordinator.timing = co_timing_;
+  out.coordinator.dependents_in_pass = co_dependents_in_pass_;
   if (co_report_names_ == 0) return bad("cudactor.coordinator.report-names must be at least 1");
   out.coordinator.report_names = co_report_names_;
   out.trace_path = co_trace_;

@@ -112,6 +112,7 @@ class runtime_config : public caf::actor_system_config {
   std::size_t co_ended_kept_ = coordinator_options{}.ended_kept;
   caf::timespan co_stall_after_{coordinator_options{}.stall_after};
   bool co_timing_ = false;
+  bool co_dependents_in_pass_ = false;
   std::string co_trace_;
   std::size_t co_report_names_ = coordinator_options{}.report_names;
   std::size_t host_workers_ = 0;

@@ -242,8 +242,8 @@ struct coordinator_metrics {
   std::uint64_t completed = 0;
   std::uint64_t failed = 0;
   std::uint64_t cancelled = 0;
-  std::uint64_t live = 0;                     // registered, not ended
-  std::uint64_t dispatched = 0;               // reached a stream
+  std::uint64_t live = 0;        // registered, not ended
+  std::uint64_t dispatched = 0;  // reached a stream
   // Dispatch messages sent to stream actors: at most one per stream per scheduling pass, a
   // dependent going out with its dependencies whatever stream they are on.
   std::uint64_t passes = 0;

@@ -119,7 +119,8 @@ void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t slo
     for (std::uint32_t k = 0; k < b.members.size(); ++k) {
       const std::uint32_t other = b.members[k];
       if (other == m || !pool_.needs_wait(m, other, b.arrivals[k].point)) continue;
-      crossing.waits.push_back(point_wait{pool_.at(other).view, b.arrivals[k].point, false, nullptr});
+      crossing.waits.push_back(
+          point_wait{pool_.at(other).view, b.arrivals[k].point, false, nullptr});
       ++device_waits_;
       op_metrics_->device_waits(1);
     }

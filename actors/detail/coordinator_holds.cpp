@@ -154,8 +154,9 @@ void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
   const std::uint64_t epoch = epoch_;
   // Answered once the stream is the caller's: everything before it on the backend, its waits
   // placed. Then the lease goes out.
-  self_->request(actors_[slot], caf::infinite, hold_atom::value,
-                 stream_hold{hold_request{id, std::move(waits)}})
+  self_
+      ->request(actors_[slot], caf::infinite, hold_atom::value,
+                stream_hold{hold_request{id, std::move(waits)}})
       .then(
           [this, epoch, id, slot, promise](const ticket& held) mutable {
             auto found = records_.find(id.value);

@@ -200,52 +200,59 @@ void coordinator_state::pump() {
 }
 
 std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record& r) {
-  // A dependency on its way to a stream has no point yet: a dependent may follow it onto that
-  // stream (one mailbox, in order) but cannot wait for it from another until its ticket is
-  // back.
-  std::optional<std::uint32_t> on_way;
-  bool split = false;
-  graph_.for_each_unfinished_dep(id, [&](op_id dep, const op_position& at) {
-    // A point known, or to be published in its cell: waited for from any stream.
-    if (at.point != 0 || cell_of(dep) != nullptr) return;
-    if (!on_way) {
-      on_way = at.stream;
-    } else if (*on_way != at.stream) {
-      split = true;
+  // Dependencies on their way to a stream (no ticket back yet). One with a cell is waited for
+  // from any stream, on the point its stream actor publishes; one without (sent before
+  // anything depended on it) only by following it onto its stream, or once its ticket is back.
+  std::optional<std::uint32_t> near;  // the stream of every dependency on its way, if one
+  std::optional<std::uint32_t> bound;  // the stream of every one without a cell, if one
+  bool scattered = false, stuck = false;
+  const auto on_way = [&](std::uint32_t stream, bool has_cell) {
+    if (!near) {
+      near = stream;
+    } else if (*near != stream) {
+      scattered = true;
     }
+    if (has_cell) return;
+    if (!bound) {
+      bound = stream;
+    } else if (*bound != stream) {
+      stuck = true;
+    }
+  };
+  graph_.for_each_unfinished_dep(id, [&](op_id dep, const op_position& at) {
+    if (at.point == 0) on_way(at.stream, cell_of(dep) != nullptr);
   });
-  bool not_yet = false;
   for_each_after(id, [&](after_state st, const op_position& at) {  // on the device only
     if (st == after_state::not_yet) {
-      not_yet = true;
+      stuck = true;
     } else if (at.point == 0) {
-      if (!on_way) {
-        on_way = at.stream;
-      } else if (*on_way != at.stream) {
-        split = true;
-      }
+      on_way(at.stream, false);
     }
   });
-  if (split || not_yet) return std::nullopt;
+  if (stuck) return std::nullopt;
   if (r.pinned != no_stream) {
-    // Its own stream or nothing: it waits for room there, and for the ticket of a dependency
-    // on its way to another.
-    if ((on_way && *on_way != r.pinned) || !pool_.available(r.pinned)) return std::nullopt;
+    // Its own stream or nothing: it waits for room there (and for the ticket of a dependency
+    // without a cell on its way to another).
+    if ((bound && *bound != r.pinned) || !pool_.available(r.pinned)) return std::nullopt;
     return r.pinned;
   }
   const auto chosen = pool_.choose(r.priority, r.workload, r.strategy, r.strict);
-  if (!on_way || !chosen || *chosen == *on_way) return on_way && !chosen ? std::nullopt : chosen;
-  // The strategy wants another stream. The balancing ones may follow the dependency while its
-  // stream is not much busier (a chain goes out in one pass, not one round trip per link);
-  // the others keep their choice and wait for the ticket. A strict one follows only onto a
-  // stream it may use.
+  const std::optional<std::uint32_t> follow = bound ? bound : (scattered ? std::nullopt : near);
+  if (!follow || (chosen && *chosen == *follow)) return bound && !chosen ? std::nullopt : chosen;
+  // The strategy wants another stream, or none has room. The balancing ones keep a dependent
+  // with what it depends on while that stream is not much busier: stream order instead of a
+  // device wait, and a chain on one stream rather than across all of them. A strict one
+  // follows only onto a stream it may use.
   const bool balancing =
       r.strategy == pool_strategy::load_balanced || r.strategy == pool_strategy::round_robin;
-  if (balancing && (!r.strict || pool_.matches(*on_way, r.priority, r.workload)) &&
-      pool_.available(*on_way) && pool_.load_of(*on_way) <= pool_.load_of(*chosen) + follow_slack) {
-    return on_way;
+  if (balancing && (!r.strict || pool_.matches(*follow, r.priority, r.workload)) &&
+      pool_.available(*follow) &&
+      (!chosen || pool_.load_of(*follow) <= pool_.load_of(*chosen) + follow_slack)) {
+    return follow;
   }
-  return std::nullopt;
+  // Otherwise the strategy's choice, waiting on the device; one without a cell waits for its
+  // ticket.
+  return bound ? std::nullopt : chosen;
 }
 
 void coordinator_state::pump_later() {
@@ -294,7 +301,8 @@ std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slo
     if (const timeline_point known = cell->point(); known != 0 && known != point_cell::never) {
       waits_work_.emplace_back(op_position{at.stream, known}, order_only);
     } else if (known == 0) {
-      out.push_back(point_wait{pool_.at(at.stream).view, 0, order_only, records_.at(dep.value).cell});
+      out.push_back(
+          point_wait{pool_.at(at.stream).view, 0, order_only, records_.at(dep.value).cell});
       ++device_waits_;
       op_metrics_->device_waits(1);
     }  // never: it will not run, and its end cancels or releases this one
@@ -324,8 +332,10 @@ void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
   op.timed = timing_;
   // Dependents on other streams go out with it, in this pass or a later one before its ticket
   // is back, and wait for the point its stream actor publishes. A buffer user may get
-  // dependents later (inferred from their uses): it gets a cell too.
-  if (const op_graph::node* n = graph_.find(id); r.bufs || (n != nullptr && !n->dependents.empty())) {
+  // dependents later (inferred from their uses): it gets a cell too. Without a cell (the
+  // option off) a dependent on another stream waits for its ticket.
+  if (const op_graph::node* n = graph_.find(id);
+      options_.dependents_in_pass && (r.bufs || (n != nullptr && !n->dependents.empty()))) {
     r.cell = std::make_shared<point_cell>();
     op.cell = r.cell;
   }
@@ -373,9 +383,7 @@ void coordinator_state::send_staged() {
                   stream_dispatch{std::move(pass.ops)})
         .then([this, epoch, slot,
                ids](const std::vector<ticket>& tickets) { dispatched(epoch, slot, *ids, tickets); },
-              [this, epoch, slot, ids](caf::error& why) {
-                dispatch_refused(epoch, slot, why);
-              });
+              [this, epoch, slot, ids](caf::error& why) { dispatch_refused(epoch, slot, why); });
     pass.ops.clear();
     // Released buffers' memory, freed right after their release's point (it waits for every
     // stream's last use): reusable once the stream has passed the free.

@@ -214,8 +214,8 @@ class coordinator_state {
   struct barrier_run {
     std::vector<std::uint32_t> members;  // slots, in the order the operation named them
     barrier_mode mode = barrier_mode::device;
-    bool crossing = false;                  // device mode: the crossings went out after the marks
-    std::size_t tickets_left = 0;           // of the marks (then the crossings) on their way
+    bool crossing = false;         // device mode: the crossings went out after the marks
+    std::size_t tickets_left = 0;  // of the marks (then the crossings) on their way
     // Ticketed and not yet reached; below zero while points were reached before their
     // tickets came back (the stream reports ends by operation, the tickets come with a pass).
     std::ptrdiff_t points_left = 0;
@@ -490,9 +490,9 @@ class coordinator_state {
   coordinator_options options_;
   op_graph graph_;
   stream_pool pool_{pool_strategy::load_balanced};
-  std::vector<stream_actor> actors_;     // by slot
-  std::vector<staged_pass> staged_;      // by slot
-  std::vector<op_id> unplaced_;          // taken from the ready queue, waiting for place()
+  std::vector<stream_actor> actors_;  // by slot
+  std::vector<staged_pass> staged_;   // by slot
+  std::vector<op_id> unplaced_;       // taken from the ready queue, waiting for place()
   std::uint64_t epoch_ = 1;  // bumped by a loss: answers to passes sent before it are stale
 
   id_table<op_record> records_;
@@ -566,8 +566,8 @@ class coordinator_state {
 
   // metrics
   std::uint64_t total_ = 0, completed_ = 0, failed_ = 0, cancelled_ = 0, dispatched_ = 0;
-  std::uint64_t left_streams_ = 0;  // dispatched operations that have ended since
-  std::uint64_t passes_ = 0;        // dispatch messages sent
+  std::uint64_t left_streams_ = 0;    // dispatched operations that have ended since
+  std::uint64_t passes_ = 0;          // dispatch messages sent
   std::int64_t coordination_ns_ = 0;  // sum over dispatched
   std::uint64_t device_waits_ = 0, deadlock_detections_ = 0;
   std::uint64_t failed_frees_ = 0;  // released buffers' frees a stream actor refused

@@ -28,14 +28,14 @@ std::size_t kind_index(gpu::event_kind kind) { return static_cast<std::size_t>(k
 // One wait per stream (top_waits.hpp). An order on an operation that never reached its stream
 // orders nothing, and must not hide a real order below it.
 void keep_top_waits(std::vector<point_wait>& waits) {
-  waits.erase(std::remove_if(waits.begin(), waits.end(),
-                             [](const point_wait& w) {
-                               return w.order_only && w.point == point_cell::never;
-                             }),
+  waits.erase(std::remove_if(
+                  waits.begin(), waits.end(),
+                  [](const point_wait& w) { return w.order_only && w.point == point_cell::never; }),
               waits.end());
   detail::keep_top_waits(
       waits, [](const point_wait& w) { return w.stream.id().value(); },
-      [](const point_wait& w) { return w.point; }, [](const point_wait& w) { return w.order_only; });
+      [](const point_wait& w) { return w.point; },
+      [](const point_wait& w) { return w.order_only; });
 }
 
 bool is_device_op(op_kind kind) {
@@ -130,8 +130,8 @@ ticket stream_state::accept(pending_op op) {
   if (!op.reserved) ledger_->reserve();
   const ticket out{options_.id, op.point};
   metrics_->accepted();
-  if (queue_.empty() && held_ == 0 && in_flight() < options_.max_in_flight &&
-      waits_placeable(op) && events_ready(op)) {
+  if (queue_.empty() && held_ == 0 && in_flight() < options_.max_in_flight && waits_placeable(op) &&
+      events_ready(op)) {
     dispatch(op);
   } else {
     queue_.push_back(std::move(op));
@@ -245,9 +245,9 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
     if (w.point == point_cell::never) {
       // What it waits for never reached its stream: nothing to come after; nothing to read.
       if (w.order_only) continue;
-      return gpu::status{gpu::errc::dependency_failed,
-                         "stream '" + options_.name +
-                             "': an operation it waits for never reached its stream"};
+      return gpu::status{
+          gpu::errc::dependency_failed,
+          "stream '" + options_.name + "': an operation it waits for never reached its stream"};
     }
     launched = w.order_only ? device.order_after(s, w.stream, w.point)
                             : device.wait_point(s, w.stream, w.point);

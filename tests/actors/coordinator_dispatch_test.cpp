@@ -25,7 +25,14 @@ op_spec pinned_to(work w, std::uint32_t stream) {
 
 }  // namespace
 
-BOOST_FIXTURE_TEST_SUITE(coordinator_dispatch, four_streams)
+// Four streams, load_balanced, dependents sent in the pass of their dependencies.
+struct in_pass : coordinator_fixture {
+  in_pass()
+      : coordinator_fixture({"--cudactor.streams=4", "--cudactor.coordinator.strategy=load_balanced",
+                             "--cudactor.coordinator.dependents-in-pass"}) {}
+};
+
+BOOST_FIXTURE_TEST_SUITE(coordinator_dispatch, in_pass)
 
 // 1000 operations, each after up to three random earlier ones, over four streams with room
 // for all of them (250 each against a cap of 512): one pass places them all, dependents on
@@ -113,3 +120,30 @@ BOOST_AUTO_TEST_CASE(a_dependent_goes_out_before_its_dependencys_ticket_could_co
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Four roots on four streams and one operation after all of them. Sent in the pass of its
+// dependencies, it takes no message of its own; by default it waits for their tickets and
+// goes out in a pass of its own. (A runtime each: operation ids start anew in each.)
+BOOST_AUTO_TEST_CASE(a_fan_in_goes_with_its_dependencies_and_by_default_after_their_tickets) {
+  for (const bool in_pass : {true, false}) {
+    BOOST_TEST_CONTEXT("dependents in pass: " << in_pass) {
+      std::vector<std::string> args{"--cudactor.streams=4",
+                                    "--cudactor.coordinator.strategy=round_robin"};
+      if (in_pass) args.emplace_back("--cudactor.coordinator.dependents-in-pass");
+      coordinator_fixture fx{std::move(args)};
+      graph_spec g;
+      for (int root = 0; root < 4; ++root) g.add(spec_of(noop()));
+      g.add(spec_of(noop()), {0, 1, 2, 3});
+      const auto before = fx.metrics();
+      auto ids =
+          fx.ask<std::vector<op_id>>(fx.co(), submit_atom::value, std::move(g), fx.me());
+      BOOST_REQUIRE_MESSAGE(ids, fx.why(ids));
+      std::set<std::uint32_t> roots;
+      const auto notices = fx.collect(*ids);
+      for (std::size_t k = 0; k < 4; ++k) roots.insert(notices.at((*ids)[k].value).stream.value);
+      BOOST_REQUIRE_EQUAL(roots.size(), 4u);  // round robin: one root per stream
+      for (const auto& [id, n] : notices) BOOST_TEST((n.state == op_state::completed));
+      BOOST_TEST(fx.metrics().passes - before.passes == (in_pass ? 4u : 5u));
+    }
+  }
+}

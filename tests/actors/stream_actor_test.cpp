@@ -220,8 +220,8 @@ BOOST_AUTO_TEST_CASE(the_cap_never_exceeds_the_backends_bound_on_signalled_point
   // agreed with the backend, the 9th signal was refused and the stream broke as if the device
   // were lost. On CUDA the gate is a kernel that holds the stream, as long work would.
   stop();
-  start({"--cudactor.streams=1", "--cudactor.max-in-flight=1024",
-         "--cudactor.host.max-in-flight=8", "--cudactor.cuda.max-in-flight=8"});
+  start({"--cudactor.streams=1", "--cudactor.max-in-flight=1024", "--cudactor.host.max-in-flight=8",
+         "--cudactor.cuda.max-in-flight=8"});
   gate g;
   BOOST_REQUIRE(ask<ticket>(rt().stream(0), cudactor::submit_atom::value, g.hold()));
   constexpr int n = 600;

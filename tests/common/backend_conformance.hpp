@@ -687,7 +687,7 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_point_after_it)                      \
   CUDACTOR_CONFORMANCE_CASE(fixture, work_enqueued_with_its_point_fails_only_that_point)        \
   CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_first_event_after_it)                \
-  CUDACTOR_CONFORMANCE_CASE(fixture, signals_past_the_in_flight_bound_are_refused)               \
+  CUDACTOR_CONFORMANCE_CASE(fixture, signals_past_the_in_flight_bound_are_refused)              \
   CUDACTOR_CONFORMANCE_CASE(fixture, a_timeline_outlives_its_stream)                            \
   CUDACTOR_CONFORMANCE_CASE(fixture, moving_an_owning_handle_over_a_live_one_destroys_the_old)
 
