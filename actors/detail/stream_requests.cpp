@@ -168,9 +168,11 @@ void stream_state::answer(const std::shared_ptr<dispatch_reply>& reply, const ca
 }
 
 caf::result<std::vector<ticket>> stream_state::accept_dispatch(std::vector<dispatched_op>& ops) {
-  // The coordinator reserved a point of the ledger for each: a pass refused gives them back.
+  // The coordinator reserved a point of the ledger for each of its operations (those with an
+  // id; a barrier actor's marks have none): a pass refused gives them back.
   auto refuse = [&](caf::error why) {
-    ledger_->release(ops.size());
+    ledger_->release(static_cast<std::uint64_t>(std::count_if(
+        ops.begin(), ops.end(), [](const dispatched_op& d) { return !d.op.empty(); })));
     for (auto& d : ops) {
       if (d.cell) d.cell->abandon();
     }
@@ -205,7 +207,7 @@ caf::result<std::vector<ticket>> stream_state::accept_dispatch(std::vector<dispa
     op.waits = std::move(d.waits);
     op.timed = d.timed;
     op.reply = reply;
-    op.reserved = true;
+    op.reserved = !d.op.empty();
     op.cell = std::move(d.cell);
     op.unplaced = std::any_of(op.waits.begin(), op.waits.end(),
                               [](const point_wait& w) { return w.pending != nullptr; });

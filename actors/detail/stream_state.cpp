@@ -6,7 +6,6 @@
 // 600 lines because accepting and completing share the point records and the queue; the
 // requests' argument checks already live apart (stream_requests.cpp).
 #include "cudactor/actors/detail/stream_state.hpp"
-#include "cudactor/actors/detail/top_waits.hpp"
 
 #include <caf/all.hpp>
 
@@ -17,6 +16,7 @@
 
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/progress.hpp"
+#include "cudactor/actors/detail/top_waits.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor::detail {

@@ -63,7 +63,7 @@ struct pending_op {
   bool timed = false;  // timing events around it, asked for by the coordinator
   caf::typed_response_promise<ticket> hold;  // hold: answered once the stream is held
   std::shared_ptr<dispatch_reply> reply;     // the pass it came in, if the coordinator's
-  bool reserved = false;  // the ledger counts it already (the coordinator reserved it)
+  bool reserved = false;  // the ledger counts it already (the coordinator's: reserved when staged)
   bool unplaced = false;  // some of its waits are on points not yet issued (point_wait::pending)
   std::shared_ptr<point_cell> cell;  // where its point is published once issued
 };
