@@ -530,7 +530,15 @@ void stream_state::on_progress(const completion_batch& batch, std::uint64_t inca
       waiter.promise.deliver(times_of(waiter.to));
     }
   }
-  for (const auto& listener : subscribers_) self_->send(listener, told);
+  // A copy for each subscriber but the last, which takes the batch itself (its lists of
+  // operations and times are one allocation each).
+  for (std::size_t k = 0; k < subscribers_.size(); ++k) {
+    if (k + 1 == subscribers_.size()) {
+      self_->send(subscribers_[k], std::move(told));
+    } else {
+      self_->send(subscribers_[k], told);
+    }
+  }
   // Timing events come back with each completion; keep a few batches, return the rest.
   if (timing_cache.size() > 4 * std::size_t{options_.event_batch}) {
     give_back_events(timing_cache, 2 * std::size_t{options_.event_batch});
