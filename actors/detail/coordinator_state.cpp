@@ -203,7 +203,7 @@ std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record&
   // Dependencies on their way to a stream (no ticket back yet). One with a cell is waited for
   // from any stream, on the point its stream actor publishes; one without (sent before
   // anything depended on it) only by following it onto its stream, or once its ticket is back.
-  std::optional<std::uint32_t> near;  // the stream of every dependency on its way, if one
+  std::optional<std::uint32_t> near;   // the stream of every dependency on its way, if one
   std::optional<std::uint32_t> bound;  // the stream of every one without a cell, if one
   bool scattered = false, stuck = false;
   const auto on_way = [&](std::uint32_t stream, bool has_cell) {
@@ -296,13 +296,12 @@ std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slo
     }
     // On its way to another stream: its stream actor publishes the point (place() keeps
     // dependencies without a cell to the same stream).
-    point_cell* cell = cell_of(dep);
+    const std::shared_ptr<point_cell>& cell = records_.at(dep.value).cell;
     assert(cell != nullptr);
     if (const timeline_point known = cell->point(); known != 0 && known != point_cell::never) {
       waits_work_.emplace_back(op_position{at.stream, known}, order_only);
     } else if (known == 0) {
-      out.push_back(
-          point_wait{pool_.at(at.stream).view, 0, order_only, records_.at(dep.value).cell});
+      out.push_back(point_wait{pool_.at(at.stream).view, 0, order_only, cell});
       ++device_waits_;
       op_metrics_->device_waits(1);
     }  // never: it will not run, and its end cancels or releases this one
