@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "cudactor/actors/detail/call_once.hpp"
@@ -45,19 +46,22 @@ void ask(const std::shared_ptr<front_door>& door, std::size_t lane, on_done<T> d
     (*cell)(stopped());
     return;
   }
-  auto job = [cell, door, pick = std::move(pick), args...](caf::event_based_actor* self) {
+  // The arguments are moved in here and on into the message: a graph of 100k operations is
+  // never copied on its way (the lane runs a job once).
+  auto job = [cell, door, pick = std::move(pick),
+              held = std::tuple<Ts...>{std::move(args)...}](caf::event_based_actor* self) mutable {
     auto to = pick(*door);
     if (!to) {
       (*cell)(stopped());
       return;
     }
     auto on_error = [cell](caf::error& err) { (*cell)(failure{std::move(err)}); };
+    auto sent = std::apply(
+        [&](Ts&... xs) { return self->request(to, caf::infinite, std::move(xs)...); }, held);
     if constexpr (std::is_void_v<T>) {
-      self->request(to, caf::infinite, args...)
-          .then([cell] { (*cell)(outcome<void>{}); }, on_error);
+      std::move(sent).then([cell] { (*cell)(outcome<void>{}); }, on_error);
     } else {
-      self->request(to, caf::infinite, args...)
-          .then([cell](T& value) { (*cell)(outcome<T>{std::move(value)}); }, on_error);
+      std::move(sent).then([cell](T& value) { (*cell)(outcome<T>{std::move(value)}); }, on_error);
     }
   };
   if (!door->post(lane, std::move(job))) (*cell)(stopped());
