@@ -69,6 +69,7 @@ coordinator_actor::behavior_type coordinator_behavior(
       [&st](const completion_batch& batch) { st.on_progress(batch); },
       [&st](expire_atom, std::uint64_t token) { st.expire(token); },
       [&st](pump_atom) { st.on_pump(); },
+      [&st](shrink_atom) { st.on_shed(); },
   };
 }
 

@@ -72,6 +72,10 @@ struct coordinator_options {
   // measured (bench/gpu/dag_gpu_bench).
   bool dependents_in_pass = false;
   std::size_t report_names = 1024;  // distinct operation names the report keeps apart
+  // Per-operation state comes from chunks kept across graphs (actors/detail/value_chunks.hpp);
+  // once the coordinator has held no operation for this long, the empty ones are freed
+  // (zero: kept, up to their bound).
+  caf::timespan keep_memory_for{std::chrono::seconds{2}};
 
   [[nodiscard]] static input_limits local_limits() noexcept {
     input_limits l;

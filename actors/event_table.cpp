@@ -9,7 +9,7 @@ std::string describe(const event_ref& ref) {
   std::string out = "event " + std::to_string(ref.slot) + " (lease " +
                     std::to_string(ref.generation) + ", " + std::string{gpu::to_string(ref.kind)};
   if (ref.recorded()) {
-    out += ", recorded on stream " + std::to_string(ref.stream.value) + " at point " +
+    out += ", recorded on stream " + std::to_string(ref.stream.value) + " after point " +
            std::to_string(ref.point);
   }
   return out + ")";

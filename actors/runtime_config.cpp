@@ -68,7 +68,10 @@ runtime_config::runtime_config() {
            "stamp when each operation started and finished on its stream (report run times)")
       .add(co_trace_, "trace",
            "write every operation as Chrome trace-event JSON to this file (turns timing on)")
-      .add(co_report_names_, "report-names", "operation names the report keeps apart");
+      .add(co_report_names_, "report-names", "operation names the report keeps apart")
+      .add(co_keep_memory_for_, "keep-memory-for",
+           "idle this long, the coordinator frees the memory it kept for the next graph (0: "
+           "keeps it)");
   opt_group{custom_options_, "cudactor.host"}
       .add(host_workers_, "workers", "host backend worker threads (0: by hardware)")
       .add(host_memory_, "memory-limit", "bytes of device memory the host backend hands out")
@@ -254,6 +257,10 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.coordinator.dependents_in_pass = co_dependents_in_pass_;
   if (co_report_names_ == 0) return bad("cudactor.coordinator.report-names must be at least 1");
   out.coordinator.report_names = co_report_names_;
+  if (co_keep_memory_for_.count() < 0) {
+    return bad("cudactor.coordinator.keep-memory-for must not be negative");
+  }
+  out.coordinator.keep_memory_for = co_keep_memory_for_;
   out.trace_path = co_trace_;
   out.node.name = node_name_.empty() ? default_node_name() : node_name_;
   if (out.node.name.size() > 256) return bad("cudactor.node.name has at most 256 characters");

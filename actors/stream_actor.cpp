@@ -52,6 +52,9 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
       [&st](expire_atom, std::uint64_t id) { st.expire(id); },
       [&st](synchronize_atom) { return st.synchronize(); },
       [&st](record_atom, gpu::event_kind kind) { return st.accept_record(kind); },
+      [&st](record_atom, gpu::event_kind kind, std::uint32_t n) {
+        return st.accept_records(kind, n);
+      },
       [&st](wait_atom, const event_ref& ref) { return st.accept_wait(ref); },
       [&st](callback_atom, const stream_callback& callback) {
         return st.accept_callback(callback);

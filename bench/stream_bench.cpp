@@ -17,6 +17,11 @@
 //
 // Options after "--" go to every runtime started, e.g. -- --cudactor.host.idle-spin=50us.
 //
+// Records: what one event use costs through a stream actor (record_atom, the lease released
+// back to the pool in batches of 64) with 64 requests in flight, and with 64 events asked in
+// one message, against the backend's record of an event made up front, on the same stream,
+// in ns per use.
+//
 // Also: the CAF scheduler settings tried (workers, policy) for one stream, one op per message.
 #include <caf/all.hpp>
 
@@ -117,6 +122,67 @@ double actor_run(runtime& rt, std::size_t streams, std::uint64_t total, std::siz
 
 }  // namespace
 
+constexpr std::uint32_t record_window = 64;
+
+[[noreturn]] void record_failed(runtime& rt, const char* what, const caf::error& err) {
+  std::fprintf(stderr, "%s: %s\n", what, rt.system().render(err).c_str());
+  std::exit(1);
+}
+
+// ns per use through stream 0's actor: one request per event, the window's requests sent
+// before the first answer is taken, or (`batched`) one message for the window's events.
+double actor_records(runtime& rt, std::uint32_t uses, bool batched) {
+  caf::scoped_actor self{rt.system()};
+  const auto stream = rt.stream(0);
+  const auto on_error = [&](caf::error& err) { record_failed(rt, "record", err); };
+  const auto start = now_ns();
+  for (std::uint32_t done = 0; done < uses; done += record_window) {
+    std::vector<event_ref> leased;
+    leased.reserve(record_window);
+    if (batched) {
+      self->request(stream, std::chrono::seconds{10}, record_atom::value,
+                    gpu::event_kind::regular, record_window)
+          .receive([&](std::vector<event_ref>& es) { leased = std::move(es); }, on_error);
+    } else {
+      using handle = decltype(self->request(stream, std::chrono::seconds{10}, record_atom::value,
+                                            gpu::event_kind::regular));
+      std::vector<handle> asked;
+      asked.reserve(record_window);
+      for (std::uint32_t i = 0; i < record_window; ++i) {
+        asked.push_back(self->request(stream, std::chrono::seconds{10}, record_atom::value,
+                                      gpu::event_kind::regular));
+      }
+      for (auto& h : asked) h.receive([&](event_ref& e) { leased.push_back(e); }, on_error);
+    }
+    self->request(rt.event_pool(), std::chrono::seconds{10}, release_atom::value,
+                  std::move(leased))
+        .receive([] {}, [&](caf::error& err) { record_failed(rt, "release", err); });
+  }
+  return static_cast<double>(now_ns() - start) / uses;
+}
+
+// ns per use of the backend's record, on a stream of its own, events made up front.
+double backend_records(gpu::backend& device, std::uint32_t uses) {
+  auto s = device.create_stream(gpu::stream_options{"record-bench", gpu::stream_priority::normal});
+  if (!s.ok()) {
+    std::fprintf(stderr, "create_stream: %s\n", s.error().to_string().c_str());
+    std::exit(1);
+  }
+  std::vector<gpu::event> events;
+  for (std::uint32_t i = 0; i < record_window; ++i) {
+    auto e = device.create_event(gpu::event_kind::regular);
+    if (!e.ok()) std::exit(1);
+    events.push_back(std::move(e.value()));
+  }
+  const auto start = now_ns();
+  for (std::uint32_t done = 0; done < uses; ++done) {
+    if (!device.record(events[done % record_window], s.value()).ok()) std::exit(1);
+  }
+  const double ns = static_cast<double>(now_ns() - start) / uses;
+  (void)device.synchronize(s.value());
+  return ns;
+}
+
 int main(int argc, char** argv) {
   const auto mode = bench::run_mode::parse(argc, argv);
   const std::uint64_t n = mode.quick ? 60'000 : 400'000;  // per stream
@@ -144,6 +210,18 @@ int main(int argc, char** argv) {
     batch_8.add(actor_run(*rt, 8, n / 4, b));
   }
 
+  // Records, in fresh runtimes of one stream, the three paths in turn.
+  samples record_backend, record_actor, record_batched;
+  const std::uint32_t record_uses = mode.quick ? 20'032 : 100'032;  // whole windows
+  for (int round = 0; round < rounds; ++round) {
+    runtime_config config;
+    auto rt = bench::start_runtime(config, {"--cudactor.streams=1"}, mode.passed_on);
+    (void)actor_records(*rt, record_uses / 4, false);  // warm-up (and the pool's events)
+    record_backend.add(backend_records(rt->device(), record_uses));
+    record_actor.add(actor_records(*rt, record_uses, false));
+    record_batched.add(actor_records(*rt, record_uses, true));
+  }
+
   bench::table results({"path", "streams", "ops/message", "ops/s (median)", "range",
                         "direct ops/s (median)", "direct range", "direct/actor"});
   auto row = [&](int streams, int per, const samples& actor, const samples& direct) {
@@ -157,6 +235,18 @@ int main(int argc, char** argv) {
   row(8, static_cast<int>(b), batch_8, direct_b8);
   results.print("submit -> completion delivered, pipelined (depth 1024), host backend, " +
                 std::to_string(rounds) + " fresh runtimes");
+
+  bench::table records({"record path", "uses", "ns per use (median)", "x backend"});
+  records.add({"backend record", std::to_string(record_uses), fixed(record_backend.median()),
+               "1.00"});
+  records.add({"stream actor, 64 in flight", std::to_string(record_uses),
+               fixed(record_actor.median()),
+               fixed(record_actor.median() / record_backend.median(), 2)});
+  records.add({"stream actor, 64 per message", std::to_string(record_uses),
+               fixed(record_batched.median()),
+               fixed(record_batched.median() / record_backend.median(), 2)});
+  records.print("one event recorded (and its lease given back), " + std::to_string(rounds) +
+                " fresh runtimes");
 
   // Scheduler settings, a fresh runtime per setting and round.
   bench::table sweep({"scheduler.max-threads", "scheduler.policy", "1 stream, 1 op/msg",
@@ -204,6 +294,11 @@ int main(int argc, char** argv) {
   json.add("direct_ops_per_s_8", direct_8.median());
   json.add("direct_batch_ops_per_s_8", direct_b8.median());
   json.add("actor_slowdown_1", direct_1.median() / actor_1.median());
+  json.add("record_backend_ns", record_backend.median());
+  json.add("record_actor_ns", record_actor.median());
+  json.add("record_batched_ns", record_batched.median());
+  json.add("record_actor_over_backend", record_actor.median() / record_backend.median());
+  json.add("record_batched_over_backend", record_batched.median() / record_backend.median());
   json.add("batch_slowdown_1", direct_b1.median() / batch_1.median());
   json.print();
   return 0;

@@ -88,6 +88,7 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<reset_atom>::with<bool>,
     // the runtime, and the stream actors it schedules onto (their completion batches)
     caf::reacts_to<shutdown_atom>, caf::reacts_to<completion_batch>,
-    caf::reacts_to<expire_atom, std::uint64_t>, caf::reacts_to<pump_atom>>;
+    caf::reacts_to<expire_atom, std::uint64_t>, caf::reacts_to<pump_atom>,
+    caf::reacts_to<shrink_atom>>;
 
 }  // namespace cudactor

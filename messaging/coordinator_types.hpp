@@ -256,13 +256,17 @@ struct coordinator_metrics {
   // Users the buffers' histories hold, over all buffers: those still to be waited for, and
   // ended ones until a compaction drops them (amortized, so a bounded multiple of the first).
   std::uint64_t buffer_users = 0;
+  // Chunks of per-operation state held (in use, or kept empty for the next burst until the
+  // coordinator has been idle for cudactor.coordinator.keep-memory-for).
+  std::uint64_t state_chunks = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, coordinator_metrics& x) {
   return f(caf::meta::type_name("cudactor::coordinator_metrics"), x.total, x.completed, x.failed,
            x.cancelled, x.live, x.dispatched, x.passes, x.mean_coordination_ns, x.device_waits,
-           x.redundant_waits_skipped, x.deadlock_detections, x.tracked, x.awaiting, x.buffer_users);
+           x.redundant_waits_skipped, x.deadlock_detections, x.tracked, x.awaiting, x.buffer_users,
+           x.state_chunks);
 }
 
 // An operation that is stuck, and on what. It waits on an unfinished dependency, which may

@@ -1,7 +1,8 @@
 // messaging/stream_protocol.hpp
 //
 // What may be said to a stream actor, and what it answers. Every operation that enters the
-// stream takes the next point of its timeline and is answered with a ticket at once (work
+// stream but a record takes the next point of its timeline and is answered with a ticket at
+// once (a record is answered with its event once recorded, after what came before it; work
 // held back by the in-flight cap keeps its ticket and waits inside the actor); await and
 // synchronize are answered when the device gets there. Addresses are device addresses as
 // integers (buffer_ref::address); the backend checks device ranges it knows.
@@ -32,6 +33,9 @@
 
 namespace cudactor {
 
+// The most events one record message may ask for.
+inline constexpr std::uint32_t max_records_per_message = 1024;
+
 // Hears a stream's completions, one batch per completion-poller tick.
 using completion_listener = caf::typed_actor<caf::reacts_to<completion_batch>>;
 
@@ -55,7 +59,10 @@ using stream_actor = caf::typed_actor<
     caf::replies_to<synchronize_atom, wait_limit>::with<completion>,
     // true when a wait of the sender's under this key was open (it is answered cancelled)
     caf::replies_to<withdraw_atom, std::uint64_t>::with<bool>,
+    // an event recorded after everything accepted before (no timeline point of its own); or
+    // `n` of them at once (1 to max_records_per_message)
     caf::replies_to<record_atom, gpu::event_kind>::with<event_ref>,
+    caf::replies_to<record_atom, gpu::event_kind, std::uint32_t>::with<std::vector<event_ref>>,
     caf::replies_to<wait_atom, event_ref>::with<ticket>,
     caf::replies_to<callback_atom, stream_callback>::with<ticket>,
     caf::replies_to<status_atom>::with<stream_status>,

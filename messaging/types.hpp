@@ -120,16 +120,19 @@ typename Inspector::result_type inspect(Inspector& f, completion_batch& x) {
 
 // An event leased from the event pool. The generation is the lease's: it changes each time
 // the pool hands the event out, so a ref kept after its release is recognised as stale.
-// `stream` and `point` say where it was recorded (point 0: not recorded).
+// Once recorded by a stream actor, `stream` is where, and `point` the newest timeline point
+// that stream had handed out then (0: none): a record takes no point of its own, and every
+// other operation does, so the event has completed exactly when `point` has.
 struct event_ref {
   std::uint32_t slot = 0;
   std::uint32_t generation = 0;  // 0 names no event
   gpu::event_kind kind = gpu::event_kind::regular;
   stream_id stream;
   timeline_point point = 0;
+  bool on_stream = false;  // recorded by a stream actor
 
   [[nodiscard]] bool empty() const noexcept { return generation == 0; }
-  [[nodiscard]] bool recorded() const noexcept { return point != 0; }
+  [[nodiscard]] bool recorded() const noexcept { return on_stream; }
   // The same lease, wherever it was recorded.
   [[nodiscard]] bool same_lease(const event_ref& other) const noexcept {
     return slot == other.slot && generation == other.generation;
@@ -139,7 +142,7 @@ struct event_ref {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, event_ref& x) {
   return f(caf::meta::type_name("cudactor::event_ref"), x.slot, x.generation, x.kind, x.stream,
-           x.point);
+           x.point, x.on_stream);
 }
 
 // Memory a stream actor allocated in its stream's order. `address` is the device address

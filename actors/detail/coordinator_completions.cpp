@@ -40,6 +40,25 @@ void coordinator_state::on_progress(const completion_batch& batch) {
   // mailbox holds.
   finish();
   pass_or_later();
+  if (records_.empty() && graph_.size() == 0) arm_shed();
+}
+
+void coordinator_state::arm_shed() {
+  if (shed_armed_ || options_.keep_memory_for.count() <= 0) return;
+  shed_armed_ = true;
+  made_at_arm_ = records_.made() + graph_.made();
+  self_->delayed_send(self_, options_.keep_memory_for, shrink_atom::value);
+}
+
+void coordinator_state::on_shed() {
+  shed_armed_ = false;
+  if (!records_.empty() || graph_.size() != 0) return;  // armed again once it holds nothing
+  if (records_.made() + graph_.made() != made_at_arm_) {
+    arm_shed();  // busy meanwhile: idle only from now on
+    return;
+  }
+  (void)records_.shed_spares();
+  (void)graph_.shed_spares();
 }
 
 void coordinator_state::retire(std::uint32_t index, const completion_batch& batch) {

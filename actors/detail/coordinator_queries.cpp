@@ -356,6 +356,7 @@ coordinator_metrics coordinator_state::metrics() const {
   out.redundant_waits_skipped = pool_.waits_skipped();
   out.deadlock_detections = deadlock_detections_;
   out.tracked = graph_.size() + records_.size();
+  out.state_chunks = graph_.chunks() + records_.chunks();
   if (buffers_) {
     buffers_->for_each([&](const buffer_table::entry& e) {
       if (e.uses) out.buffer_users += e.uses->entries();

@@ -112,6 +112,9 @@ class coordinator_state {
   void on_progress(const completion_batch& batch);
   // The scheduling pass asked for by pump_later().
   void on_pump();
+  // The idle timer armed by arm_shed(): frees the chunks kept for the next burst if nothing
+  // was registered meanwhile and nothing is held.
+  void on_shed();
   void shut_down();
   [[nodiscard]] const coordinator_options& options() const noexcept { return options_; }
 
@@ -536,6 +539,10 @@ class coordinator_state {
 
   std::unordered_map<std::uint64_t, run_waiter> runs_;
   std::uint64_t next_run_ = 1;
+  // Arms on_shed() once the coordinator holds no operation (options_.keep_memory_for).
+  void arm_shed();
+  bool shed_armed_ = false;
+  std::uint64_t made_at_arm_ = 0;  // records and nodes made, ever, when it was armed
 
   std::deque<begin_waiter> begin_waiters_;
   std::map<std::uint64_t, caf::typed_response_promise<stream_id>> ready_waiters_;

@@ -128,6 +128,11 @@ class id_table {
 
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  // The chunks of values (value_chunks.hpp): held, in use or spare; values made ever; the
+  // spare ones freed (an idle owner's).
+  [[nodiscard]] std::size_t chunks() const noexcept { return chunks_ ? chunks_->chunks() : 0; }
+  [[nodiscard]] std::uint64_t made() const noexcept { return chunks_ ? chunks_->made() : 0; }
+  std::size_t shed_spares() noexcept { return chunks_ ? chunks_->shed() : 0; }
   // How many are held apart from the window (for tests and the coordinator's metrics).
   [[nodiscard]] std::size_t stragglers() const noexcept { return stragglers_.size(); }
 

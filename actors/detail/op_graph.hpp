@@ -189,6 +189,10 @@ class op_graph {
   [[nodiscard]] std::vector<op_id> take_forgotten();
 
   [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
+  // Its nodes' memory (id_table.hpp): chunks held, nodes made ever, the spare chunks freed.
+  [[nodiscard]] std::size_t chunks() const noexcept { return nodes_.chunks(); }
+  [[nodiscard]] std::uint64_t made() const noexcept { return nodes_.made(); }
+  std::size_t shed_spares() noexcept { return nodes_.shed_spares(); }
   // The operation next_ready() would look at first (its entry may be stale; a null id when
   // none): for a prefetch, never for a decision.
   [[nodiscard]] op_id peek_ready() const noexcept;

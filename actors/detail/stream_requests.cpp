@@ -115,17 +115,49 @@ caf::result<ticket> stream_state::accept_callback(const stream_callback& callbac
   return accept(std::move(op));
 }
 
+namespace {
+
+caf::error bad_event_kind(gpu::event_kind kind) {
+  if (kind == gpu::event_kind::regular || kind == gpu::event_kind::timing) return {};
+  return make_error(errc::invalid_argument, "record: unknown event kind");
+}
+
+}  // namespace
+
 caf::result<event_ref> stream_state::accept_record(gpu::event_kind kind) {
   if (auto why = refusal()) return why;
-  if (kind != gpu::event_kind::regular && kind != gpu::event_kind::timing) {
-    return make_error(errc::invalid_argument, "record: unknown event kind");
-  }
-  auto promise = self_->make_response_promise<event_ref>();
+  if (auto why = bad_event_kind(kind)) return why;
+  record_reply reply;
+  reply.one = self_->make_response_promise<event_ref>();
+  auto promise = reply.one;
+  record_replies_.push_back(std::move(reply));
   pending_op op;
   op.kind = op_kind::record;
   op.mode = static_cast<std::uint8_t>(kind);
-  const timeline_point point = last_point_ + 1;
-  record_promises_.emplace(point, promise);
+  op.a = 1;
+  accept(std::move(op));
+  return promise;
+}
+
+caf::result<std::vector<event_ref>> stream_state::accept_records(gpu::event_kind kind,
+                                                                std::uint32_t n) {
+  if (auto why = refusal()) return why;
+  if (auto why = bad_event_kind(kind)) return why;
+  if (n == 0 || n > max_records_per_message) {
+    return make_error(errc::invalid_argument, "record: " + std::to_string(n) +
+                                                  " events asked, 1 to " +
+                                                  std::to_string(max_records_per_message) +
+                                                  " per message");
+  }
+  record_reply reply;
+  reply.batched = true;
+  reply.many = self_->make_response_promise<std::vector<event_ref>>();
+  auto promise = reply.many;
+  record_replies_.push_back(std::move(reply));
+  pending_op op;
+  op.kind = op_kind::record;
+  op.mode = static_cast<std::uint8_t>(kind);
+  op.a = n;
   accept(std::move(op));
   return promise;
 }

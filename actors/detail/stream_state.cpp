@@ -123,15 +123,22 @@ ticket stream_state::accept(pending_op op) {
     if (op.reserved) ledger_->release(1);
     if (op.callback) op.callback(broken_);
     if (op.kind == op_kind::hold) op.hold.deliver(broken_);
+    if (op.kind == op_kind::record) {  // its reply is the newest
+      answer_record(record_replies_.back(), {}, broken_);
+      record_replies_.pop_back();
+    }
     answer(op.reply, broken_);
     return ticket{options_.id, 0};
   }
-  op.point = ++last_point_;
-  if (!op.reserved) ledger_->reserve();
+  if (op.kind == op_kind::record) {
+    op.point = last_point_;  // takes none: recorded after this one
+  } else {
+    op.point = ++last_point_;
+    if (!op.reserved) ledger_->reserve();
+  }
   const ticket out{options_.id, op.point};
   metrics_->accepted();
-  if (queue_.empty() && held_ == 0 && in_flight() < options_.max_in_flight && waits_placeable(op) &&
-      events_ready(op)) {
+  if (queue_.empty() && held_ == 0 && has_room(op) && waits_placeable(op) && events_ready(op)) {
     dispatch(op);
   } else {
     queue_.push_back(std::move(op));
@@ -165,26 +172,37 @@ bool stream_state::events_ready(const pending_op& op) {
   std::size_t needed;
   if (op.kind == op_kind::record) {
     kind = static_cast<gpu::event_kind>(op.mode);
-    needed = 1;
+    needed = static_cast<std::size_t>(op.a);
   } else if (timed(op)) {
     kind = gpu::event_kind::timing;
     needed = 2;
   } else {
     return true;
   }
-  auto& cache = cache_[kind_index(kind)];
-  // Keep a batch ahead so that a steady stream of operations never waits for the pool.
-  if (cache.size() < needed + options_.event_batch / 2) request_refill(kind);
-  if (cache.size() >= needed) return true;
-  // The pool said no: a record fails, timed work runs untimed; neither waits forever.
-  return static_cast<bool>(refill_error_[kind_index(kind)]);
+  const std::size_t k = kind_index(kind);
+  auto& cache = cache_[k];
+  if (cache.size() >= needed) {
+    // Keep a batch ahead so that a steady stream of operations never waits for the pool.
+    if (cache.size() < needed + options_.event_batch / 2 && !refill_error_[k]) {
+      request_refill(kind, needed);
+    }
+    return true;
+  }
+  if (refill_pending_[k]) return false;  // its answer drains the queue again
+  // The pool refused the refill asked for this operation: it goes on without (a record is
+  // refused, timed work runs untimed) and the refusal is spent, so the next asks anew.
+  if (refill_error_[k]) return true;
+  request_refill(kind, needed);
+  return !refill_pending_[k];  // no pool to ask (closing): it is refused rather than kept
 }
 
-void stream_state::request_refill(gpu::event_kind kind) {
+void stream_state::request_refill(gpu::event_kind kind, std::size_t at_least) {
   const std::size_t k = kind_index(kind);
   if (refill_pending_[k] || closing_ || !context_.pool) return;
   refill_pending_[k] = true;
-  self_->request(context_.pool, caf::infinite, acquire_atom::value, kind, options_.event_batch)
+  const auto count =
+      static_cast<std::uint32_t>(std::max<std::size_t>(options_.event_batch, at_least));
+  self_->request(context_.pool, caf::infinite, acquire_atom::value, kind, count)
       .then(
           [this, k](std::vector<event_ref>& leases) {
             refill_pending_[k] = false;
@@ -221,8 +239,7 @@ void stream_state::drain() {
 }
 
 void stream_state::drain_queue() {
-  while (!queue_.empty() && held_ == 0 && !broken_ && !closing_ &&
-         in_flight() < options_.max_in_flight) {
+  while (!queue_.empty() && held_ == 0 && !broken_ && !closing_ && has_room(queue_.front())) {
     if (!waits_placeable(queue_.front()) || !events_ready(queue_.front())) return;
     // Out of the queue first: a dispatch that breaks the stream clears the queue.
     pending_op op = std::move(queue_.front());
@@ -231,12 +248,16 @@ void stream_state::drain_queue() {
   }
 }
 
+bool stream_state::has_room(const pending_op& op) const noexcept {
+  // A record takes no point, so the cap on points in flight does not hold it back.
+  return op.kind == op_kind::record || in_flight() < options_.max_in_flight;
+}
+
 bool stream_state::timed(const pending_op& op) const noexcept {
   return (options_.timing || op.timed) && clock_ && is_device_op(op.kind);
 }
 
 gpu::status stream_state::launch(pending_op& op, point_record& record,
-                                 std::optional<cached_event>& recorded,
                                  std::optional<gpu::result<timeline_point>>& signalled) {
   gpu::backend& device = *context_.device;
   const gpu::stream_ref s = stream_.ref();
@@ -255,6 +276,7 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
   }
   // Timing events after the waits: the start is when the stream got to the work.
   const bool times = timed(op) && cache_[kind_index(gpu::event_kind::timing)].size() >= 2;
+  if (timed(op) && !times) refill_error_[kind_index(gpu::event_kind::timing)] = {};  // spent
   if (times) {
     auto& cache = cache_[kind_index(gpu::event_kind::timing)];
     record.start = cache.back();
@@ -288,18 +310,10 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
           s, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.a)),
           static_cast<std::size_t>(op.b), static_cast<gpu::prefetch_target>(op.mode));
       break;
-    case op_kind::record: {
-      auto& cache = cache_[op.mode];
-      if (!cache.empty()) {
-        recorded = cache.back();
-        cache.pop_back();
-        launched = device.record(recorded->device, s);
-      }
-      break;
-    }
     case op_kind::wait:  // stream-waits-event: orders the device, never the host
       launched = device.wait(s, op.wait_on);
       break;
+    case op_kind::record:  // dispatch_record's
     case op_kind::callback:
     case op_kind::free:
     case op_kind::hold: break;  // the point alone is the operation
@@ -309,17 +323,20 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
 }
 
 void stream_state::dispatch(pending_op& op) {
+  if (op.kind == op_kind::record) {
+    dispatch_record(op);
+    return;
+  }
   point_record record;
   record.op = op.op;
   if (burst_ns_ != 0 && ++burst_uses_ % burst_stamp_reuse == 0) burst_ns_ = now_ns();
   record.submitted_ns = burst_ns_ != 0 ? burst_ns_ : now_ns();
-  std::optional<cached_event> recorded;                  // the record op's event
   std::optional<gpu::result<timeline_point>> signalled;  // the point, if launched with the work
   // The work and its signal reach the backend's workers together (within a burst: with the
   // rest of it).
   std::optional<gpu::batch_scope> batch;
   if (burst_ns_ == 0) batch.emplace(*context_.device);
-  const gpu::status launched = launch(op, record, recorded, signalled);
+  const gpu::status launched = launch(op, record, signalled);
 
   if (op.kind == op_kind::hold && launched.ok()) {
     // Everything before it is on the backend and its waits are placed: the stream is the
@@ -331,7 +348,6 @@ void stream_state::dispatch(pending_op& op) {
   }
   if (auto why = issue(op.point, std::move(record), launched, std::move(signalled))) {
     if (op.cell) op.cell->abandon();
-    if (recorded) cache_[op.mode].push_back(*recorded);
     if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
     if (op.kind == op_kind::hold) op.hold.deliver(why);
     answer(op.reply, why);
@@ -343,26 +359,62 @@ void stream_state::dispatch(pending_op& op) {
   if (op.kind == op_kind::hold) {  // its waits could not be placed: it is not held
     op.hold.deliver(to_error(launched));
   }
-  if (op.kind == op_kind::record) {
-    auto promise = record_promises_.find(op.point);
-    if (promise != record_promises_.end()) {
-      if (recorded && launched.ok()) {
-        event_ref out = recorded->lease;
-        out.stream = options_.id;
-        out.point = op.point;
-        promise->second.deliver(out);
-      } else {
-        if (recorded) cache_[op.mode].push_back(*recorded);
-        promise->second.deliver(launched.ok() ? refill_error_[op.mode] : to_error(launched));
-      }
-      record_promises_.erase(promise);
-    }
-  }
   if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
   // The poller learns of the point with the rest of the burst (flush_watches), or now, once
   // the work has gone to the backend's workers.
   batch.reset();
   if (burst_ns_ == 0) flush_watches();
+}
+
+void stream_state::dispatch_record(pending_op& op) {
+  record_reply reply = std::move(record_replies_.front());
+  record_replies_.pop_front();
+  auto& cache = cache_[op.mode];
+  const auto n = static_cast<std::size_t>(op.a);
+  if (cache.size() < n) {  // the pool said no (events_ready let it through to be answered)
+    caf::error why = std::exchange(refill_error_[op.mode], caf::error{});
+    answer_record(reply, {},
+                  why ? why
+                      : make_error(errc::pool_exhausted, "record on stream '" + options_.name +
+                                                             "': no event from the pool"));
+    return;
+  }
+  std::optional<gpu::batch_scope> batch;  // reaches the backend's workers with its neighbours
+  if (burst_ns_ == 0) batch.emplace(*context_.device);
+  // The newest n of the cache; they leave it only once all are recorded (a failed record
+  // leaves them for the next, which records them anew).
+  const std::size_t first = cache.size() - n;
+  std::vector<event_ref> out;
+  out.reserve(n);
+  for (std::size_t i = cache.size(); i-- > first;) {
+    const gpu::status launched = context_.device->record(cache[i].device, stream_.ref());
+    if (!launched.ok()) {
+      answer_record(reply, {}, to_error(launched));
+      return;
+    }
+    event_ref lease = cache[i].lease;
+    lease.stream = options_.id;
+    lease.point = op.point;
+    lease.on_stream = true;
+    out.push_back(lease);
+  }
+  cache.resize(first);
+  answer_record(reply, std::move(out), {});
+}
+
+void stream_state::answer_record(record_reply& reply, std::vector<event_ref> events,
+                                 const caf::error& why) {
+  if (why) {
+    if (reply.batched) {
+      reply.many.deliver(why);
+    } else {
+      reply.one.deliver(why);
+    }
+  } else if (reply.batched) {
+    reply.many.deliver(std::move(events));
+  } else {
+    reply.one.deliver(events.front());
+  }
 }
 
 caf::error stream_state::issue(timeline_point point, point_record record,
@@ -684,8 +736,8 @@ void stream_state::fail_outstanding(const caf::error& why) {
   }
   queue_.clear();
   held_ = 0;
-  for (auto& [point, promise] : record_promises_) promise.deliver(why);
-  record_promises_.clear();
+  for (auto& reply : record_replies_) answer_record(reply, {}, why);
+  record_replies_.clear();
   for (auto& [point, waiter] : awaiters_) waiter.promise.deliver(why);
   awaiters_.clear();
   for (auto& waiter : syncs_) waiter.promise.deliver(why);

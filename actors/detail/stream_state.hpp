@@ -73,6 +73,14 @@ struct cached_event {
   gpu::event_ref device;
 };
 
+// Who waits for a record operation's events (one, or a batch), in the order the records were
+// accepted: records are dispatched in that order, so the oldest is always the one answered.
+struct record_reply {
+  caf::typed_response_promise<event_ref> one;
+  caf::typed_response_promise<std::vector<event_ref>> many;
+  bool batched = false;
+};
+
 class stream_state {
  public:
   static inline const char* name = "cudactor.stream";  // the actor's name in CAF's logs
@@ -111,7 +119,10 @@ class stream_state {
     flush_watches();
     metrics_->publish(in_flight(), queue_.size());
   }
+  // Events recorded after everything accepted before, taking no timeline point: answered once
+  // recorded (dispatched), not once reached.
   caf::result<event_ref> accept_record(gpu::event_kind kind);
+  caf::result<std::vector<event_ref>> accept_records(gpu::event_kind kind, std::uint32_t n);
   // The coordinator's pass onto this stream: one ticket per operation, in order.
   caf::result<std::vector<ticket>> accept_dispatch(std::vector<dispatched_op>& ops);
   // A caller-launched operation's hold (answered once held) and its end (the point it takes,
@@ -183,8 +194,12 @@ class stream_state {
   // Untimed work is enqueued with its point's signal in one backend call: `signalled` then
   // holds what the signal answered.
   [[nodiscard]] gpu::status launch(pending_op& op, point_record& record,
-                                   std::optional<cached_event>& recorded,
                                    std::optional<gpu::result<timeline_point>>& signalled);
+  // A record operation: its events on the stream, answered to the oldest record_reply.
+  void dispatch_record(pending_op& op);
+  void answer_record(record_reply& reply, std::vector<event_ref> events, const caf::error& why);
+  // Whether the in-flight cap lets `op` go to the backend now.
+  [[nodiscard]] bool has_room(const pending_op& op) const noexcept;
   // Signals `point` on the stream (unless launch() did: `signalled`) and keeps `record` for
   // it; why the stream broke, if it did.
   [[nodiscard]] caf::error issue(timeline_point point, point_record record,
@@ -200,7 +215,9 @@ class stream_state {
   void break_stream(const caf::error& why);
   // Tells the poller of every point dispatched since the last flush, in one call.
   void flush_watches();
-  void request_refill(gpu::event_kind kind);
+  // Asks the pool for max(event_batch, at_least) events of `kind`, unless a refill is on its
+  // way already.
+  void request_refill(gpu::event_kind kind, std::size_t at_least = 0);
   void give_back_events(std::vector<cached_event>& events, std::size_t keep);
   // The timing events of every point not yet reached go back to the pool; their records go.
   void give_back_in_flight_events();
@@ -233,7 +250,7 @@ class stream_state {
   wait_keys waits_;                // the bounded ones among awaiters_ and syncs_
   std::deque<sync_waiter> syncs_;  // ascending by `to`
   timeline_point last_sync_ = 0;
-  std::map<timeline_point, caf::typed_response_promise<event_ref>> record_promises_;
+  std::deque<record_reply> record_replies_;  // one per record operation accepted, oldest first
   std::multimap<timeline_point, std::function<void(const caf::error&)>> callbacks_;
   std::map<timeline_point, caf::error> failures_;  // the newest failure_history ones
   // The times of the newest times_kept completed points, indexed by point modulo its size

@@ -13,7 +13,8 @@
 // burst: freed, a burst's chunks went back to the system and the next burst faulted its pages
 // in again (a 50k-op graph ran a fifth slower so). What stays spare through a while of use
 // (trim_every chunks taken) was not needed: half of it is freed then, so after a burst memory
-// comes back down to what is held as work goes on; spares_cap bounds what an idle table keeps.
+// comes back down to what is held as work goes on; spares_cap bounds what an idle table keeps,
+// and its owner sheds them all once it has been idle a while (shed()).
 // A value that outlives its neighbours keeps its chunk (at most chunk_bytes for it): id_table
 // moves such long-held values out of its window, not out of their chunks, since values never
 // move.
@@ -66,10 +67,22 @@ class value_chunks {
     void* room = reinterpret_cast<char*>(current_) + values_at + stride * used_;
     T* value = new (room) T();  // may throw: nothing was taken yet
     ++used_;
+    ++made_;
     ++current_->live;
     return pointer{value};
   }
 
+  // Every empty chunk kept goes back to the system (an idle owner's); how many went.
+  std::size_t shed() noexcept {
+    const std::size_t n = spare_.size();
+    for (header* h : spare_) std::free(h);
+    spare_.clear();
+    held_ -= n;
+    least_spare_ = 0;
+    return n;
+  }
+  // Values made so far, ever: whether any were made between two looks.
+  [[nodiscard]] std::uint64_t made() const noexcept { return made_; }
   // Chunks held, in use or kept empty (for tests and memory accounting).
   [[nodiscard]] std::size_t chunks() const noexcept { return held_; }
   [[nodiscard]] std::size_t spare_chunks() const noexcept { return spare_.size(); }
@@ -145,6 +158,7 @@ class value_chunks {
   std::size_t held_ = 0;         // chunks allocated and not freed
   std::size_t taken_ = 0;        // chunks taken since the last look
   std::size_t least_spare_ = 0;  // the fewest spare since then
+  std::uint64_t made_ = 0;       // values made, ever
   std::vector<header*> spare_ = [] {
     std::vector<header*> v;
     v.reserve(spares_cap);

@@ -6,8 +6,11 @@
 //   device layer  the same through cudactor's backend (create_event, record, the event's
 //                 destructor): what the handle tables add;
 //   stream actor  record_atom on a stream actor, which records an event it leased from the
-//                 event pool actor in batches, the event released back in batches of 64:
-//                 the path actors use, messaging included, 64 requests in flight.
+//                 event pool actor in batches (no timeline point: the record is answered
+//                 once recorded), the events released back in batches of 64: the path
+//                 actors use, messaging included, 64 requests in flight (all 64 sent, then
+//                 their answers taken);
+//   batched       one record_atom message asking for 64 events, then their release.
 // Every path records on an idle stream, so the device never holds a record up.
 //
 //   event_gpu_bench --backend=cuda [--quick] [-- runtime options]
@@ -55,18 +58,31 @@ double layer_uses(gpu::backend& device, gpu::stream_ref s, int uses) {
   return static_cast<double>(now_ns() - started) / uses;
 }
 
-double actor_uses(runtime& rt, int uses) {
+// `batched`: one message for the window's events; else one request per event, the window's
+// requests all sent before the first answer is taken.
+double actor_uses(runtime& rt, int uses, bool batched) {
   caf::scoped_actor self{rt.system()};
   const auto stream = rt.stream(0);
+  const auto on_error = [&](caf::error& err) { fail("record: " + rt.system().render(err)); };
   const auto started = now_ns();
   for (int done = 0; done < uses;) {
     const auto batch = std::min<int>(window, uses - done);
     std::vector<event_ref> leased;
     leased.reserve(static_cast<std::size_t>(batch));
-    for (int i = 0; i < batch; ++i) {
-      self->request(stream, std::chrono::seconds{10}, record_atom::value, gpu::event_kind::regular)
-          .receive([&](event_ref& e) { leased.push_back(e); },
-                   [&](caf::error& err) { fail("record: " + rt.system().render(err)); });
+    if (batched) {
+      self->request(stream, std::chrono::seconds{10}, record_atom::value,
+                    gpu::event_kind::regular, static_cast<std::uint32_t>(batch))
+          .receive([&](std::vector<event_ref>& es) { leased = std::move(es); }, on_error);
+    } else {
+      using handle = decltype(self->request(stream, std::chrono::seconds{10}, record_atom::value,
+                                            gpu::event_kind::regular));
+      std::vector<handle> asked;
+      asked.reserve(static_cast<std::size_t>(batch));
+      for (int i = 0; i < batch; ++i) {
+        asked.push_back(self->request(stream, std::chrono::seconds{10}, record_atom::value,
+                                      gpu::event_kind::regular));
+      }
+      for (auto& h : asked) h.receive([&](event_ref& e) { leased.push_back(e); }, on_error);
     }
     self->request(rt.event_pool(), std::chrono::seconds{10}, release_atom::value, std::move(leased))
         .receive([] {}, [&](caf::error& err) { fail("release: " + rt.system().render(err)); });
@@ -88,14 +104,16 @@ int main(int argc, char** argv) {
   if (!own.ok()) fail("create_stream: " + own.error().to_string());
   const gpu::stream_ref s = own.value();
 
-  samples raw, layer, actor;
+  samples raw, layer, actor, batched;
   raw_uses(device, s, uses / 10);  // warm-up
   layer_uses(device, s, uses / 10);
-  actor_uses(*rt, uses / 10);
+  actor_uses(*rt, uses / 10, false);
+  actor_uses(*rt, uses / 10, true);
   for (int round = 0; round < rounds; ++round) {
     raw.add(raw_uses(device, s, uses));
     layer.add(layer_uses(device, s, uses));
-    actor.add(actor_uses(*rt, uses));
+    actor.add(actor_uses(*rt, uses, false));
+    batched.add(actor_uses(*rt, uses, true));
   }
   if (auto st = device.synchronize(s); !st.ok()) fail("synchronize: " + st.to_string());
 
@@ -103,8 +121,10 @@ int main(int argc, char** argv) {
   t.add({"raw CUDA create/record/destroy", std::to_string(uses), fixed(raw.median()), "1.00"});
   t.add({"device layer create/record/destroy", std::to_string(uses), fixed(layer.median()),
          fixed(layer.median() / raw.median(), 2)});
-  t.add({"stream actor record (pooled)", std::to_string(uses), fixed(actor.median()),
-         fixed(actor.median() / raw.median(), 2)});
+  t.add({"stream actor record (pooled), 64 in flight", std::to_string(uses),
+         fixed(actor.median()), fixed(actor.median() / raw.median(), 2)});
+  t.add({"stream actor, 64 records per message", std::to_string(uses), fixed(batched.median()),
+         fixed(batched.median() / raw.median(), 2)});
   std::printf("event_gpu_bench on %s, %d rounds\n", rt->backend_reason().c_str(), rounds);
   t.print("one event use");
 
@@ -116,6 +136,8 @@ int main(int argc, char** argv) {
   json.add("layer_ns_per_use", layer.median());
   json.add("actor_ns_per_use", actor.median());
   json.add("actor_over_raw", actor.median() / raw.median());
+  json.add("batched_ns_per_use", batched.median());
+  json.add("batched_over_raw", batched.median() / raw.median());
   json.print();
   return 0;
 }

@@ -598,3 +598,61 @@ BOOST_AUTO_TEST_CASE(describe_knows_the_newest_ended_operations_only) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Per-operation state comes from chunks kept across graphs; once the coordinator has held
+// nothing for cudactor.coordinator.keep-memory-for the kept ones are freed, and a graph after
+// that grows them again. With 0 they stay (up to their bound).
+namespace {
+
+std::uint64_t state_chunks_after_graph(coordinator_fixture& f, std::size_t n) {
+  graph_spec g;
+  for (std::size_t i = 0; i < n; ++i) g.add(spec_of(noop()));
+  auto ends = f.ask<std::vector<op_notice>>(f.co(), run_atom::value, std::move(g));
+  BOOST_REQUIRE_MESSAGE(ends, f.why(ends));
+  BOOST_REQUIRE(ends->size() == n);
+  auto m = f.ask<coordinator_metrics>(f.co(), metrics_atom::value);
+  BOOST_REQUIRE(m);
+  BOOST_TEST(m->tracked == 0u);
+  return m->state_chunks;
+}
+
+std::uint64_t state_chunks_within(coordinator_fixture& f, std::chrono::milliseconds limit,
+                                   std::uint64_t at_most) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  std::uint64_t chunks = 0;
+  do {
+    auto m = f.ask<coordinator_metrics>(f.co(), metrics_atom::value);
+    BOOST_REQUIRE(m);
+    chunks = m->state_chunks;
+    if (chunks <= at_most) break;
+    std::this_thread::sleep_for(10ms);
+  } while (std::chrono::steady_clock::now() < until);
+  return chunks;
+}
+
+struct sheds_soon : coordinator_fixture {
+  sheds_soon() : coordinator_fixture({"--cudactor.coordinator.keep-memory-for=100ms"}) {}
+};
+
+struct keeps_memory : coordinator_fixture {
+  keeps_memory() : coordinator_fixture({"--cudactor.coordinator.keep-memory-for=0s"}) {}
+};
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(an_idle_coordinator_gives_back_the_memory_kept_for_the_next_graph,
+                        sheds_soon) {
+  const auto kept = state_chunks_after_graph(*this, 20'000);
+  BOOST_TEST(kept > 100u);  // 20k records and nodes, about 100 per chunk or fewer
+  // Two chunks at most stay: the one each table is filling.
+  BOOST_TEST(state_chunks_within(*this, 5s, 2) <= 2u);
+  BOOST_TEST(state_chunks_after_graph(*this, 20'000) > 100u);
+  BOOST_TEST(state_chunks_within(*this, 5s, 2) <= 2u);
+}
+
+BOOST_FIXTURE_TEST_CASE(with_keep_memory_for_zero_the_chunks_stay, keeps_memory) {
+  const auto kept = state_chunks_after_graph(*this, 20'000);
+  BOOST_TEST(kept > 100u);
+  std::this_thread::sleep_for(300ms);
+  BOOST_TEST(state_chunks_within(*this, 0ms, 2) == kept);
+}

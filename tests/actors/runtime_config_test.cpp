@@ -108,6 +108,25 @@ BOOST_AUTO_TEST_CASE(a_host_in_flight_bound_reaches_the_backend_and_zero_is_refu
   BOOST_TEST(out.error().message().find("cudactor.host.max-in-flight") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(keep_memory_for_reaches_the_coordinator_and_a_negative_one_is_refused) {
+  {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(!config.parse(
+        std::vector<std::string>{"--cudactor.coordinator.keep-memory-for=250ms"}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(out.ok());
+    BOOST_TEST(out->coordinator.keep_memory_for.count() == 250'000'000);
+  }
+  runtime_config config;
+  std::istringstream in{""};
+  BOOST_REQUIRE(!config.parse(
+      std::vector<std::string>{"--cudactor.coordinator.keep-memory-for=-1s"}, in));
+  auto out = config.runtime_settings();
+  BOOST_REQUIRE(!out.ok());
+  BOOST_TEST(out.error().message().find("keep-memory-for") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_node_owner_token_reaches_the_node_options_and_a_short_one_is_refused) {
   {
     runtime_config config;

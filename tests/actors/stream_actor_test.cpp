@@ -1,6 +1,7 @@
 #define BOOST_TEST_MODULE stream_actor
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <mutex>
@@ -184,6 +185,82 @@ BOOST_AUTO_TEST_CASE(a_wait_on_an_event_orders_work_across_streams) {
   // Released: the ref is stale now.
   auto stale = ask<ticket>(rt().stream(1), cudactor::wait_atom::value, *ev);
   BOOST_TEST((stale.error() == errc::stale_event));
+}
+
+// A record takes no timeline point: the event says which point it follows, and the next
+// operation's ticket is the one after that point. Many events in one message, each its own
+// lease, in order with the work around them; every one completes with that point.
+BOOST_AUTO_TEST_CASE(records_take_no_point_and_come_many_to_a_message) {
+  gate g;
+  auto held = ask<ticket>(rt().stream(0), cudactor::submit_atom::value, g.hold());
+  BOOST_REQUIRE(held);
+  auto one = ask<cudactor::event_ref>(rt().stream(0), cudactor::record_atom::value,
+                                      gpu::event_kind::regular);
+  BOOST_REQUIRE_MESSAGE(one, why(one));
+  BOOST_TEST(one->recorded());
+  BOOST_TEST(one->point == held->point);
+  auto many = ask<std::vector<cudactor::event_ref>>(rt().stream(0), cudactor::record_atom::value,
+                                                    gpu::event_kind::regular, std::uint32_t{64});
+  BOOST_REQUIRE_MESSAGE(many, why(many));
+  BOOST_REQUIRE(many->size() == 64u);
+  std::vector<std::uint32_t> slots;
+  for (const auto& e : *many) {
+    BOOST_TEST(e.recorded());
+    BOOST_TEST(e.point == held->point);
+    BOOST_TEST(!e.same_lease(*one));
+    slots.push_back(e.slot);
+  }
+  std::sort(slots.begin(), slots.end());
+  BOOST_TEST((std::adjacent_find(slots.begin(), slots.end()) == slots.end()));
+  auto next = ask<ticket>(rt().stream(0), cudactor::submit_atom::value, noop());
+  BOOST_REQUIRE(next);
+  BOOST_TEST(next->point == held->point + 1);
+  // The events complete with the work before them: stream 1 waits on the last of them.
+  const cudactor::test::device_word seen{-1};
+  const cudactor::test::device_word flag{0};
+  BOOST_REQUIRE(ask<ticket>(rt().stream(0), cudactor::submit_atom::value, flag.store(1)));
+  auto after = ask<cudactor::event_ref>(rt().stream(0), cudactor::record_atom::value,
+                                        gpu::event_kind::regular);
+  BOOST_REQUIRE(after);
+  BOOST_REQUIRE(ask<ticket>(rt().stream(1), cudactor::wait_atom::value, *after));
+  auto checked = ask<ticket>(rt().stream(1), cudactor::submit_atom::value, seen.copy_from(flag));
+  BOOST_REQUIRE(checked);
+  std::this_thread::sleep_for(20ms);
+  BOOST_TEST(seen.load() == -1);  // the gate holds stream 0, so the event is not reached
+  g.open();
+  BOOST_REQUIRE(ask<completion>(rt().stream(1), cudactor::await_atom::value, checked->point));
+  BOOST_TEST(seen.load() == 1);
+  auto leases = *many;
+  leases.push_back(*one);
+  leases.push_back(*after);
+  BOOST_TEST(!tell(rt().event_pool(), cudactor::release_atom::value, leases));
+  // Bounded per message, and a pool that cannot give that many refuses the batch by name,
+  // leaving the stream as it was.
+  for (std::uint32_t n : {0u, cudactor::max_records_per_message + 1}) {
+    auto refused = ask<std::vector<cudactor::event_ref>>(
+        rt().stream(0), cudactor::record_atom::value, gpu::event_kind::regular, n);
+    BOOST_TEST((refused.error() == errc::invalid_argument));
+  }
+  auto fine = ask<ticket>(rt().stream(0), cudactor::submit_atom::value, noop());
+  BOOST_REQUIRE(fine);
+  BOOST_TEST(fine->point == next->point + 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_record_batch_larger_than_the_pool_is_refused_and_the_stream_goes_on) {
+  stop();
+  start({"--cudactor.streams=1", "--cudactor.pool.max-events=100"});
+  auto refused = ask<std::vector<cudactor::event_ref>>(
+      rt().stream(0), cudactor::record_atom::value, gpu::event_kind::regular, std::uint32_t{200});
+  BOOST_TEST((refused.error() == errc::invalid_argument));
+  BOOST_TEST(why(refused).find("at most 100") != std::string::npos);
+  auto t = ask<ticket>(rt().stream(0), cudactor::submit_atom::value, noop());
+  BOOST_REQUIRE_MESSAGE(t, why(t));
+  BOOST_REQUIRE(ask<completion>(rt().stream(0), cudactor::await_atom::value, t->point));
+  auto fits = ask<std::vector<cudactor::event_ref>>(
+      rt().stream(0), cudactor::record_atom::value, gpu::event_kind::regular, std::uint32_t{50});
+  BOOST_REQUIRE_MESSAGE(fits, why(fits));
+  BOOST_TEST(fits->size() == 50u);
+  BOOST_TEST(!tell(rt().event_pool(), cudactor::release_atom::value, *fits));
 }
 
 BOOST_AUTO_TEST_CASE(backpressure_holds_in_flight_at_the_cap_and_loses_nothing) {

@@ -104,6 +104,29 @@ BOOST_AUTO_TEST_CASE(an_idle_table_keeps_at_most_the_cap) {
   BOOST_TEST(alive == 0);
 }
 
+BOOST_AUTO_TEST_CASE(an_owner_gone_idle_sheds_every_spare_chunk_and_keeps_what_is_held) {
+  pool p;
+  const std::size_t burst = 40 * pool::per_chunk_count();
+  std::vector<pool::pointer> held;
+  for (std::size_t i = 0; i < burst; ++i) held.push_back(p.make());
+  BOOST_TEST(p.made() == burst);
+  // Half released (whole chunks of the oldest), half kept.
+  held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(burst / 2));
+  BOOST_TEST(p.spare_chunks() == 20u);
+  BOOST_TEST(p.shed() == 20u);
+  BOOST_TEST(p.spare_chunks() == 0u);
+  BOOST_TEST(p.chunks() == 20u);
+  for (std::size_t i = 0; i < held.size(); ++i) held[i]->stamp = i;  // still theirs
+  held.clear();
+  BOOST_TEST(p.shed() == 19u);  // all but the one being filled
+  BOOST_TEST(p.chunks() == 1u);
+  for (std::size_t i = 0; i < burst; ++i) held.push_back(p.make());  // and it grows again
+  BOOST_TEST(p.chunks() == 40u);
+  BOOST_TEST(p.made() == 2 * burst);
+  held.clear();
+  BOOST_TEST(alive == 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_value_kept_long_keeps_its_chunk_and_its_contents) {
   pool p;
   pool::pointer old = p.make();
