@@ -114,7 +114,7 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
   };
   return {
       [self, arm_shrink](acquire_atom, gpu::event_kind kind,
-                         std::uint32_t count) -> caf::result<std::vector<event_ref>> {
+                         std::uint32_t count) -> caf::result<std::vector<event_lease>> {
         auto& st = self->state;
         if (st.closing) return shutting_down();
         if (kind != gpu::event_kind::regular && kind != gpu::event_kind::timing) {
@@ -148,7 +148,7 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
                                 " events (" + std::to_string(st.leased[0] + st.leased[1]) +
                                 " leased)");
         }
-        std::vector<event_ref> out;
+        std::vector<event_lease> out;
         out.reserve(count);
         for (std::size_t i = 0; i < lend; ++i) {
           st.lent.insert(timing.back());
@@ -170,7 +170,7 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
         arm_shrink();
         return out;
       },
-      [self, arm_shrink](release_atom, const std::vector<event_ref>& refs) -> caf::result<void> {
+      [self, arm_shrink](release_atom, const std::vector<event_lease>& refs) -> caf::result<void> {
         auto& st = self->state;
         // All or none: check every ref (and duplicates within the call) before changing any.
         for (std::size_t i = 0; i < refs.size(); ++i) {

@@ -5,7 +5,7 @@
 
 namespace cudactor {
 
-std::string describe(const event_ref& ref) {
+std::string describe(const event_lease& ref) {
   std::string out = "event " + std::to_string(ref.slot) + " (lease " +
                     std::to_string(ref.generation) + ", " + std::string{gpu::to_string(ref.kind)};
   if (ref.recorded()) {
@@ -44,20 +44,20 @@ void event_table::destroy(std::uint32_t slot) {
   // Destroyed outside the lock: a failed destroy is counted by the backend.
 }
 
-event_ref event_table::lease(std::uint32_t slot) {
+event_lease event_table::lease(std::uint32_t slot) {
   std::unique_lock lock{mutex_};
   entry& e = entries_.at(slot);
   ++e.generation;
   if (e.generation == 0) e.generation = 1;  // 0 names no event
   e.leased = true;
-  event_ref ref;
+  event_lease ref;
   ref.slot = slot;
   ref.generation = e.generation;
   ref.kind = e.event.kind();
   return ref;
 }
 
-gpu::status event_table::describe_stale(const event_ref& ref, const entry* e) const {
+gpu::status event_table::describe_stale(const event_lease& ref, const entry* e) const {
   if (ref.empty()) return {gpu::errc::invalid_argument, "empty event ref"};
   if (e == nullptr || !e->event.valid()) {
     return {gpu::errc::invalid_handle, describe(ref) + " names no event of this pool"};
@@ -70,23 +70,23 @@ gpu::status event_table::describe_stale(const event_ref& ref, const entry* e) co
   return {gpu::errc::invalid_handle, describe(ref) + " was already released"};
 }
 
-const event_table::entry* event_table::find(const event_ref& ref) const {
+const event_table::entry* event_table::find(const event_lease& ref) const {
   return ref.slot < entries_.size() ? &entries_[ref.slot] : nullptr;
 }
 
-bool event_table::is_current(const event_ref& ref, const entry* e) {
+bool event_table::is_current(const event_lease& ref, const entry* e) {
   return e != nullptr && e->event.valid() && e->leased && e->generation == ref.generation &&
          !ref.empty();
 }
 
-gpu::status event_table::check_release(const event_ref& ref) const {
+gpu::status event_table::check_release(const event_lease& ref) const {
   std::shared_lock lock{mutex_};
   const entry* e = find(ref);
   if (is_current(ref, e)) return {};
   return describe_stale(ref, e);
 }
 
-void event_table::end_lease(const event_ref& ref) {
+void event_table::end_lease(const event_lease& ref) {
   std::unique_lock lock{mutex_};
   entries_.at(ref.slot).leased = false;
 }
@@ -100,7 +100,7 @@ void event_table::clear() {
   }
 }
 
-gpu::result<gpu::event_ref> event_table::resolve(const event_ref& ref) const {
+gpu::result<gpu::event_ref> event_table::resolve(const event_lease& ref) const {
   std::shared_lock lock{mutex_};
   const entry* e = find(ref);
   if (is_current(ref, e)) return e->event.ref();

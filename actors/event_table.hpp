@@ -2,7 +2,7 @@
 //
 // The events of one event pool and the state of their leases, shared between the pool actor
 // (which alone creates, leases, releases and destroys) and the stream actors (which turn an
-// event_ref from a message into the backend event it names). A lease's generation changes
+// event_lease from a message into the backend event it names). A lease's generation changes
 // each time the event is handed out, so a ref kept after its release, or released twice, is
 // recognised instead of touching an event that now belongs to someone else.
 //
@@ -29,18 +29,18 @@ class event_table {
   // Destroys the (unleased) event in `slot`; the slot is reused by a later create().
   void destroy(std::uint32_t slot);
   // Hands out the event in `slot` under a new generation.
-  [[nodiscard]] event_ref lease(std::uint32_t slot);
+  [[nodiscard]] event_lease lease(std::uint32_t slot);
   // ok, or stale_event saying whether the ref was released already or belongs to an older
   // lease of its slot. Checks without changing anything.
-  [[nodiscard]] gpu::status check_release(const event_ref& ref) const;
+  [[nodiscard]] gpu::status check_release(const event_lease& ref) const;
   // Ends the lease; check_release() must have said ok.
-  void end_lease(const event_ref& ref);
+  void end_lease(const event_lease& ref);
   // Destroys every event; refs resolve to nothing afterwards.
   void clear();
 
   // --- anyone ----------------------------------------------------------------------------
   // The backend event a current lease names, or a status saying why not (stale, unknown).
-  [[nodiscard]] gpu::result<gpu::event_ref> resolve(const event_ref& ref) const;
+  [[nodiscard]] gpu::result<gpu::event_ref> resolve(const event_lease& ref) const;
   [[nodiscard]] std::size_t size() const;
   [[nodiscard]] const gpu::backend& device() const noexcept { return *device_; }
 
@@ -52,10 +52,10 @@ class event_table {
   };
 
   // The entry a ref's slot names (any generation), or nullptr; call under the lock.
-  [[nodiscard]] const entry* find(const event_ref& ref) const;
+  [[nodiscard]] const entry* find(const event_lease& ref) const;
   // Whether `e` is the live lease `ref` names.
-  [[nodiscard]] static bool is_current(const event_ref& ref, const entry* e);
-  [[nodiscard]] gpu::status describe_stale(const event_ref& ref, const entry* e) const;
+  [[nodiscard]] static bool is_current(const event_lease& ref, const entry* e);
+  [[nodiscard]] gpu::status describe_stale(const event_lease& ref, const entry* e) const;
 
   gpu::backend* device_;
   mutable std::shared_mutex mutex_;
@@ -64,6 +64,6 @@ class event_table {
 };
 
 // "event 3 (lease 7, timing)": how errors name an event ref.
-[[nodiscard]] std::string describe(const event_ref& ref);
+[[nodiscard]] std::string describe(const event_lease& ref);
 
 }  // namespace cudactor

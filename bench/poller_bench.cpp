@@ -338,7 +338,7 @@ class timeline_driver {
       if (completed_ - answered.load(std::memory_order_acquire) < unanswered) {
         auto& line = *lines_[complete_next_];
         complete_next_ = (complete_next_ + 1) % n;
-        if (line.completed() < line.submitted()) {
+        if (line.completed() < line.signalled()) {
           line.set(line.completed() + 1);
           ++completed_;
         }
@@ -353,7 +353,7 @@ class timeline_driver {
 
   // Completes everything outstanding so that the watches end.
   void finish() {
-    for (auto& line : lines_) line->set(line->submitted());
+    for (auto& line : lines_) line->set(line->signalled());
   }
 
  private:

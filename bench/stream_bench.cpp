@@ -84,7 +84,7 @@ caf::behavior client(caf::event_based_actor* self, stream_actor stream, std::uin
   self->send(stream, subscribe_atom::value, caf::actor_cast<completion_listener>(self));
   // The stream's status says where its timeline starts for this client.
   self->request(stream, caf::infinite, status_atom::value).then([=](const stream_status& s) {
-    st->base = s.submitted;
+    st->base = s.accepted;
     pump();
   });
   return {
@@ -137,12 +137,12 @@ double actor_records(runtime& rt, std::uint32_t uses, bool batched) {
   const auto on_error = [&](caf::error& err) { record_failed(rt, "record", err); };
   const auto start = now_ns();
   for (std::uint32_t done = 0; done < uses; done += record_window) {
-    std::vector<event_ref> leased;
+    std::vector<event_lease> leased;
     leased.reserve(record_window);
     if (batched) {
       self->request(stream, std::chrono::seconds{10}, record_atom::value,
                     gpu::event_kind::regular, record_window)
-          .receive([&](std::vector<event_ref>& es) { leased = std::move(es); }, on_error);
+          .receive([&](std::vector<event_lease>& es) { leased = std::move(es); }, on_error);
     } else {
       using handle = decltype(self->request(stream, std::chrono::seconds{10}, record_atom::value,
                                             gpu::event_kind::regular));
@@ -152,7 +152,7 @@ double actor_records(runtime& rt, std::uint32_t uses, bool batched) {
         asked.push_back(self->request(stream, std::chrono::seconds{10}, record_atom::value,
                                       gpu::event_kind::regular));
       }
-      for (auto& h : asked) h.receive([&](event_ref& e) { leased.push_back(e); }, on_error);
+      for (auto& h : asked) h.receive([&](event_lease& e) { leased.push_back(e); }, on_error);
     }
     self->request(rt.event_pool(), std::chrono::seconds{10}, release_atom::value,
                   std::move(leased))

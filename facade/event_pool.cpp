@@ -19,12 +19,12 @@ event_pool_actor the_pool(const front_door& d) { return d.pool(); }
 event_pool::event_pool(runtime& rt) : door_(rt.door()) {}
 
 void event_pool::acquire_with(gpu::event_kind kind, std::uint32_t n,
-                              on_done<std::vector<event_ref>> done) const {
-  detail::ask<std::vector<event_ref>>(door_, pool_lane, std::move(done), the_pool,
-                                      acquire_atom::value, kind, n);
+                              on_done<std::vector<event_lease>> done) const {
+  detail::ask<std::vector<event_lease>>(door_, pool_lane, std::move(done), the_pool,
+                                        acquire_atom::value, kind, n);
 }
 
-void event_pool::release_with(std::vector<event_ref> events, on_done<void> done) const {
+void event_pool::release_with(std::vector<event_lease> events, on_done<void> done) const {
   detail::ask<void>(door_, pool_lane, std::move(done), the_pool, release_atom::value,
                     std::move(events));
 }

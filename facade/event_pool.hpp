@@ -31,14 +31,14 @@ class event_pool {
   // `n` events of `kind`, all or none (pool_exhausted when the pool is at its maximum).
   template <class Token = use_future_t>
   auto acquire(gpu::event_kind kind, std::uint32_t n, Token&& token = {}) const {
-    return complete<std::vector<event_ref>>(
-        std::forward<Token>(token), [p = *this, kind, n](on_done<std::vector<event_ref>> d) {
+    return complete<std::vector<event_lease>>(
+        std::forward<Token>(token), [p = *this, kind, n](on_done<std::vector<event_lease>> d) {
           p.acquire_with(kind, n, std::move(d));
         });
   }
   // All or none: one stale or doubly released event refuses the call (stale_event, naming it).
   template <class Token = use_future_t>
-  auto release(std::vector<event_ref> events, Token&& token = {}) const {
+  auto release(std::vector<event_lease> events, Token&& token = {}) const {
     return complete<void>(std::forward<Token>(token),
                           [p = *this, events = std::move(events)](on_done<void> d) mutable {
                             p.release_with(std::move(events), std::move(d));
@@ -53,8 +53,8 @@ class event_pool {
 
  private:
   void acquire_with(gpu::event_kind kind, std::uint32_t n,
-                    on_done<std::vector<event_ref>> done) const;
-  void release_with(std::vector<event_ref> events, on_done<void> done) const;
+                    on_done<std::vector<event_lease>> done) const;
+  void release_with(std::vector<event_lease> events, on_done<void> done) const;
   void utilization_with(on_done<pool_utilization> done) const;
 
   std::shared_ptr<front_door> door_;

@@ -75,11 +75,11 @@ void stream::free_with(buffer_ref buffer, on_done<ticket> done) const {
   ask<ticket>(std::move(done), free_atom::value, buffer);
 }
 
-void stream::record_with(gpu::event_kind kind, on_done<event_ref> done) const {
-  ask<event_ref>(std::move(done), record_atom::value, kind);
+void stream::record_with(gpu::event_kind kind, on_done<event_lease> done) const {
+  ask<event_lease>(std::move(done), record_atom::value, kind);
 }
 
-void stream::wait_with(event_ref event, on_done<ticket> done) const {
+void stream::wait_with(event_lease event, on_done<ticket> done) const {
   ask<ticket>(std::move(done), wait_atom::value, event);
 }
 

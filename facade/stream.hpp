@@ -100,12 +100,12 @@ class stream {
   // device: no host thread waits).
   template <class Token = use_future_t>
   auto record(gpu::event_kind kind = gpu::event_kind::regular, Token&& token = {}) const {
-    return complete<event_ref>(std::forward<Token>(token), [s = *this, kind](on_done<event_ref> d) {
-      s.record_with(kind, std::move(d));
-    });
+    return complete<event_lease>(
+        std::forward<Token>(token),
+        [s = *this, kind](on_done<event_lease> d) { s.record_with(kind, std::move(d)); });
   }
   template <class Token = use_future_t>
-  auto wait(event_ref event, Token&& token = {}) const {
+  auto wait(event_lease event, Token&& token = {}) const {
     return complete<ticket>(std::forward<Token>(token), [s = *this, event](on_done<ticket> d) {
       s.wait_with(event, std::move(d));
     });
@@ -189,8 +189,8 @@ class stream {
                      on_done<ticket> done) const;
   void alloc_with(std::uint64_t bytes, on_done<buffer_ref> done) const;
   void free_with(buffer_ref buffer, on_done<ticket> done) const;
-  void record_with(gpu::event_kind kind, on_done<event_ref> done) const;
-  void wait_with(event_ref event, on_done<ticket> done) const;
+  void record_with(gpu::event_kind kind, on_done<event_lease> done) const;
+  void wait_with(event_lease event, on_done<ticket> done) const;
   void callback_with(std::function<void(outcome<void>)> fn, on_done<ticket> done) const;
   void await_with(timeline_point point, std::chrono::nanoseconds limit,
                   const std::optional<cancellation>& cancel, on_done<completion> done) const;

@@ -139,11 +139,11 @@ status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
   std::shared_ptr<slot> target;
   {
     std::lock_guard<std::mutex> lock{mutex_};
-    if (value > submitted_.load(std::memory_order_acquire)) {
+    if (value > signalled_.load(std::memory_order_acquire)) {
       return status{errc::invalid_argument, waiter_label + " cannot wait for point " +
                                                 std::to_string(value) + " of timeline '" + name_ +
                                                 "': not signalled yet (newest " +
-                                                std::to_string(submitted_.load()) + ")"};
+                                                std::to_string(signalled_.load()) + ")"};
     }
     // Work that failed at launch is known before the device gets there: the waiter's next
     // point carries it (the caller fails it), and the wait is placed all the same.
@@ -221,8 +221,8 @@ result<timeline_point> cuda_timeline::signal() {
     return why;
   }
   if (!poison_.ok()) return poison_;  // abandoned or lost while we recorded
-  const timeline_point value = submitted_.load(std::memory_order_relaxed) + 1;
-  submitted_.store(value, std::memory_order_release);
+  const timeline_point value = signalled_.load(std::memory_order_relaxed) + 1;
+  signalled_.store(value, std::memory_order_release);
   in_flight_.push_back(entry{value, std::move(marker)});
   if (!next_failure_.ok()) {
     failures_.emplace_back(value, std::move(next_failure_));

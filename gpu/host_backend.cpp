@@ -15,8 +15,8 @@ namespace cudactor::gpu {
 namespace {
 
 using detail::host_completion;
+using detail::host_op_kind;
 using detail::op;
-using detail::op_type;
 using detail::stream_ptr;
 
 struct host_event {
@@ -96,7 +96,7 @@ struct host_backend::impl {
   }
 
   // wait_point (kind wait: a failure is carried) and order_after (kind order: it is not).
-  status wait_for_point(stream_ref s, stream_ref other, timeline_point value, op_type kind) {
+  status wait_for_point(stream_ref s, stream_ref other, timeline_point value, host_op_kind kind) {
     stream_ptr target;
     stream_ptr awaited;
     {
@@ -110,15 +110,15 @@ struct host_backend::impl {
       awaited = std::move(found_other.value());
     }
     if (value == 0) return {};
-    if (value > awaited->timeline->submitted()) {
+    if (value > awaited->timeline->signalled()) {
       return {errc::invalid_argument, target->label + " cannot wait for point " +
                                           std::to_string(value) + " of " + awaited->label +
                                           ": not signalled yet (newest " +
-                                          std::to_string(awaited->timeline->submitted()) + ")"};
+                                          std::to_string(awaited->timeline->signalled()) + ")"};
     }
     auto point = engine->point_of(awaited, value);
     // Reached cleanly (or, for an order, reached at all): nothing to wait for.
-    if (point->done() && (kind == op_type::order || point->outcome().ok())) return {};
+    if (point->done() && (kind == host_op_kind::order || point->outcome().ok())) return {};
     op o;
     o.type = kind;
     o.point = std::move(point);
@@ -131,9 +131,9 @@ struct host_backend::impl {
   // Refuses a signal past the bound, as the CUDA timeline does. Only the stream's one issuer
   // signals, and completions only lower the count, so the check needs no lock.
   status room_for_signal(detail::host_stream& target) {
-    const timeline_point submitted = target.timeline->submitted();
+    const timeline_point signalled = target.timeline->signalled();
     const timeline_point completed = target.timeline->completed();
-    const std::uint64_t in_flight = submitted > completed ? submitted - completed : 0;
+    const std::uint64_t in_flight = signalled > completed ? signalled - completed : 0;
     if (in_flight < std::max<std::size_t>(options.max_in_flight, 1)) return {};
     return {errc::resource_exhausted, "timeline of " + target.label + " has " +
                                           std::to_string(in_flight) +
@@ -256,7 +256,7 @@ status host_backend::record(event_ref e, stream_ref s) {
     found_event.value()->latest = point;
   }
   op o;
-  o.type = op_type::record;
+  o.type = host_op_kind::record;
   o.point = std::move(point);
   impl_->engine->push(target, std::move(o));
   return {};
@@ -277,7 +277,7 @@ status host_backend::wait(stream_ref s, event_ref e) {
   }
   if (!point) return {};  // never recorded: CUDA does not wait
   op o;
-  o.type = op_type::wait;
+  o.type = host_op_kind::wait;
   o.point = std::move(point);
   o.what = "event " + to_string(e.id());
   impl_->engine->push(target, std::move(o));
@@ -285,11 +285,11 @@ status host_backend::wait(stream_ref s, event_ref e) {
 }
 
 status host_backend::wait_point(stream_ref s, stream_ref other, timeline_point value) {
-  return impl_->wait_for_point(s, other, value, op_type::wait);
+  return impl_->wait_for_point(s, other, value, host_op_kind::wait);
 }
 
 status host_backend::order_after(stream_ref s, stream_ref other, timeline_point value) {
-  return impl_->wait_for_point(s, other, value, op_type::order);
+  return impl_->wait_for_point(s, other, value, host_op_kind::order);
 }
 
 query_result host_backend::query(event_ref e) {
@@ -373,7 +373,7 @@ status host_backend::free_async(stream_ref s, buffer& memory) {
   auto marked = impl_->allocations.begin_free(memory.data());
   if (!marked) return marked.error();
   op o;
-  o.type = op_type::free_memory;
+  o.type = host_op_kind::free_memory;
   o.memory = memory.release();
   impl_->engine->push(target.value(), std::move(o));
   return {};
@@ -387,7 +387,7 @@ status host_backend::release_memory(void* data, memory_kind kind, stream_ref s) 
       auto marked = impl_->allocations.begin_free(data);
       if (!marked) return marked.error();
       op o;
-      o.type = op_type::free_memory;
+      o.type = host_op_kind::free_memory;
       o.memory = data;
       impl_->engine->push(target.value(), std::move(o));
       return {};
@@ -458,7 +458,7 @@ status host_backend::enqueue(stream_ref s, work_fn work) {
 status host_backend::add_callback(stream_ref s, host_callback callback) {
   if (!callback) return {errc::invalid_argument, "empty host callback"};
   op o;
-  o.type = op_type::callback;
+  o.type = host_op_kind::callback;
   o.callback = std::move(callback);
   return impl_->submit(s, std::move(o));
 }
@@ -471,7 +471,7 @@ result<timeline_point> host_backend::signal(stream_ref s) {
   impl_->engine->push_with(target.value(), [&] {
     // Reserved under the stream's mutex so that values follow queue order.
     op o;
-    o.type = op_type::signal;
+    o.type = host_op_kind::signal;
     o.value = value = target.value()->timeline->reserve();
     return o;
   });
@@ -520,7 +520,7 @@ status host_backend::synchronize(stream_ref s) {
   }
   auto point = std::make_shared<host_completion>();
   op o;
-  o.type = op_type::sync;
+  o.type = host_op_kind::sync;
   o.point = point;
   impl_->engine->push(target, std::move(o));
   impl_->engine->note_host_wait();
@@ -559,7 +559,7 @@ result<void*> host_backend::native_handle(event_ref) const {
 
 status host_backend::inject_failure(stream_ref s, std::string why) {
   op o;
-  o.type = op_type::fail;
+  o.type = host_op_kind::fail;
   o.what = std::move(why);
   return impl_->submit(s, std::move(o));
 }
@@ -569,7 +569,7 @@ result<hang_release> host_backend::inject_hang(stream_ref s) {
   if (!target) return target.error();
   auto gate = std::make_shared<host_completion>();
   op o;
-  o.type = op_type::gate;
+  o.type = host_op_kind::gate;
   o.point = gate;
   impl_->engine->push(target.value(), std::move(o));
   return hang_release{std::move(gate)};
@@ -578,14 +578,14 @@ result<hang_release> host_backend::inject_hang(stream_ref s) {
 status host_backend::inject_delay(stream_ref s, std::chrono::nanoseconds duration) {
   if (duration.count() < 0) return {errc::invalid_argument, "negative delay"};
   op o;
-  o.type = op_type::delay;
+  o.type = host_op_kind::delay;
   o.duration = duration;
   return impl_->submit(s, std::move(o));
 }
 
 status host_backend::inject_device_fault(stream_ref s, std::string why) {
   op o;
-  o.type = op_type::device_fault;
+  o.type = host_op_kind::device_fault;
   o.what = std::move(why);
   return impl_->submit(s, std::move(o));
 }

@@ -19,10 +19,10 @@ timeline_point raise(std::atomic<timeline_point>& target, timeline_point value) 
 }  // namespace
 
 host_timeline::host_timeline(std::string name, timeline_point initial)
-    : name_(std::move(name)), submitted_(initial), completed_(initial) {}
+    : name_(std::move(name)), signalled_(initial), completed_(initial) {}
 
 host_timeline::host_timeline(std::string name, std::shared_ptr<std::atomic<std::uint64_t>> waits)
-    : name_(std::move(name)), submitted_(0), completed_(0), waits_(std::move(waits)) {}
+    : name_(std::move(name)), signalled_(0), completed_(0), waits_(std::move(waits)) {}
 
 query_result host_timeline::query(timeline_point value) {
   if (completed_.load(std::memory_order_acquire) >= value) {
@@ -66,7 +66,7 @@ status host_timeline::wait(timeline_point value, std::chrono::milliseconds timeo
 }
 
 void host_timeline::set(timeline_point value) {
-  raise(submitted_, value);
+  raise(signalled_, value);
   if (raise(completed_, value) < value) {
     notify_waiters();
     notify_listeners();

@@ -31,8 +31,8 @@ class host_timeline final : public timeline {
   // the device (host_backend::host_waits()).
   host_timeline(std::string name, std::shared_ptr<std::atomic<std::uint64_t>> waits);
 
-  [[nodiscard]] timeline_point submitted() const noexcept override {
-    return submitted_.load(std::memory_order_acquire);
+  [[nodiscard]] timeline_point signalled() const noexcept override {
+    return signalled_.load(std::memory_order_acquire);
   }
   [[nodiscard]] timeline_point completed() override {
     return completed_.load(std::memory_order_acquire);
@@ -44,11 +44,11 @@ class host_timeline final : public timeline {
 
   // Takes the next value for a signal and returns it.
   [[nodiscard]] timeline_point reserve() noexcept {
-    return submitted_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    return signalled_.fetch_add(1, std::memory_order_acq_rel) + 1;
   }
 
   // Raises the completed value to at least `value`; a smaller value changes nothing. Also
-  // raises submitted, so a timeline used without reserve() stays consistent.
+  // raises signalled(), so a timeline used without reserve() stays consistent.
   void set(timeline_point value);
   // Like set(), and remembers that the work before `value` failed.
   void fail(timeline_point value, status why);
@@ -64,7 +64,7 @@ class host_timeline final : public timeline {
   void notify_listeners();
 
   std::string name_;
-  std::atomic<timeline_point> submitted_;
+  std::atomic<timeline_point> signalled_;
   std::atomic<timeline_point> completed_;
   std::atomic<bool> poisoned_{false};
   std::atomic<int> waiters_{0};

@@ -1,7 +1,7 @@
 // gpu/timeline.hpp
 //
 // A timeline signal: a monotonically increasing 64-bit counter per stream, as in Vulkan
-// timeline semaphores. `submitted()` is the newest value signalled on the stream,
+// timeline semaphores. `signalled()` is the newest value signalled on the stream,
 // `completed()` the newest value the stream has passed. Waiting for a value is how code that
 // is not an actor blocks on stream progress; actors never wait here, they ask the completion
 // poller, which uses query().
@@ -24,7 +24,7 @@ class timeline {
   virtual ~timeline() = default;
 
   // The newest value signalled (0 before the first signal).
-  [[nodiscard]] virtual timeline_point submitted() const noexcept = 0;
+  [[nodiscard]] virtual timeline_point signalled() const noexcept = 0;
 
   // The newest value reached. May ask the device (CUDA), hence not const.
   [[nodiscard]] virtual timeline_point completed() = 0;
@@ -36,7 +36,7 @@ class timeline {
   [[nodiscard]] virtual query_result query(timeline_point value) = 0;
 
   // Blocks until the value is reached. A zero timeout waits without limit. Answers ok,
-  // timeout, the failure of the point, or device_lost. A value beyond anything submitted can
+  // timeout, the failure of the point, or device_lost. A value beyond anything signalled can
   // still be reached by later signals, so it is waited for like any other.
   [[nodiscard]] virtual status wait(timeline_point value, std::chrono::milliseconds timeout) = 0;
 

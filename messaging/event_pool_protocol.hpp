@@ -20,8 +20,8 @@
 namespace cudactor {
 
 using event_pool_actor = caf::typed_actor<
-    caf::replies_to<acquire_atom, gpu::event_kind, std::uint32_t>::with<std::vector<event_ref>>,
-    caf::replies_to<release_atom, std::vector<event_ref>>::with<void>,
+    caf::replies_to<acquire_atom, gpu::event_kind, std::uint32_t>::with<std::vector<event_lease>>,
+    caf::replies_to<release_atom, std::vector<event_lease>>::with<void>,
     caf::replies_to<utilization_atom>::with<pool_utilization>,
     // runtime and the pool's own idle timer
     caf::reacts_to<shutdown_atom>, caf::reacts_to<shrink_atom>>;

@@ -24,7 +24,7 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<completion>("cudactor::completion")
       .add_message_type<op_failure>("cudactor::op_failure")
       .add_message_type<completion_batch>("cudactor::completion_batch")
-      .add_message_type<event_ref>("cudactor::event_ref")
+      .add_message_type<event_lease>("cudactor::event_lease")
       .add_message_type<buffer_ref>("cudactor::buffer_ref")
       .add_message_type<stream_status>("cudactor::stream_status")
       .add_message_type<wait_limit>("cudactor::wait_limit")

@@ -61,9 +61,9 @@ using stream_actor = caf::typed_actor<
     caf::replies_to<withdraw_atom, std::uint64_t>::with<bool>,
     // an event recorded after everything accepted before (no timeline point of its own); or
     // `n` of them at once (1 to max_records_per_message)
-    caf::replies_to<record_atom, gpu::event_kind>::with<event_ref>,
-    caf::replies_to<record_atom, gpu::event_kind, std::uint32_t>::with<std::vector<event_ref>>,
-    caf::replies_to<wait_atom, event_ref>::with<ticket>,
+    caf::replies_to<record_atom, gpu::event_kind>::with<event_lease>,
+    caf::replies_to<record_atom, gpu::event_kind, std::uint32_t>::with<std::vector<event_lease>>,
+    caf::replies_to<wait_atom, event_lease>::with<ticket>,
     caf::replies_to<callback_atom, stream_callback>::with<ticket>,
     caf::replies_to<status_atom>::with<stream_status>,
     caf::reacts_to<subscribe_atom, completion_listener>,

@@ -59,7 +59,7 @@ typename Inspector::result_type inspect(Inspector& f, ticket& x) {
 // around the operation when its stream runs in timing mode, and are 0 otherwise.
 struct completion {
   ticket op;
-  std::int64_t submitted_ns = 0;  // the stream actor handed it to the backend
+  std::int64_t issued_ns = 0;  // the stream actor handed it to the backend
   std::int64_t detected_ns = 0;   // the completion poller saw it done
   std::int64_t started_ns = 0;    // the device began it (timing mode)
   std::int64_t ended_ns = 0;      // the device finished it (timing mode)
@@ -69,7 +69,7 @@ struct completion {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion& x) {
-  return f(caf::meta::type_name("cudactor::completion"), x.op, x.submitted_ns, x.detected_ns,
+  return f(caf::meta::type_name("cudactor::completion"), x.op, x.issued_ns, x.detected_ns,
            x.started_ns, x.ended_ns);
 }
 
@@ -123,7 +123,7 @@ typename Inspector::result_type inspect(Inspector& f, completion_batch& x) {
 // Once recorded by a stream actor, `stream` is where, and `point` the newest timeline point
 // that stream had handed out then (0: none): a record takes no point of its own, and every
 // other operation does, so the event has completed exactly when `point` has.
-struct event_ref {
+struct event_lease {
   std::uint32_t slot = 0;
   std::uint32_t generation = 0;  // 0 names no event
   gpu::event_kind kind = gpu::event_kind::regular;
@@ -134,14 +134,14 @@ struct event_ref {
   [[nodiscard]] bool empty() const noexcept { return generation == 0; }
   [[nodiscard]] bool recorded() const noexcept { return on_stream; }
   // The same lease, wherever it was recorded.
-  [[nodiscard]] bool same_lease(const event_ref& other) const noexcept {
+  [[nodiscard]] bool same_lease(const event_lease& other) const noexcept {
     return slot == other.slot && generation == other.generation;
   }
 };
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, event_ref& x) {
-  return f(caf::meta::type_name("cudactor::event_ref"), x.slot, x.generation, x.kind, x.stream,
+typename Inspector::result_type inspect(Inspector& f, event_lease& x) {
+  return f(caf::meta::type_name("cudactor::event_lease"), x.slot, x.generation, x.kind, x.stream,
            x.point, x.on_stream);
 }
 
@@ -171,7 +171,7 @@ struct stream_status {
   stream_id id;
   std::string name;
   gpu::stream_priority priority = gpu::stream_priority::normal;
-  timeline_point submitted = 0;  // newest point handed out (including queued work)
+  timeline_point accepted = 0;   // newest point handed out (including queued work)
   timeline_point completed = 0;  // newest point the stream has passed
   std::uint64_t in_flight = 0;   // handed to the backend, not yet complete
   std::uint64_t queued = 0;      // held back by the in-flight cap
@@ -191,7 +191,7 @@ struct stream_status {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stream_status& x) {
-  return f(caf::meta::type_name("cudactor::stream_status"), x.id, x.name, x.priority, x.submitted,
+  return f(caf::meta::type_name("cudactor::stream_status"), x.id, x.name, x.priority, x.accepted,
            x.completed, x.in_flight, x.queued, x.max_in_flight, x.failures, x.awaiting, x.timing,
            x.cached_events, x.allocated_bytes, x.reusable_bytes, x.pending_free_bytes, x.direct_kernels, x.direct_transfers);
 }

@@ -54,7 +54,7 @@ caf::result<ticket> stream_state::accept_copy(std::uint64_t dst, std::uint64_t s
     return make_error(errc::invalid_argument, "copy: null address or zero bytes");
   }
   pending_op op;
-  op.kind = op_kind::copy;
+  op.kind = stream_op_kind::copy;
   ++direct_transfers_;
   op.a = dst;
   op.b = src;
@@ -70,7 +70,7 @@ caf::result<ticket> stream_state::accept_fill(std::uint64_t dst, std::uint8_t va
     return make_error(errc::invalid_argument, "fill: null address or zero bytes");
   }
   pending_op op;
-  op.kind = op_kind::fill;
+  op.kind = stream_op_kind::fill;
   ++direct_transfers_;
   op.a = dst;
   op.b = value;
@@ -85,7 +85,7 @@ caf::result<ticket> stream_state::accept_prefetch(std::uint64_t data, std::uint6
     return make_error(errc::invalid_argument, "prefetch: null address or zero bytes");
   }
   pending_op op;
-  op.kind = op_kind::prefetch;
+  op.kind = stream_op_kind::prefetch;
   ++direct_transfers_;
   op.a = data;
   op.b = bytes;
@@ -93,7 +93,7 @@ caf::result<ticket> stream_state::accept_prefetch(std::uint64_t data, std::uint6
   return accept(std::move(op));
 }
 
-caf::result<ticket> stream_state::accept_wait(const event_ref& ref) {
+caf::result<ticket> stream_state::accept_wait(const event_lease& ref) {
   if (auto why = refusal()) return why;
   auto device = resolve_event(ref);
   if (!device) {
@@ -101,7 +101,7 @@ caf::result<ticket> stream_state::accept_wait(const event_ref& ref) {
                       "wait on stream '" + options_.name + "': " + device.error().message());
   }
   pending_op op;
-  op.kind = op_kind::wait;
+  op.kind = stream_op_kind::wait;
   op.wait_on = *device;
   return accept(std::move(op));
 }
@@ -110,7 +110,7 @@ caf::result<ticket> stream_state::accept_callback(const stream_callback& callbac
   if (auto why = refusal()) return why;
   if (!callback.get()) return make_error(errc::invalid_argument, "callback: empty");
   pending_op op;
-  op.kind = op_kind::callback;
+  op.kind = stream_op_kind::callback;
   op.callback = callback.get();
   return accept(std::move(op));
 }
@@ -124,22 +124,22 @@ caf::error bad_event_kind(gpu::event_kind kind) {
 
 }  // namespace
 
-caf::result<event_ref> stream_state::accept_record(gpu::event_kind kind) {
+caf::result<event_lease> stream_state::accept_record(gpu::event_kind kind) {
   if (auto why = refusal()) return why;
   if (auto why = bad_event_kind(kind)) return why;
   record_reply reply;
-  reply.one = self_->make_response_promise<event_ref>();
+  reply.one = self_->make_response_promise<event_lease>();
   auto promise = reply.one;
   record_replies_.push_back(std::move(reply));
   pending_op op;
-  op.kind = op_kind::record;
+  op.kind = stream_op_kind::record;
   op.mode = static_cast<std::uint8_t>(kind);
   op.a = 1;
   accept(std::move(op));
   return promise;
 }
 
-caf::result<std::vector<event_ref>> stream_state::accept_records(gpu::event_kind kind,
+caf::result<std::vector<event_lease>> stream_state::accept_records(gpu::event_kind kind,
                                                                 std::uint32_t n) {
   if (auto why = refusal()) return why;
   if (auto why = bad_event_kind(kind)) return why;
@@ -151,11 +151,11 @@ caf::result<std::vector<event_ref>> stream_state::accept_records(gpu::event_kind
   }
   record_reply reply;
   reply.batched = true;
-  reply.many = self_->make_response_promise<std::vector<event_ref>>();
+  reply.many = self_->make_response_promise<std::vector<event_lease>>();
   auto promise = reply.many;
   record_replies_.push_back(std::move(reply));
   pending_op op;
-  op.kind = op_kind::record;
+  op.kind = stream_op_kind::record;
   op.mode = static_cast<std::uint8_t>(kind);
   op.a = n;
   accept(std::move(op));
@@ -185,7 +185,7 @@ caf::result<ticket> stream_state::free(const buffer_ref& buffer) {
   auto freed = allocator_->free(buffer.id, last_point_ + 1);
   if (!freed.ok()) return to_error(freed);
   pending_op op;
-  op.kind = op_kind::free;
+  op.kind = stream_op_kind::free;
   return accept(std::move(op));
 }
 
@@ -253,7 +253,7 @@ caf::result<ticket> stream_state::accept_hold(hold_request& request) {
   if (auto why = refusal()) return why;
   auto promise = self_->make_response_promise<ticket>();
   pending_op op;
-  op.kind = op_kind::hold;
+  op.kind = stream_op_kind::hold;
   op.op = request.op;
   op.waits = std::move(request.waits);
   op.unplaced = std::any_of(op.waits.begin(), op.waits.end(),
@@ -275,7 +275,7 @@ caf::result<ticket> stream_state::end_hold(timeline_point point, const caf::erro
   // coordinator charges to it itself, and a released hold's point is nobody's.
   if (!why) record.op = held_for_;
   held_for_ = op_id{};
-  record.submitted_ns = now_ns();
+  record.issued_ns = now_ns();
   // The caller's own work on the stream may have failed: that is charged to this point too.
   if (auto broke = issue(point, std::move(record), gpu::status{})) {
     break_stream(broke);
@@ -315,7 +315,7 @@ caf::result<stream_view> stream_state::reset() {
   // A new stream, a new timeline: what the old one reached says nothing about it.
   last_point_ = issued_ = completed_ = watched_ = last_sync_ = 0;
   if (auto tl = context_.device->timeline_of(stream_.ref())) {
-    last_point_ = issued_ = completed_ = watched_ = last_sync_ = (*tl)->submitted();
+    last_point_ = issued_ = completed_ = watched_ = last_sync_ = (*tl)->signalled();
   }
   failures_.clear();
   reached_times_.assign(options_.times_kept, completion{});

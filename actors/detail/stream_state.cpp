@@ -38,9 +38,9 @@ void keep_top_waits(std::vector<point_wait>& waits) {
       [](const point_wait& w) { return w.order_only; });
 }
 
-bool is_device_op(op_kind kind) {
-  return kind == op_kind::work || kind == op_kind::copy || kind == op_kind::fill ||
-         kind == op_kind::prefetch;
+bool is_device_op(stream_op_kind kind) {
+  return kind == stream_op_kind::work || kind == stream_op_kind::copy ||
+         kind == stream_op_kind::fill || kind == stream_op_kind::prefetch;
 }
 
 }  // namespace
@@ -60,7 +60,7 @@ void stream_state::init(self_pointer self, const stream_context& context,
   reached_times_.assign(options_.times_kept, completion{});
   last_point_ = issued_ = completed_ = watched_ = 0;
   if (auto tl = context_.device->timeline_of(stream_.ref())) {
-    last_point_ = issued_ = completed_ = watched_ = (*tl)->submitted();
+    last_point_ = issued_ = completed_ = watched_ = (*tl)->signalled();
   }
   // The runtime's clock, else (timing asked for) one based on this stream, which is new and
   // idle. Without one, no device times.
@@ -122,15 +122,15 @@ ticket stream_state::accept(pending_op op) {
     if (op.cell) op.cell->abandon();
     if (op.reserved) ledger_->release(1);
     if (op.callback) op.callback(broken_);
-    if (op.kind == op_kind::hold) op.hold.deliver(broken_);
-    if (op.kind == op_kind::record) {  // its reply is the newest
+    if (op.kind == stream_op_kind::hold) op.hold.deliver(broken_);
+    if (op.kind == stream_op_kind::record) {  // its reply is the newest
       answer_record(record_replies_.back(), {}, broken_);
       record_replies_.pop_back();
     }
     answer(op.reply, broken_);
     return ticket{options_.id, 0};
   }
-  if (op.kind == op_kind::record) {
+  if (op.kind == stream_op_kind::record) {
     op.point = last_point_;  // takes none: recorded after this one
   } else {
     op.point = ++last_point_;
@@ -148,7 +148,7 @@ ticket stream_state::accept(pending_op op) {
   return out;
 }
 
-gpu::result<gpu::event_ref> stream_state::resolve_event(const event_ref& ref) const {
+gpu::result<gpu::event_ref> stream_state::resolve_event(const event_lease& ref) const {
   return context_.events->resolve(ref);
 }
 
@@ -170,7 +170,7 @@ bool stream_state::waits_placeable(pending_op& op) {
 bool stream_state::events_ready(const pending_op& op) {
   gpu::event_kind kind;
   std::size_t needed;
-  if (op.kind == op_kind::record) {
+  if (op.kind == stream_op_kind::record) {
     kind = static_cast<gpu::event_kind>(op.mode);
     needed = static_cast<std::size_t>(op.a);
   } else if (timed(op)) {
@@ -204,7 +204,7 @@ void stream_state::request_refill(gpu::event_kind kind, std::size_t at_least) {
       static_cast<std::uint32_t>(std::max<std::size_t>(options_.event_batch, at_least));
   self_->request(context_.pool, caf::infinite, acquire_atom::value, kind, count)
       .then(
-          [this, k](std::vector<event_ref>& leases) {
+          [this, k](std::vector<event_lease>& leases) {
             refill_pending_[k] = false;
             refill_error_[k] = caf::error{};
             for (const auto& lease : leases) {
@@ -250,7 +250,7 @@ void stream_state::drain_queue() {
 
 bool stream_state::has_room(const pending_op& op) const noexcept {
   // A record takes no point, so the cap on points in flight does not hold it back.
-  return op.kind == op_kind::record || in_flight() < options_.max_in_flight;
+  return op.kind == stream_op_kind::record || in_flight() < options_.max_in_flight;
 }
 
 bool stream_state::timed(const pending_op& op) const noexcept {
@@ -287,7 +287,7 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
     if (!launched.ok()) return launched;
   }
   switch (op.kind) {
-    case op_kind::work:
+    case stream_op_kind::work:
       if (times) {
         launched = device.enqueue(s, std::move(op.fn));  // the end's event goes between
       } else {
@@ -296,41 +296,41 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
         signalled.emplace(std::move(both.point));
       }
       break;
-    case op_kind::copy:
+    case stream_op_kind::copy:
       launched = device.copy(s, reinterpret_cast<void*>(static_cast<std::uintptr_t>(op.a)),
                              reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.b)),
                              static_cast<std::size_t>(op.c), static_cast<gpu::copy_kind>(op.mode));
       break;
-    case op_kind::fill:
+    case stream_op_kind::fill:
       launched = device.fill(s, reinterpret_cast<void*>(static_cast<std::uintptr_t>(op.a)),
                              static_cast<std::uint8_t>(op.b), static_cast<std::size_t>(op.c));
       break;
-    case op_kind::prefetch:
+    case stream_op_kind::prefetch:
       launched = device.prefetch(
           s, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(op.a)),
           static_cast<std::size_t>(op.b), static_cast<gpu::prefetch_target>(op.mode));
       break;
-    case op_kind::wait:  // stream-waits-event: orders the device, never the host
+    case stream_op_kind::wait:  // stream-waits-event: orders the device, never the host
       launched = device.wait(s, op.wait_on);
       break;
-    case op_kind::record:  // dispatch_record's
-    case op_kind::callback:
-    case op_kind::free:
-    case op_kind::hold: break;  // the point alone is the operation
+    case stream_op_kind::record:  // dispatch_record's
+    case stream_op_kind::callback:
+    case stream_op_kind::free:
+    case stream_op_kind::hold: break;  // the point alone is the operation
   }
   if (times && launched.ok()) launched = device.record(record.end->device, s);
   return launched;
 }
 
 void stream_state::dispatch(pending_op& op) {
-  if (op.kind == op_kind::record) {
+  if (op.kind == stream_op_kind::record) {
     dispatch_record(op);
     return;
   }
   point_record record;
   record.op = op.op;
   if (burst_ns_ != 0 && ++burst_uses_ % burst_stamp_reuse == 0) burst_ns_ = now_ns();
-  record.submitted_ns = burst_ns_ != 0 ? burst_ns_ : now_ns();
+  record.issued_ns = burst_ns_ != 0 ? burst_ns_ : now_ns();
   std::optional<gpu::result<timeline_point>> signalled;  // the point, if launched with the work
   // The work and its signal reach the backend's workers together (within a burst: with the
   // rest of it).
@@ -338,7 +338,7 @@ void stream_state::dispatch(pending_op& op) {
   if (burst_ns_ == 0) batch.emplace(*context_.device);
   const gpu::status launched = launch(op, record, signalled);
 
-  if (op.kind == op_kind::hold && launched.ok()) {
+  if (op.kind == stream_op_kind::hold && launched.ok()) {
     // Everything before it is on the backend and its waits are placed: the stream is the
     // caller's until end_hold() signals the point.
     held_ = op.point;
@@ -349,14 +349,14 @@ void stream_state::dispatch(pending_op& op) {
   if (auto why = issue(op.point, std::move(record), launched, std::move(signalled))) {
     if (op.cell) op.cell->abandon();
     if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
-    if (op.kind == op_kind::hold) op.hold.deliver(why);
+    if (op.kind == stream_op_kind::hold) op.hold.deliver(why);
     answer(op.reply, why);
     break_stream(why);
     return;
   }
   if (op.cell) op.cell->publish(op.point);  // dependents on other streams may wait for it now
   if (op.reply && --op.reply->left == 0) answer(op.reply, {});
-  if (op.kind == op_kind::hold) {  // its waits could not be placed: it is not held
+  if (op.kind == stream_op_kind::hold) {  // its waits could not be placed: it is not held
     op.hold.deliver(to_error(launched));
   }
   if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
@@ -384,7 +384,7 @@ void stream_state::dispatch_record(pending_op& op) {
   // The newest n of the cache; they leave it only once all are recorded (a failed record
   // leaves them for the next, which records them anew).
   const std::size_t first = cache.size() - n;
-  std::vector<event_ref> out;
+  std::vector<event_lease> out;
   out.reserve(n);
   for (std::size_t i = cache.size(); i-- > first;) {
     const gpu::status launched = context_.device->record(cache[i].device, stream_.ref());
@@ -392,7 +392,7 @@ void stream_state::dispatch_record(pending_op& op) {
       answer_record(reply, {}, to_error(launched));
       return;
     }
-    event_ref lease = cache[i].lease;
+    event_lease lease = cache[i].lease;
     lease.stream = options_.id;
     lease.point = op.point;
     lease.on_stream = true;
@@ -402,7 +402,7 @@ void stream_state::dispatch_record(pending_op& op) {
   answer_record(reply, std::move(out), {});
 }
 
-void stream_state::answer_record(record_reply& reply, std::vector<event_ref> events,
+void stream_state::answer_record(record_reply& reply, std::vector<event_lease> events,
                                  const caf::error& why) {
   if (why) {
     if (reply.batched) {
@@ -478,7 +478,7 @@ completion stream_state::make_completion(timeline_point point, const point_recor
   out.op = ticket{options_.id, point};
   out.detected_ns = detected_ns;
   if (record != nullptr) {
-    out.submitted_ns = record->submitted_ns;
+    out.issued_ns = record->issued_ns;
     if (record->start && record->end) {
       out.started_ns = clock_ ? clock_->host_ns(record->start->device) : 0;
       out.ended_ns = clock_ ? clock_->host_ns(record->end->device) : 0;
@@ -526,7 +526,7 @@ void stream_state::on_progress(const completion_batch& batch, std::uint64_t inca
   for (timeline_point p = completed_ + 1; p <= reached; ++p) {
     point_record record = std::move(records_.front());
     records_.pop_front();
-    if (batch.detected_ns != 0) metrics_->latency(batch.detected_ns - record.submitted_ns);
+    if (batch.detected_ns != 0) metrics_->latency(batch.detected_ns - record.issued_ns);
     if (record.start && record.end) {
       if (auto took = context_.device->elapsed(record.start->device, record.end->device)) {
         metrics_->gpu_time(took->count());
@@ -708,7 +708,7 @@ stream_status stream_state::status() const {
   out.id = options_.id;
   out.name = options_.name;
   out.priority = options_.priority;
-  out.submitted = last_point_;
+  out.accepted = last_point_;
   out.completed = completed_;
   out.in_flight = in_flight();
   out.queued = queue_.size();
@@ -731,7 +731,7 @@ void stream_state::fail_outstanding(const caf::error& why) {
   for (auto& op : queue_) {
     if (op.cell) op.cell->abandon();  // its dependents elsewhere go on without it
     if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
-    if (op.kind == op_kind::hold) op.hold.deliver(why);
+    if (op.kind == stream_op_kind::hold) op.hold.deliver(why);
     answer(op.reply, why);
   }
   queue_.clear();
@@ -750,7 +750,7 @@ void stream_state::fail_outstanding(const caf::error& why) {
 
 void stream_state::give_back_events(std::vector<cached_event>& events, std::size_t keep) {
   if (events.size() <= keep) return;
-  std::vector<event_ref> leases;
+  std::vector<event_lease> leases;
   leases.reserve(events.size() - keep);
   while (events.size() > keep) {
     leases.push_back(events.back().lease);

@@ -28,7 +28,9 @@
 
 namespace cudactor::detail {
 
-enum class op_kind : std::uint8_t {
+// What a stream actor puts on its stream for one accepted request (not an operation's
+// op_type, which says what the coordinator's operation is for).
+enum class stream_op_kind : std::uint8_t {
   work,
   copy,
   fill,
@@ -53,7 +55,7 @@ struct dispatch_reply {
 struct pending_op {
   timeline_point point = 0;
   op_id op;  // the coordinator's operation the point is (empty: not the coordinator's)
-  op_kind kind = op_kind::work;
+  stream_op_kind kind = stream_op_kind::work;
   gpu::work_fn fn;                    // work
   std::uint64_t a = 0, b = 0, c = 0;  // copy: dst src bytes; fill: dst value bytes; ...
   std::uint8_t mode = 0;              // copy_kind / prefetch_target / event_kind
@@ -69,15 +71,15 @@ struct pending_op {
 };
 
 struct cached_event {
-  event_ref lease;
+  event_lease lease;
   gpu::event_ref device;
 };
 
 // Who waits for a record operation's events (one, or a batch), in the order the records were
 // accepted: records are dispatched in that order, so the oldest is always the one answered.
 struct record_reply {
-  caf::typed_response_promise<event_ref> one;
-  caf::typed_response_promise<std::vector<event_ref>> many;
+  caf::typed_response_promise<event_lease> one;
+  caf::typed_response_promise<std::vector<event_lease>> many;
   bool batched = false;
 };
 
@@ -104,7 +106,7 @@ class stream_state {
   caf::result<ticket> accept_fill(std::uint64_t dst, std::uint8_t value, std::uint64_t bytes);
   caf::result<ticket> accept_prefetch(std::uint64_t data, std::uint64_t bytes,
                                       gpu::prefetch_target target);
-  caf::result<ticket> accept_wait(const event_ref& ref);
+  caf::result<ticket> accept_wait(const event_lease& ref);
   caf::result<ticket> accept_callback(const stream_callback& callback);
   // Between begin_burst and end_burst (one message's worth of dispatches), operations share a
   // submission time, read again every burst_stamp_reuse dispatches: a clock read per
@@ -121,8 +123,8 @@ class stream_state {
   }
   // Events recorded after everything accepted before, taking no timeline point: answered once
   // recorded (dispatched), not once reached.
-  caf::result<event_ref> accept_record(gpu::event_kind kind);
-  caf::result<std::vector<event_ref>> accept_records(gpu::event_kind kind, std::uint32_t n);
+  caf::result<event_lease> accept_record(gpu::event_kind kind);
+  caf::result<std::vector<event_lease>> accept_records(gpu::event_kind kind, std::uint32_t n);
   // The coordinator's pass onto this stream: one ticket per operation, in order.
   caf::result<std::vector<ticket>> accept_dispatch(std::vector<dispatched_op>& ops);
   // A caller-launched operation's hold (answered once held) and its end (the point it takes,
@@ -133,7 +135,7 @@ class stream_state {
   caf::result<stream_view> reset();
   caf::result<buffer_ref> allocate(std::uint64_t bytes);
   caf::result<ticket> free(const buffer_ref& buffer);
-  [[nodiscard]] gpu::result<gpu::event_ref> resolve_event(const event_ref& ref) const;
+  [[nodiscard]] gpu::result<gpu::event_ref> resolve_event(const event_lease& ref) const;
 
   // --- completion ----------------------------------------------------------------------------
   caf::result<completion> await(timeline_point point, const wait_limit& limit = {});
@@ -164,7 +166,7 @@ class stream_state {
  private:
   struct point_record {
     op_id op;  // the coordinator's operation, told by id in the batch that reaches it
-    std::int64_t submitted_ns = 0;
+    std::int64_t issued_ns = 0;
     std::optional<cached_event> start, end;  // timing mode
   };
   struct sync_waiter {
@@ -197,7 +199,7 @@ class stream_state {
                                    std::optional<gpu::result<timeline_point>>& signalled);
   // A record operation: its events on the stream, answered to the oldest record_reply.
   void dispatch_record(pending_op& op);
-  void answer_record(record_reply& reply, std::vector<event_ref> events, const caf::error& why);
+  void answer_record(record_reply& reply, std::vector<event_lease> events, const caf::error& why);
   // Whether the in-flight cap lets `op` go to the backend now.
   [[nodiscard]] bool has_room(const pending_op& op) const noexcept;
   // Signals `point` on the stream (unless launch() did: `signalled`) and keeps `record` for

@@ -67,12 +67,12 @@ double actor_uses(runtime& rt, int uses, bool batched) {
   const auto started = now_ns();
   for (int done = 0; done < uses;) {
     const auto batch = std::min<int>(window, uses - done);
-    std::vector<event_ref> leased;
+    std::vector<event_lease> leased;
     leased.reserve(static_cast<std::size_t>(batch));
     if (batched) {
       self->request(stream, std::chrono::seconds{10}, record_atom::value,
                     gpu::event_kind::regular, static_cast<std::uint32_t>(batch))
-          .receive([&](std::vector<event_ref>& es) { leased = std::move(es); }, on_error);
+          .receive([&](std::vector<event_lease>& es) { leased = std::move(es); }, on_error);
     } else {
       using handle = decltype(self->request(stream, std::chrono::seconds{10}, record_atom::value,
                                             gpu::event_kind::regular));
@@ -82,7 +82,7 @@ double actor_uses(runtime& rt, int uses, bool batched) {
         asked.push_back(self->request(stream, std::chrono::seconds{10}, record_atom::value,
                                       gpu::event_kind::regular));
       }
-      for (auto& h : asked) h.receive([&](event_ref& e) { leased.push_back(e); }, on_error);
+      for (auto& h : asked) h.receive([&](event_lease& e) { leased.push_back(e); }, on_error);
     }
     self->request(rt.event_pool(), std::chrono::seconds{10}, release_atom::value, std::move(leased))
         .receive([] {}, [&](caf::error& err) { fail("release: " + rt.system().render(err)); });

@@ -35,8 +35,8 @@ class cuda_timeline final : public timeline {
   cuda_timeline(cudaStream_t stream, std::string name, int device, std::size_t max_in_flight);
   ~cuda_timeline() override;
 
-  [[nodiscard]] timeline_point submitted() const noexcept override {
-    return submitted_.load(std::memory_order_acquire);
+  [[nodiscard]] timeline_point signalled() const noexcept override {
+    return signalled_.load(std::memory_order_acquire);
   }
   [[nodiscard]] timeline_point completed() override;
   [[nodiscard]] query_result query(timeline_point value) override;
@@ -89,7 +89,7 @@ class cuda_timeline final : public timeline {
   std::string name_;
   int device_;
   std::size_t max_in_flight_;
-  std::atomic<timeline_point> submitted_{0};
+  std::atomic<timeline_point> signalled_{0};
   std::atomic<timeline_point> completed_{0};
   // Orders signal() callers among themselves: values are recorded in the order they are
   // numbered. Never taken by queries, so a signal blocked in the driver holds up no poller.

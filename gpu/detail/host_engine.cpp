@@ -228,7 +228,7 @@ void host_engine::invoke(const host_callback& callback, const status& outcome) {
 
 host_engine::step host_engine::run(const stream_ptr& s, op& o) {
   switch (o.type) {
-    case op_type::work: {
+    case host_op_kind::work: {
       status outcome;
       try {
         outcome = o.work ? o.work(launch_context{backend_kind::host, o.stream, nullptr}) : o.body();
@@ -244,9 +244,11 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
       if (o.then_signal) reach(*s, o.value);
       return step::done;
     }
-    case op_type::record: o.point->complete(std::exchange(s->pending_error, {})); return step::done;
-    case op_type::sync: o.point->complete({}); return step::done;
-    case op_type::wait: {
+    case host_op_kind::record:
+      o.point->complete(std::exchange(s->pending_error, {}));
+      return step::done;
+    case host_op_kind::sync: o.point->complete({}); return step::done;
+    case host_op_kind::wait: {
       if (!o.point->done()) return park_on(s, o.point);
       status outcome = o.point->outcome();
       if (!outcome.ok()) {
@@ -256,11 +258,11 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
       }
       return step::done;
     }
-    case op_type::order:
-    case op_type::gate:
+    case host_op_kind::order:
+    case host_op_kind::gate:
       if (!o.point->done()) return park_on(s, o.point);
       return step::done;
-    case op_type::delay: {
+    case host_op_kind::delay: {
       const auto now = clock::now();
       if (!o.started) {
         o.started = true;
@@ -269,15 +271,15 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
       if (now < o.deadline) return park_until(s, o.deadline);
       return step::done;
     }
-    case op_type::callback: invoke(o.callback, {}); return step::done;
-    case op_type::signal: reach(*s, o.value); return step::done;
-    case op_type::fail:
+    case host_op_kind::callback: invoke(o.callback, {}); return step::done;
+    case host_op_kind::signal: reach(*s, o.value); return step::done;
+    case host_op_kind::fail:
       note_failure(*s, status{errc::op_failed, "injected failure on " + s->label + ": " + o.what});
       return step::done;
-    case op_type::device_fault:
+    case host_op_kind::device_fault:
       lose_device("fault injected on " + s->label + ": " + o.what);
       return step::done;
-    case op_type::free_memory:
+    case host_op_kind::free_memory:
       allocations_.remove(o.memory);
       free_host_memory(o.memory);
       return step::done;
@@ -309,17 +311,17 @@ std::string host_engine::waited_on(const op& o) {
 host_engine::step host_engine::fail(host_stream& s, op& o) {
   const status why = loss();
   switch (o.type) {
-    case op_type::record:
-    case op_type::sync: o.point->complete(why); break;
-    case op_type::work:
+    case host_op_kind::record:
+    case host_op_kind::sync: o.point->complete(why); break;
+    case host_op_kind::work:
       if (!o.then_signal) break;
       [[fallthrough]];
-    case op_type::signal:
+    case host_op_kind::signal:
       s.timeline->fail(o.value, why);
       release_point_waiters(s, o.value, why);
       break;
-    case op_type::callback: invoke(o.callback, why); break;
-    case op_type::free_memory:
+    case host_op_kind::callback: invoke(o.callback, why); break;
+    case host_op_kind::free_memory:
       allocations_.remove(o.memory);
       free_host_memory(o.memory);
       break;
@@ -398,7 +400,7 @@ void host_engine::quiesce() {
     auto point = std::make_shared<host_completion>();
     points.push_back(point);
     op o;
-    o.type = op_type::sync;
+    o.type = host_op_kind::sync;
     o.point = point;
     push(s, std::move(o));
   }

@@ -31,7 +31,8 @@ namespace cudactor::gpu::detail {
 inline constexpr std::align_val_t host_memory_alignment{256};
 void free_host_memory(void* data) noexcept;
 
-enum class op_type : std::uint8_t {
+// What one entry of a host stream's queue does (the host engine's own; not op_type).
+enum class host_op_kind : std::uint8_t {
   work,          // body(): a kernel, copy, fill or prefetch
   record,        // completes `point` with the stream's pending failure
   sync,          // completes `point`; reports nothing
@@ -49,7 +50,7 @@ enum class op_type : std::uint8_t {
 struct host_stream;
 
 struct op {
-  op_type type = op_type::work;
+  host_op_kind type = host_op_kind::work;
   std::function<status()> body;
   // The user's work, run with a launch context for `stream` (held as it is, not wrapped in
   // `body`: the wrapper did not fit std::function's inline room and cost an allocation).

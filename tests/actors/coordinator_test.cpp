@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(a_notices_stream_id_names_the_stream_actor_it_ran_on) {
     auto status = ask<stream_status>(s, status_atom::value);
     BOOST_REQUIRE_MESSAGE(status, why(status));
     BOOST_TEST(status->id == where.stream);
-    BOOST_TEST(status->submitted >= where.point);  // that stream took the operation's point
+    BOOST_TEST(status->accepted >= where.point);  // that stream took the operation's point
     BOOST_TEST(status->completed < where.point);   // and holds it: the gate is closed
     // Direct work on the same stream: a later point of the same timeline, run after it.
     auto log = std::make_shared<work_log>(1);

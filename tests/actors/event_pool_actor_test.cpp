@@ -10,7 +10,7 @@
 #include "cudactor/messaging/errc.hpp"
 
 using cudactor::errc;
-using cudactor::event_ref;
+using cudactor::event_lease;
 using cudactor::pool_utilization;
 namespace gpu = cudactor::gpu;
 
@@ -21,10 +21,10 @@ struct pool_fixture : cudactor::test::runtime_fixture {
       : runtime_fixture({"--cudactor.streams=1", "--cudactor.pool.max-events=16",
                          "--cudactor.pool.grow-batch=4", "--cudactor.event-batch=2"}) {}
 
-  caf::expected<std::vector<event_ref>> acquire(gpu::event_kind kind, std::uint32_t n) {
-    return ask<std::vector<event_ref>>(rt().event_pool(), cudactor::acquire_atom::value, kind, n);
+  caf::expected<std::vector<event_lease>> acquire(gpu::event_kind kind, std::uint32_t n) {
+    return ask<std::vector<event_lease>>(rt().event_pool(), cudactor::acquire_atom::value, kind, n);
   }
-  caf::error release(std::vector<event_ref> refs) {
+  caf::error release(std::vector<event_lease> refs) {
     return tell(rt().event_pool(), cudactor::release_atom::value, std::move(refs));
   }
   pool_utilization usage() {
@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(acquire_and_release_move_events_between_free_and_in_use) {
 }
 
 BOOST_AUTO_TEST_CASE(the_pool_grows_to_its_maximum_then_says_exhausted) {
-  std::vector<event_ref> held;
+  std::vector<event_lease> held;
   for (;;) {
     auto more = acquire(gpu::event_kind::regular, 1);
     if (!more) {
@@ -78,13 +78,13 @@ BOOST_AUTO_TEST_CASE(the_pool_grows_to_its_maximum_then_says_exhausted) {
 BOOST_AUTO_TEST_CASE(stale_and_double_releases_are_refused_by_generation) {
   auto first = acquire(gpu::event_kind::regular, 1);
   BOOST_REQUIRE(first);
-  const event_ref old = first->front();
+  const event_lease old = first->front();
   BOOST_TEST(!release({old}));
   auto twice = release({old});
   BOOST_TEST((twice == errc::stale_event));
   BOOST_TEST(render(twice).find("already released") != std::string::npos);
   // The slot is leased again under a new generation; the old ref stays stale.
-  std::vector<event_ref> again;
+  std::vector<event_lease> again;
   for (int i = 0; i < 8; ++i) {
     auto e = acquire(gpu::event_kind::regular, 1);
     BOOST_REQUIRE(e);
@@ -98,7 +98,7 @@ BOOST_AUTO_TEST_CASE(stale_and_double_releases_are_refused_by_generation) {
   BOOST_TEST(render(stale).find("stale") != std::string::npos);
   // One bad ref refuses the whole call; the good ones stay leased.
   const auto in_use = usage().in_use;
-  std::vector<event_ref> mixed = again;
+  std::vector<event_lease> mixed = again;
   mixed.push_back(old);
   BOOST_TEST((release(mixed) == errc::stale_event));
   BOOST_TEST(usage().in_use == in_use);
@@ -107,9 +107,9 @@ BOOST_AUTO_TEST_CASE(stale_and_double_releases_are_refused_by_generation) {
 }
 
 BOOST_AUTO_TEST_CASE(stream_actors_lease_in_batches_not_per_record) {
-  std::vector<event_ref> recorded;
+  std::vector<event_lease> recorded;
   for (int i = 0; i < 6; ++i) {
-    auto e = ask<event_ref>(rt().stream(0), cudactor::record_atom::value, gpu::event_kind::regular);
+    auto e = ask<event_lease>(rt().stream(0), cudactor::record_atom::value, gpu::event_kind::regular);
     BOOST_REQUIRE_MESSAGE(e, why(e));
     recorded.push_back(*e);
   }
@@ -208,7 +208,7 @@ BOOST_FIXTURE_TEST_CASE(events_made_up_front_and_timing_ones_lent_for_regular_re
   BOOST_TEST(during.timing_available == start.timing_available - 3);
   // Never the other way round: a timing request beyond the timing events fails though
   // regular ones are free.
-  auto regular_one = std::find_if(asked->begin(), asked->end(), [](const event_ref& e) {
+  auto regular_one = std::find_if(asked->begin(), asked->end(), [](const event_lease& e) {
     return e.kind == gpu::event_kind::regular;
   });
   BOOST_REQUIRE(regular_one != asked->end());

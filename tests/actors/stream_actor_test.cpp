@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(a_batch_gets_one_ticket_per_work_in_order) {
   for (std::size_t i = 0; i < 64; ++i) BOOST_TEST(tickets->at(i).point == i + 1);
   auto last = ask<completion>(rt().stream(0), cudactor::await_atom::value, tickets->back().point);
   BOOST_REQUIRE_MESSAGE(last, why(last));
-  BOOST_TEST(last->detected_ns >= last->submitted_ns);
+  BOOST_TEST(last->detected_ns >= last->issued_ns);
 
   auto empty =
       ask<std::vector<ticket>>(rt().stream(0), cudactor::submit_atom::value, std::vector<work>{});
@@ -168,7 +168,7 @@ BOOST_AUTO_TEST_CASE(a_wait_on_an_event_orders_work_across_streams) {
   const cudactor::test::device_word seen{-1};
   BOOST_REQUIRE(ask<ticket>(rt().stream(0), cudactor::submit_atom::value, g.hold()));
   BOOST_REQUIRE(ask<ticket>(rt().stream(0), cudactor::submit_atom::value, flag.store(1)));
-  auto ev = ask<cudactor::event_ref>(rt().stream(0), cudactor::record_atom::value,
+  auto ev = ask<cudactor::event_lease>(rt().stream(0), cudactor::record_atom::value,
                                      gpu::event_kind::regular);
   BOOST_REQUIRE_MESSAGE(ev, why(ev));
   BOOST_TEST(ev->recorded());
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(a_wait_on_an_event_orders_work_across_streams) {
   BOOST_REQUIRE(ask<completion>(rt().stream(1), cudactor::await_atom::value, checked->point));
   BOOST_TEST(seen.load() == 1);
   BOOST_TEST(!tell(rt().event_pool(), cudactor::release_atom::value,
-                   std::vector<cudactor::event_ref>{*ev}));
+                   std::vector<cudactor::event_lease>{*ev}));
   // Released: the ref is stale now.
   auto stale = ask<ticket>(rt().stream(1), cudactor::wait_atom::value, *ev);
   BOOST_TEST((stale.error() == errc::stale_event));
@@ -194,12 +194,12 @@ BOOST_AUTO_TEST_CASE(records_take_no_point_and_come_many_to_a_message) {
   gate g;
   auto held = ask<ticket>(rt().stream(0), cudactor::submit_atom::value, g.hold());
   BOOST_REQUIRE(held);
-  auto one = ask<cudactor::event_ref>(rt().stream(0), cudactor::record_atom::value,
+  auto one = ask<cudactor::event_lease>(rt().stream(0), cudactor::record_atom::value,
                                       gpu::event_kind::regular);
   BOOST_REQUIRE_MESSAGE(one, why(one));
   BOOST_TEST(one->recorded());
   BOOST_TEST(one->point == held->point);
-  auto many = ask<std::vector<cudactor::event_ref>>(rt().stream(0), cudactor::record_atom::value,
+  auto many = ask<std::vector<cudactor::event_lease>>(rt().stream(0), cudactor::record_atom::value,
                                                     gpu::event_kind::regular, std::uint32_t{64});
   BOOST_REQUIRE_MESSAGE(many, why(many));
   BOOST_REQUIRE(many->size() == 64u);
@@ -219,7 +219,7 @@ BOOST_AUTO_TEST_CASE(records_take_no_point_and_come_many_to_a_message) {
   const cudactor::test::device_word seen{-1};
   const cudactor::test::device_word flag{0};
   BOOST_REQUIRE(ask<ticket>(rt().stream(0), cudactor::submit_atom::value, flag.store(1)));
-  auto after = ask<cudactor::event_ref>(rt().stream(0), cudactor::record_atom::value,
+  auto after = ask<cudactor::event_lease>(rt().stream(0), cudactor::record_atom::value,
                                         gpu::event_kind::regular);
   BOOST_REQUIRE(after);
   BOOST_REQUIRE(ask<ticket>(rt().stream(1), cudactor::wait_atom::value, *after));
@@ -237,7 +237,7 @@ BOOST_AUTO_TEST_CASE(records_take_no_point_and_come_many_to_a_message) {
   // Bounded per message, and a pool that cannot give that many refuses the batch by name,
   // leaving the stream as it was.
   for (std::uint32_t n : {0u, cudactor::max_records_per_message + 1}) {
-    auto refused = ask<std::vector<cudactor::event_ref>>(
+    auto refused = ask<std::vector<cudactor::event_lease>>(
         rt().stream(0), cudactor::record_atom::value, gpu::event_kind::regular, n);
     BOOST_TEST((refused.error() == errc::invalid_argument));
   }
@@ -249,14 +249,14 @@ BOOST_AUTO_TEST_CASE(records_take_no_point_and_come_many_to_a_message) {
 BOOST_AUTO_TEST_CASE(a_record_batch_larger_than_the_pool_is_refused_and_the_stream_goes_on) {
   stop();
   start({"--cudactor.streams=1", "--cudactor.pool.max-events=100"});
-  auto refused = ask<std::vector<cudactor::event_ref>>(
+  auto refused = ask<std::vector<cudactor::event_lease>>(
       rt().stream(0), cudactor::record_atom::value, gpu::event_kind::regular, std::uint32_t{200});
   BOOST_TEST((refused.error() == errc::invalid_argument));
   BOOST_TEST(why(refused).find("at most 100") != std::string::npos);
   auto t = ask<ticket>(rt().stream(0), cudactor::submit_atom::value, noop());
   BOOST_REQUIRE_MESSAGE(t, why(t));
   BOOST_REQUIRE(ask<completion>(rt().stream(0), cudactor::await_atom::value, t->point));
-  auto fits = ask<std::vector<cudactor::event_ref>>(
+  auto fits = ask<std::vector<cudactor::event_lease>>(
       rt().stream(0), cudactor::record_atom::value, gpu::event_kind::regular, std::uint32_t{50});
   BOOST_REQUIRE_MESSAGE(fits, why(fits));
   BOOST_TEST(fits->size() == 50u);
@@ -283,7 +283,7 @@ BOOST_AUTO_TEST_CASE(backpressure_holds_in_flight_at_the_cap_and_loses_nothing) 
   BOOST_REQUIRE(st);
   BOOST_TEST(st->in_flight == 4u);
   BOOST_TEST(st->queued == 97u);
-  BOOST_TEST(st->submitted == 101u);
+  BOOST_TEST(st->accepted == 101u);
   g.open();
   BOOST_REQUIRE(ask<completion>(rt().stream(0), cudactor::await_atom::value, last.point));
   BOOST_TEST(ran->load() == 100);

@@ -16,7 +16,7 @@ BOOST_AUTO_TEST_CASE(events_are_leased_by_kind_and_given_back) {
   auto fu = pool.utilization();
   const pool_utilization before = get_within(fu);
   auto fa = pool.acquire(gpu::event_kind::timing, 3);
-  const std::vector<event_ref> leased = get_within(fa);
+  const std::vector<event_lease> leased = get_within(fa);
   BOOST_TEST(leased.size() == 3u);
   for (const auto& e : leased) BOOST_TEST((e.kind == gpu::event_kind::timing));
   auto fm = pool.utilization();

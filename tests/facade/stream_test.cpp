@@ -62,7 +62,7 @@ BOOST_AUTO_TEST_CASE(memory_and_work_through_a_stream_object_run_in_the_order_as
   auto st = s.status();
   const stream_status status = get_within(st);
   BOOST_TEST(status.id.value == 0u);
-  BOOST_TEST(status.submitted >= last);
+  BOOST_TEST(status.accepted >= last);
   // Its part of the profile: the work sent here directly (the coordinator ran nothing).
   auto fp = s.profile();
   const stream_report profile = get_within(fp);
@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE(an_event_recorded_on_one_stream_orders_another_and_callback
   cudactor::stream a{rt(), 0};
   cudactor::stream b{rt(), 1};
   auto fe = a.record(gpu::event_kind::timing);
-  const event_ref e = get_within(fe);
+  const event_lease e = get_within(fe);
   BOOST_TEST(e.stream.value == 0u);
   BOOST_TEST((e.kind == gpu::event_kind::timing));
   auto fw = b.wait(e);
@@ -160,10 +160,10 @@ BOOST_AUTO_TEST_CASE(bad_input_is_named_never_crashed_on) {
   BOOST_TEST((b == errc::invalid_argument || b == errc::out_of_range));
   // A released event is stale: waiting on it is refused, naming it.
   auto fe = s.record();
-  const event_ref e = get_within(fe);
+  const event_lease e = get_within(fe);
   auto synced = s.synchronize();
   get_within(synced);
-  event_ref forged = e;
+  event_lease forged = e;
   forged.generation += 1000;
   auto stale = s.wait(forged);
   const failure st = failure_of(stale);

@@ -17,7 +17,7 @@ BOOST_AUTO_TEST_SUITE(host_timeline_suite)
 
 BOOST_AUTO_TEST_CASE(it_starts_at_its_initial_value) {
   host_timeline line{"t", 5};
-  BOOST_TEST(line.submitted() == 5u);
+  BOOST_TEST(line.signalled() == 5u);
   BOOST_TEST(line.completed() == 5u);
   BOOST_TEST(line.is_reached(5));
   BOOST_TEST(!line.is_reached(6));
@@ -28,7 +28,7 @@ BOOST_AUTO_TEST_CASE(reserve_hands_out_consecutive_values) {
   host_timeline line{"t"};
   BOOST_TEST(line.reserve() == 1u);
   BOOST_TEST(line.reserve() == 2u);
-  BOOST_TEST(line.submitted() == 2u);
+  BOOST_TEST(line.signalled() == 2u);
   BOOST_TEST(line.completed() == 0u);
 }
 
@@ -37,7 +37,7 @@ BOOST_AUTO_TEST_CASE(a_lower_value_never_moves_it_back) {
   line.set(10);
   line.set(3);
   BOOST_TEST(line.completed() == 10u);
-  BOOST_TEST(line.submitted() == 10u);  // set() keeps submitted >= completed
+  BOOST_TEST(line.signalled() == 10u);  // set() keeps submitted >= completed
 }
 
 BOOST_AUTO_TEST_CASE(a_bounded_wait_times_out_and_names_the_timeline) {

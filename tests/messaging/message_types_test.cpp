@@ -180,7 +180,7 @@ BOOST_AUTO_TEST_CASE(every_value_type_survives_serialization) {
   completion c{t, 1, 2, 3, 4};
   auto c2 = round_trip(c);
   BOOST_TEST((c2.op == t));
-  BOOST_TEST(c2.submitted_ns == 1);
+  BOOST_TEST(c2.issued_ns == 1);
   BOOST_TEST(c2.detected_ns == 2);
   BOOST_TEST(c2.started_ns == 3);
   BOOST_TEST(c2.ended_ns == 4);
@@ -203,7 +203,7 @@ BOOST_AUTO_TEST_CASE(every_value_type_survives_serialization) {
   BOOST_TEST(error_context(b2.failures[0].error) == "kernel x failed");
   BOOST_TEST(b2.timed.size() == 1u);
 
-  event_ref e{5, 7, gpu::event_kind::timing, stream_id{2}, 11};
+  event_lease e{5, 7, gpu::event_kind::timing, stream_id{2}, 11};
   auto e2 = round_trip(e);
   BOOST_TEST(e2.slot == 5u);
   BOOST_TEST(e2.generation == 7u);
@@ -218,7 +218,7 @@ BOOST_AUTO_TEST_CASE(every_value_type_survives_serialization) {
   stream_status s;
   s.name = "copy-0";
   s.priority = gpu::stream_priority::high;
-  s.submitted = 10;
+  s.accepted = 10;
   s.completed = 8;
   s.timing = true;
   auto s2 = round_trip(s);

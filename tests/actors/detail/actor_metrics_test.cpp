@@ -219,8 +219,8 @@ BOOST_FIXTURE_TEST_CASE(the_pool_gauges_follow_the_leases, runtime_fixture) {
   const auto before = metric_reader{rt().metrics()};
   const label_map regular{{"gpu", gpu_label()}, {"kind", "regular"}};
   const double leased_before = before.gauge("cudactor_event_pool_in_use", regular);
-  auto refs = ask<std::vector<event_ref>>(rt().event_pool(), acquire_atom::value,
-                                          gpu::event_kind::regular, std::uint32_t{5});
+  auto refs = ask<std::vector<event_lease>>(rt().event_pool(), acquire_atom::value,
+                                            gpu::event_kind::regular, std::uint32_t{5});
   BOOST_REQUIRE_MESSAGE(refs, why(refs));
   auto util = ask<pool_utilization>(rt().event_pool(), utilization_atom::value);
   BOOST_REQUIRE(util);
