@@ -166,7 +166,7 @@ struct cluster_state {
     member& m = members[index];
     if (!m.up) return;
     m.up = false;
-    // The stand-in's reason names the node already (actors/detail/node_link.hpp).
+    // The stand-in's reason names the node already (actors/node/node_link.hpp).
     if (reason == errc::node_lost) {
       m.lost = describe(reason);
     } else {

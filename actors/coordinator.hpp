@@ -9,7 +9,7 @@
 // dependency's timeline point (backend::wait_point), one on the same stream needs nothing, and
 // a wait already covered by a newer one on the same pair of streams is skipped. Ready
 // operations go out in priority order onto streams picked by the pool's strategy
-// (detail/stream_pool.hpp); completions come from the stream actors' batches (one per stream
+// (coordinator/stream_pool.hpp); completions come from the stream actors' batches (one per stream
 // per completion-poller tick), so nothing in the actor blocks.
 //
 // Every operation ends exactly once: completed, failed, or cancelled (a failure cancels its
@@ -72,7 +72,7 @@ struct coordinator_options {
   // measured (bench/gpu/dag_gpu_bench).
   bool dependents_in_pass = false;
   std::size_t report_names = 1024;  // distinct operation names the report keeps apart
-  // Per-operation state comes from chunks kept across graphs (actors/detail/value_chunks.hpp);
+  // Per-operation state comes from chunks kept across graphs (actors/coordinator/value_chunks.hpp);
   // once the coordinator has held no operation for this long, the empty ones are freed
   // (zero: kept, up to their bound).
   caf::timespan keep_memory_for{std::chrono::seconds{2}};

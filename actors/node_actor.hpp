@@ -4,7 +4,7 @@
 // node_protocol.hpp), and the one actor it publishes. Everything a peer sends is hostile
 // until checked: the face checks every field of every request in one place
 // (messaging/input_check.hpp) under the limits below, and only then asks the node's core
-// (actors/detail/node_core.hpp), which hands graphs of named work to the coordinator and
+// (actors/node/node_core.hpp), which hands graphs of named work to the coordinator and
 // answers each request once all of it has ended. The face's interface holds only what a
 // control plane may say; lifecycle, the coordinator's notices and timers reach the core,
 // whose handle never leaves the process. A message outside the interface, or an exit or

@@ -23,7 +23,7 @@
 namespace cudactor {
 
 struct remote_node {
-  // A local stand-in that relays to the node (actors/detail/node_link.hpp): once the node
+  // A local stand-in that relays to the node (actors/node/node_link.hpp): once the node
   // has gone, what it had not answered fails with node_lost naming it, and later requests
   // are refused at once instead of waiting out their timeout. It ends when the node is lost
   // (a monitor says why) or when the last copy of this remote_node goes.

@@ -46,7 +46,7 @@
 #include "common/host_runs.hpp"
 #include "common/report.hpp"
 #include "cudactor/actors/client.hpp"
-#include "cudactor/actors/detail/buffer_uses.hpp"
+#include "cudactor/actors/coordinator/buffer_uses.hpp"
 
 namespace {
 
@@ -163,9 +163,9 @@ outcome graph_run(runtime& rt, shape s, std::size_t n, std::uint64_t seed) {
 
 // The buffer scenarios: each op declares four buffer uses, once as uses the coordinator infers
 // the dependencies from, once as the same dependencies stated with `after` (inferred here by
-// the same rules, detail/buffer_uses.hpp), in the same runtime. Fresh buffers (9 of 4 KiB) for
-// each run, released after. Each graph runs twice, in the order stated, inferred, inferred,
-// stated (or the reverse, every other round): a graph run second in a runtime runs slower
+// the same rules, actors/coordinator/buffer_uses.hpp), in the same runtime. Fresh buffers (9 of 4
+// KiB) for each run, released after. Each graph runs twice, in the order stated, inferred,
+// inferred, stated (or the reverse, every other round): a graph run second in a runtime runs slower
 // than the same graph run first, so one fixed order would charge that to one side. Each
 // side's figure is the mean of its two runs; the cost in each order is kept as well.
 //  - random DAG (the scenario): the random shape's graph, its every dependency

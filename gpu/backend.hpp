@@ -71,7 +71,7 @@ class backend {
   // Like wait_point, but it orders only: work enqueued on s later starts after the work before
   // `value` on `other` has ended, however it ended; a failure there is not carried to s. For
   // work that must come after another without consuming what it produced (a write after a
-  // read, or after another write: actors/detail/buffer_uses.hpp).
+  // read, or after another write: actors/coordinator/buffer_uses.hpp).
   [[nodiscard]] virtual status order_after(stream_ref s, stream_ref other,
                                            timeline_point value) = 0;
   [[nodiscard]] virtual query_result query(event_ref e) = 0;

@@ -4,7 +4,7 @@
 // uses one (read, write or both, over a byte range), the handle the coordinator gives for a
 // buffer it allocated or adopted, and the dependencies it inferred from declared uses. Plain
 // data with inspect(), registered by add_message_types(). The rules are in docs/buffers.md and
-// actors/detail/buffer_uses.hpp.
+// actors/coordinator/buffer_uses.hpp.
 #pragma once
 
 #include <caf/meta/type_name.hpp>

@@ -50,8 +50,8 @@ struct op_placement {
   stream_id stream;
   // Only on a stream of its priority class (critical and high: high-priority streams; low and
   // cleanup: low-priority ones; normal: normal ones) and, unless its workload is mixed, of its
-  // role (detail/stream_pool.hpp assigns roles): never another while those are busy. Refused
-  // at registration when no stream is both.
+  // role (actors/coordinator/stream_pool.hpp assigns roles): never another while those are busy.
+  // Refused at registration when no stream is both.
   bool strict = false;
   // `strategy` instead of the coordinator's own (cudactor.coordinator.strategy).
   bool own_strategy = false;

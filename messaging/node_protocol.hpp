@@ -7,7 +7,7 @@
 // reaches the coordinator (messaging/input_check.hpp); anything else a peer sends (another
 // message, an exit or down message) is refused and counted. The node's lifecycle, the
 // coordinator's notices and its timers go to an actor a peer cannot address
-// (actors/detail/node_core.hpp).
+// (actors/node/node_core.hpp).
 #pragma once
 
 #include <caf/replies_to.hpp>

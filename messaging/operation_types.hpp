@@ -55,7 +55,7 @@ enum class op_workload : std::uint8_t { compute, memory, mixed, coordination };
 
 // How the coordinator picks a stream for an operation: the runtime's default
 // (cudactor.coordinator.strategy) or one operation's own (op_placement). The strategies are
-// described in actors/detail/stream_pool.hpp, which applies them.
+// described in actors/coordinator/stream_pool.hpp, which applies them.
 enum class pool_strategy : std::uint8_t {
   round_robin,
   load_balanced,

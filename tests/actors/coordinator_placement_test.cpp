@@ -1,8 +1,8 @@
-// Where an operation may run (op_placement, actors/detail/coordinator_state.cpp's place()):
+// Where an operation may run (op_placement, actors/coordinator/coordinator_state.cpp's place()):
 // on a stream it names, waiting for room there; only on streams of its priority class and
 // role (strict); by a strategy of its own; and the stream the coordinator would choose now
 // (choose_atom). Four streams, the first high priority, the last low: roles compute, compute,
-// memory, coordination (detail/stream_pool.cpp).
+// memory, coordination (actors/coordinator/stream_pool.cpp).
 #define BOOST_TEST_MODULE coordinator_placement
 #include "coordinator_fixture.hpp"
 

@@ -1,0 +1,639 @@
+// actors/node/node_core.cpp
+//
+// Past 600 lines for a reason: the node's open requests, barrier holds, communicator ranks and
+// buffers share one state and one mailbox (a barrier waits for the stores and fetches taken
+// before it; an owner's end releases its buffers and holds). What each of them keeps lives in
+// its own type: node_rendezvous for the ranks, node_buffers for the buffers.
+#include "cudactor/actors/node/node_core.hpp"
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cudactor/actors/node/node_buffers.hpp"
+#include "cudactor/actors/node/node_rendezvous.hpp"
+#include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
+
+namespace cudactor::detail {
+
+namespace {
+
+// One request not yet answered: a graph (every end, in order), a single operation, or a
+// fetch (the bytes its operation read).
+struct pending_request {
+  enum class answer : std::uint8_t { graph, single, fetch };
+  caf::typed_response_promise<std::vector<op_notice>> graph;
+  caf::typed_response_promise<op_notice> single;
+  caf::typed_response_promise<std::vector<std::uint8_t>> fetched;
+  std::shared_ptr<std::vector<std::uint8_t>> into;  // a fetch's bytes, once its operation ended
+  answer kind = answer::graph;
+  std::size_t ops = 0;
+};
+
+// A barrier call waiting for the requests taken before it to end.
+struct arriving_call {
+  caf::typed_response_promise<node_arrival> promise;
+  barrier_call call;
+  caf::actor_addr holder;        // who called: only it may release, its end ends the hold
+  std::uint64_t before_key = 0;  // requests with a smaller key must end first
+  std::uint64_t waited = 0;      // open requests when the call came
+  std::uint64_t left = 0;        // of those, not ended yet
+  std::chrono::steady_clock::time_point since;
+};
+
+// An arrival not yet released: while any is held, new work waits in `held`.
+struct hold {
+  std::string barrier;
+  std::uint64_t generation = 0;
+  caf::actor_addr holder;
+};
+
+using clock = std::chrono::steady_clock;
+
+// Communicators being made on one node at once: a control plane makes a few.
+constexpr std::size_t max_making = 64;
+
+// Whether a peer's token is the configured one, in time that depends only on their lengths:
+// how long the comparison takes must not tell a guesser how much of the token is right.
+bool same_token(const std::string& given, const std::string& configured) {
+  if (given.size() != configured.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    diff |= static_cast<unsigned char>(given[i] ^ configured[i]);
+  }
+  return diff == 0;
+}
+
+struct node_core_state {
+  static inline const char* name = "cudactor.node";  // the actor's name in CAF's logs
+  node_context context;
+  node_options options;
+  std::uint64_t next_key = 1;
+  std::unordered_map<std::uint64_t, pending_request> pending;
+  std::size_t pending_ops = 0;  // operations of the requests in `pending`
+  bool closing = false;
+  std::vector<arriving_call> arriving;
+  std::uint64_t next_hold = 1;
+  std::vector<caf::actor_addr> callers;  // monitored once each: barrier callers
+  // The control plane (the process) whose barriers this node takes part in: the first
+  // caller's, until none of its callers is left. Another's barrier calls are refused, so that
+  // nobody else can hold the node's work.
+  caf::node_id owner;
+  std::unordered_map<std::uint64_t, hold> holds;
+  // Work that came while a hold was on: dispatched, in order, once the last hold ends.
+  std::vector<std::pair<std::uint64_t, graph_spec>> held;
+  // Communicators' ranks being made on this node, by name and generation.
+  std::unique_ptr<node_rendezvous> rendezvous;
+  struct making_rank {
+    caf::typed_response_promise<communicator_ready> promise;
+    std::uint32_t rank = 0;
+  };
+  std::map<std::pair<std::string, std::uint64_t>, making_rank> making;
+  std::function<void(std::uint64_t, caf::timespan)> start_timer;  // set by the behaviour
+  std::function<void(std::uint64_t, graph_spec)> dispatch;        // set by the behaviour
+  // The buffers the owner allocated here, and how one goes back (set by the behaviour).
+  node_buffers buffers{0, 0};
+  std::function<void(buffer_id)> release_buffer;
+
+  caf::error named(errc code, const std::string& what) const {
+    return make_error(code, "node '" + options.name + "': " + what);
+  }
+
+  // Whether a request of `ops` operations may be taken now.
+  caf::error refusal(std::size_t ops) const {
+    if (closing) return named(errc::shutting_down, "shutting down");
+    if (pending.size() >= options.max_pending) {
+      return named(
+          errc::resource_exhausted,
+          std::to_string(pending.size()) + " requests are open (limit max-pending); retry later");
+    }
+    if (pending_ops + ops > options.max_pending_ops) {
+      return named(errc::resource_exhausted, std::to_string(pending_ops) +
+                                                 " operations of open requests and " +
+                                                 std::to_string(ops) + " more exceed " +
+                                                 std::to_string(options.max_pending_ops) +
+                                                 " (limit max-pending-ops); retry later");
+    }
+    return {};
+  }
+
+  // Whether `holder` may hold this node (barriers) or make communicators of it: the configured
+  // owner's token, and the owner's process once there is one.
+  caf::error check_owner(const std::string& token, const caf::actor_addr& holder,
+                         const std::string& what) const {
+    if (!options.owner_token.empty() && !same_token(token, options.owner_token)) {
+      // The token is never echoed: the error says only that it did not match.
+      return named(errc::permission_denied,
+                   what +
+                       ": this node takes part only in the barriers and communicators of the "
+                       "control plane configured for it (its owner token did not match)");
+    }
+    if (owner && owner != holder.node()) {
+      return named(errc::permission_denied,
+                   what +
+                       ": this node takes part in the barriers and communicators of another "
+                       "control plane (the first to call one, until it is gone)");
+    }
+    return {};
+  }
+
+  // Monitors a new caller once; the first makes its process the owner.
+  template <class Self>
+  void take_caller(Self* self, const caf::actor_addr& holder) {
+    if (std::find(callers.begin(), callers.end(), holder) == callers.end()) {
+      callers.push_back(holder);
+      self->monitor(holder);
+    }
+    if (!owner) owner = holder.node();
+  }
+
+  caf::error check_call(const barrier_call& call, const caf::actor_addr& holder) const {
+    if (call.hold > options.max_hold) {
+      return named(
+          errc::invalid_argument,
+          "barrier " + quote_peer_text(call.barrier) + ": a hold is 0 to " +
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(options.max_hold).count()) +
+              " ms (limit max-hold)");
+    }
+    if (!holder) return named(errc::invalid_argument, "a barrier call needs a caller to answer");
+    if (auto bad =
+            check_owner(call.owner_token, holder, "barrier " + quote_peer_text(call.barrier)))
+      return bad;
+    if (arriving.size() + holds.size() >= options.max_pending) {
+      return named(errc::resource_exhausted,
+                   "too many barrier calls are open (limit max-pending); retry later");
+    }
+    return refusal(0);
+  }
+
+  void finished(std::unordered_map<std::uint64_t, pending_request>::iterator it) {
+    const std::uint64_t key = it->first;
+    pending_ops -= it->second.ops;
+    pending.erase(it);
+    ended(key);
+  }
+
+  // The coordinator's answer to the request's run: every end, in order.
+  void answer(std::uint64_t key, std::vector<op_notice>& ends) {
+    auto it = pending.find(key);
+    if (it == pending.end()) return;  // answered shutting_down already
+    if (ends.size() != it->second.ops) {
+      fail(key, named(errc::backend_error, "the coordinator answered " +
+                                               std::to_string(ends.size()) + " ends for " +
+                                               std::to_string(it->second.ops) + " operations"));
+      return;
+    }
+    pending_request& p = it->second;
+    switch (p.kind) {
+      case pending_request::answer::graph: p.graph.deliver(std::move(ends)); break;
+      case pending_request::answer::single: p.single.deliver(std::move(ends.front())); break;
+      case pending_request::answer::fetch:
+        if (ends.front().state == op_state::completed) {
+          p.fetched.deliver(std::move(*p.into));
+        } else {
+          p.fetched.deliver(named(errc::op_failed, "fetch: " + error_context(ends.front().cause)));
+        }
+        break;
+    }
+    finished(it);
+  }
+
+  void fail(std::uint64_t key, const caf::error& why) {
+    auto it = pending.find(key);
+    if (it == pending.end()) return;
+    pending_request& p = it->second;
+    switch (p.kind) {
+      case pending_request::answer::graph: p.graph.deliver(why); break;
+      case pending_request::answer::single: p.single.deliver(why); break;
+      case pending_request::answer::fetch: p.fetched.deliver(why); break;
+    }
+    finished(it);
+  }
+
+  // The coordinator's own words, with the node's name in front.
+  caf::error from_coordinator(const caf::error& err) const {
+    return err.category() == error_category
+               ? named(static_cast<errc>(err.code()), error_context(err))
+               : named(errc::shutting_down, describe(err));
+  }
+
+  // Whether `caller` may name buffers: the node's owner, as the token says where one is
+  // configured. Only the owner holds buffers here, so nobody else can name one.
+  caf::error check_buffer_caller(const std::string& token, const caf::actor_addr& caller,
+                                 const std::string& what) const {
+    if (!caller) return named(errc::invalid_argument, what + " needs a caller to answer");
+    return check_owner(token, caller, what);
+  }
+
+  // A peer's work that names buffers: only the owner's, and only the owner's buffers.
+  caf::error check_names(const op_spec& op, const caf::actor_addr& caller,
+                         const std::string& which) const {
+    const bool names =
+        !op.uses.empty() ||
+        (op.is_collective() && !(op.collective.send.empty() && op.collective.recv.empty()));
+    if (!names) return {};
+    if (!owner || !caller || caller.node() != owner) {
+      return named(errc::permission_denied,
+                   which + " names buffers: only the control plane that owns the node may");
+    }
+    if (auto bad = buffers.check_names(op, which)) {
+      return named(static_cast<errc>(bad.code()), error_context(bad));
+    }
+    return {};
+  }
+
+  // A request left `pending`: barrier calls that waited for it may arrive.
+  void ended(std::uint64_t key) {
+    if (arriving.empty()) return;
+    std::vector<arriving_call> done;
+    for (auto it = arriving.begin(); it != arriving.end();) {
+      if (key < it->before_key && --it->left == 0) {
+        done.push_back(std::move(*it));
+        it = arriving.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& a : done) arrive(a);
+  }
+
+  void arrive(arriving_call& a) {
+    node_arrival out;
+    out.node = options.name;
+    out.generation = a.call.generation;
+    out.waited = a.waited;
+    out.duration = std::chrono::duration_cast<caf::timespan>(clock::now() - a.since);
+    if (a.call.hold.count() > 0) {
+      const std::uint64_t id = next_hold++;
+      holds.emplace(id, hold{a.call.barrier, a.call.generation, a.holder});
+      start_timer(id, a.call.hold);
+    }
+    a.promise.deliver(std::move(out));
+  }
+
+  // A hold ended (released, run out, or its holder gone): when none is left, the work held
+  // back goes to the coordinator in the order it came.
+  void unhold(std::uint64_t id) {
+    holds.erase(id);
+    if (!holds.empty()) return;
+    auto work = std::move(held);
+    held.clear();
+    for (auto& [key, g] : work) dispatch(key, std::move(g));
+  }
+
+  void release(const std::string& barrier, std::uint64_t generation, const caf::actor_addr& from) {
+    for (auto it = holds.begin(); it != holds.end(); ++it) {
+      if (it->second.barrier == barrier && it->second.generation == generation &&
+          it->second.holder == from) {
+        unhold(it->first);
+        return;
+      }
+    }
+  }
+
+  // Whoever called barriers is gone: its calls are dropped, its holds end, and the node is
+  // free for another control plane.
+  void holder_down(const caf::actor_addr& who) {
+    callers.erase(std::remove(callers.begin(), callers.end(), who), callers.end());
+    if (owner && std::none_of(callers.begin(), callers.end(),
+                              [&](const caf::actor_addr& c) { return c.node() == owner; })) {
+      owner = caf::node_id{};
+      // Its buffers go back: nobody else may name them.
+      for (const auto& id : buffers.take_all()) release_buffer(id);
+    }
+    const caf::error why = named(errc::cancelled, "the barrier's caller is gone");
+    for (auto it = arriving.begin(); it != arriving.end();) {
+      if (it->holder == who) {
+        it->promise.deliver(why);
+        it = arriving.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::vector<std::uint64_t> ids;
+    for (const auto& [id, h] : holds) {
+      if (h.holder == who) ids.push_back(id);
+    }
+    for (auto id : ids) unhold(id);
+  }
+
+  void close() {
+    closing = true;
+    const caf::error why = named(errc::shutting_down, "shut down before the work ended");
+    std::vector<std::uint64_t> keys;
+    for (const auto& [key, unused] : pending) keys.push_back(key);
+    for (auto key : keys) fail(key, why);
+    for (auto& a : arriving) a.promise.deliver(why);
+    arriving.clear();
+    holds.clear();
+    held.clear();
+    for (auto& [k, m] : making) m.promise.deliver(why);
+    making.clear();
+    (void)buffers.take_all();  // the coordinator frees them as it stops
+    // Bounded: a rank's rendezvous is cancelled; one connecting ends at its engine's timeout.
+    if (rendezvous) rendezvous->close("the node is shutting down");
+  }
+
+  // Whether a rendezvous entry or a loss comes from the process that owns the node.
+  bool from_owner(const caf::actor_addr& from) const {
+    return owner && from && from.node() == owner;
+  }
+};
+
+// A new request: handed on at once, or held back while a barrier holds the node.
+std::uint64_t take(node_core_state& st, graph_spec& g, bool is_graph) {
+  const std::uint64_t key = st.next_key++;
+  pending_request& p = st.pending[key];
+  p.kind = is_graph ? pending_request::answer::graph : pending_request::answer::single;
+  p.ops = g.ops.size();
+  st.pending_ops += g.ops.size();
+  if (st.holds.empty()) {
+    st.dispatch(key, std::move(g));
+  } else {
+    st.held.emplace_back(key, std::move(g));
+  }
+  return key;
+}
+
+// Makes this node's rank of a communicator on a thread of its own; answered once it is
+// connected and installed, or with why not.
+caf::result<communicator_ready> make_rank(node_core_actor::stateful_pointer<node_core_state> self,
+                                          communicator_call& call, const caf::actor_addr& caller,
+                                          const node_actor& face) {
+  auto& st = self->state;
+  const std::string what = "communicator " + quote_peer_text(call.name);
+  if (st.closing) return st.named(errc::shutting_down, "shutting down");
+  if (!caller) return st.named(errc::invalid_argument, what + " needs a caller to answer");
+  if (auto bad = st.check_owner(call.owner_token, caller, what)) return bad;
+  if (st.making.size() >= max_making) {
+    return st.named(errc::resource_exhausted, std::to_string(st.making.size()) +
+                                                  " communicators are being made; retry later");
+  }
+  // The rank's entries go to the caller as the face's: the cluster takes them only from its
+  // members, and the core's handle never leaves the process.
+  auto to = caf::actor_cast<caf::actor>(caller);
+  auto as = caf::actor_cast<caf::actor>(face);
+  auto publish = [as, to](rendezvous_entry e) {
+    caf::send_as(as, to, rendezvous_atom::value, std::move(e));
+  };
+  auto done = [core = self->address()](const std::string& name, std::uint64_t generation,
+                                       caf::error why) {
+    if (auto c = caf::actor_cast<node_core_actor>(core)) {
+      caf::anon_send(c, communicator_atom::value, name, generation, std::move(why));
+    }
+  };
+  if (auto bad = st.rendezvous->start(call, std::move(publish), std::move(done))) {
+    return st.named(static_cast<errc>(bad.code()), error_context(bad));
+  }
+  st.take_caller(self, caller);  // a call that was refused claims nothing
+  auto promise = self->make_response_promise<communicator_ready>();
+  st.making[{call.name, call.generation}] = node_core_state::making_rank{promise, call.rank};
+  return promise;
+}
+
+using core_pointer = node_core_actor::stateful_pointer<node_core_state>;
+
+// A buffer for the owner: reserved against the node's bounds, allocated by the coordinator,
+// answered without its address.
+caf::result<buffer_handle> alloc_buffer(core_pointer self, const buffer_call& call,
+                                        const caf::actor_addr& caller) {
+  auto& st = self->state;
+  if (st.closing) return st.named(errc::shutting_down, "shutting down");
+  if (auto bad = st.check_buffer_caller(call.owner_token, caller, "alloc")) return bad;
+  if (auto bad = st.buffers.reserve(call.bytes)) {
+    return st.named(static_cast<errc>(bad.code()), error_context(bad));
+  }
+  st.take_caller(self, caller);
+  auto promise = self->make_response_promise<buffer_handle>();
+  const std::uint64_t bytes = call.bytes;
+  const caf::node_id by = caller.node();
+  self->request(st.context.coordinator, caf::infinite, alloc_atom::value, bytes)
+      .then(
+          [self, promise, bytes, by](buffer_handle& h) mutable {
+            auto& st = self->state;
+            st.buffers.settle(bytes, &h);
+            if (st.owner != by) {  // its owner went while it was made: nobody may hold it
+              (void)st.buffers.remove(h.id);
+              st.release_buffer(h.id);
+              promise.deliver(st.named(errc::cancelled, "alloc: the caller is gone"));
+              return;
+            }
+            h.address = 0;  // the node's memory: nothing a peer may know or use
+            promise.deliver(std::move(h));
+          },
+          [self, promise, bytes](caf::error& err) mutable {
+            self->state.buffers.settle(bytes, nullptr);
+            promise.deliver(self->state.from_coordinator(err));
+          });
+  return promise;
+}
+
+// A store or a fetch: an operation on the buffer, in the order of its other uses, taken like
+// any request (held while a barrier holds the node, answered once it has ended).
+template <class T>
+caf::result<T> move_bytes(core_pointer self, buffer_call& call, buffer_verb verb,
+                          const caf::actor_addr& caller) {
+  auto& st = self->state;
+  const char* what = verb == buffer_verb::store ? "store" : "fetch";
+  if (auto bad = st.check_buffer_caller(call.owner_token, caller, what)) return bad;
+  const buffer_handle* b = nullptr;
+  if (auto bad = st.buffers.find(call, verb, b)) {
+    return st.named(static_cast<errc>(bad.code()), std::string{what} + ": " + error_context(bad));
+  }
+  if (auto bad = st.refusal(1)) return bad;
+  graph_spec g;
+  auto into = std::make_shared<std::vector<std::uint8_t>>();
+  g.add(verb == buffer_verb::store ? node_buffers::store_op(*b, call)
+                                   : node_buffers::fetch_op(*b, call, into));
+  auto promise = self->template make_response_promise<T>();
+  const auto key = take(st, g, false);
+  pending_request& p = st.pending[key];
+  if constexpr (std::is_same_v<T, op_notice>) {
+    p.single = promise;
+  } else {
+    p.kind = pending_request::answer::fetch;
+    p.fetched = promise;
+    p.into = std::move(into);
+  }
+  return promise;
+}
+
+// Gives a buffer back: answered with the end of its release (after every use of it).
+caf::result<op_notice> release_buffer(core_pointer self, const buffer_call& call,
+                                      const caf::actor_addr& caller) {
+  auto& st = self->state;
+  if (auto bad = st.check_buffer_caller(call.owner_token, caller, "release")) return bad;
+  const buffer_handle* b = nullptr;
+  if (auto bad = st.buffers.find(call, buffer_verb::release, b)) {
+    return st.named(static_cast<errc>(bad.code()), "release: " + error_context(bad));
+  }
+  if (st.closing) return st.named(errc::shutting_down, "shutting down");
+  (void)st.buffers.remove(call.buffer);
+  auto promise = self->make_response_promise<op_notice>();
+  auto failed = [self, promise](caf::error& err) mutable {
+    promise.deliver(self->state.from_coordinator(err));
+  };
+  self->request(st.context.coordinator, caf::infinite, release_atom::value, call.buffer)
+      .then(
+          [self, promise, failed](op_id released) mutable {
+            self->request(self->state.context.coordinator, caf::infinite, await_atom::value,
+                          released, wait_limit{})
+                .then([promise](op_notice& end) mutable { promise.deliver(std::move(end)); },
+                      failed);
+          },
+          failed);
+  return promise;
+}
+
+node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_core_state> self,
+                                         node_context context, node_options options) {
+  auto& st = self->state;
+  st.context = std::move(context);
+  st.options = std::move(options);
+  st.rendezvous = std::make_unique<node_rendezvous>(
+      st.context.communicators, st.options.name, st.context.device_kind == gpu::backend_kind::host,
+      st.context.device_ordinal);
+  self->monitor(st.context.coordinator);
+  self->set_down_handler([self](const caf::down_msg& down) {
+    if (down.source == self->state.context.coordinator.address()) {
+      self->state.close();
+    } else {
+      self->state.holder_down(down.source);
+    }
+  });
+  st.dispatch = [self](std::uint64_t key, graph_spec g) {
+    self->request(self->state.context.coordinator, caf::infinite, run_atom::value, std::move(g))
+        .then([self, key](std::vector<op_notice>& ends) { self->state.answer(key, ends); },
+              [self, key](caf::error& err) {
+                self->state.fail(key, self->state.from_coordinator(err));
+              });
+  };
+  st.buffers = node_buffers{st.options.max_buffers, st.options.max_buffer_bytes};
+  st.release_buffer = [self](buffer_id id) {
+    self->request(self->state.context.coordinator, caf::infinite, release_atom::value, id)
+        .then([](op_id) {}, [](caf::error&) {});  // the coordinator frees it after its uses
+  };
+  st.start_timer = [self](std::uint64_t id, caf::timespan after) {
+    self->delayed_send(self, after, expire_atom::value, id);
+  };
+  return {
+      [self](submit_atom, graph_spec& g,
+             const caf::actor_addr& caller) -> caf::result<std::vector<op_notice>> {
+        auto& st = self->state;
+        for (std::size_t i = 0; i < g.ops.size(); ++i) {
+          if (auto bad = st.check_names(g.ops[i].spec, caller, "graph op " + std::to_string(i)))
+            return bad;
+        }
+        if (auto bad = st.refusal(g.ops.size())) return bad;
+        auto promise = self->make_response_promise<std::vector<op_notice>>();
+        const auto key = take(st, g, true);
+        st.pending[key].graph = promise;
+        return promise;
+      },
+      [self](register_atom, op_spec& op, const caf::actor_addr& caller) -> caf::result<op_notice> {
+        auto& st = self->state;
+        if (auto bad = st.check_names(op, caller, "the operation")) return bad;
+        if (auto bad = st.refusal(1)) return bad;
+        graph_spec g;
+        g.add(std::move(op));
+        auto promise = self->make_response_promise<op_notice>();
+        const auto key = take(st, g, false);
+        st.pending[key].single = promise;
+        return promise;
+      },
+      [self](synchronize_atom, barrier_call& call,
+             caf::actor_addr& holder) -> caf::result<node_arrival> {
+        auto& st = self->state;
+        if (auto bad = st.check_call(call, holder)) return bad;
+        arriving_call a;
+        a.holder = holder;
+        a.promise = self->make_response_promise<node_arrival>();
+        st.take_caller(self, holder);
+        a.before_key = st.next_key;
+        a.waited = st.pending.size();
+        a.left = a.waited;
+        a.since = clock::now();
+        a.call = std::move(call);
+        auto promise = a.promise;
+        if (a.left == 0) {
+          st.arrive(a);
+        } else {
+          st.arriving.push_back(std::move(a));
+        }
+        return promise;
+      },
+      [self](alloc_atom, const buffer_call& call, const caf::actor_addr& caller)
+          -> caf::result<buffer_handle> { return alloc_buffer(self, call, caller); },
+      [self](store_atom, buffer_call& call,
+             const caf::actor_addr& caller) -> caf::result<op_notice> {
+        return move_bytes<op_notice>(self, call, buffer_verb::store, caller);
+      },
+      [self](fetch_atom, buffer_call& call,
+             const caf::actor_addr& caller) -> caf::result<std::vector<std::uint8_t>> {
+        return move_bytes<std::vector<std::uint8_t>>(self, call, buffer_verb::fetch, caller);
+      },
+      [self](release_atom, const buffer_call& call, const caf::actor_addr& caller)
+          -> caf::result<op_notice> { return release_buffer(self, call, caller); },
+      [self](release_atom, const std::string& barrier, std::uint64_t generation,
+             const caf::actor_addr& from) { self->state.release(barrier, generation, from); },
+      [self](communicator_atom, communicator_call& call, caf::actor_addr& caller, node_actor& face)
+          -> caf::result<communicator_ready> { return make_rank(self, call, caller, face); },
+      [self](communicator_atom, const std::string& name, std::uint64_t generation,
+             caf::error& why) {
+        // A rank's thread is done (only this core's threads can address it).
+        auto& st = self->state;
+        if (st.rendezvous) st.rendezvous->finished(name, generation);
+        auto it = st.making.find({name, generation});
+        if (it == st.making.end()) return;
+        if (why) {
+          it->second.promise.deliver(st.named(
+              why.category() == error_category ? static_cast<errc>(why.code()) : errc::op_failed,
+              "communicator " + quote_peer_text(name) + ": " + error_context(why)));
+        } else {
+          it->second.promise.deliver(communicator_ready{name, generation, it->second.rank,
+                                                        st.options.name, st.rendezvous->engine()});
+        }
+        st.making.erase(it);
+      },
+      [self](rendezvous_atom, const rendezvous_entry& entry, const caf::actor_addr& from) {
+        auto& st = self->state;
+        if (!st.from_owner(from) || !st.rendezvous) return;
+        (void)st.rendezvous->put(entry);  // too late, or too many: the rank times out, named
+      },
+      [self](lost_atom, const std::string& name, std::uint64_t generation, const std::string& why,
+             const caf::actor_addr& from) {
+        auto& st = self->state;
+        if (!st.from_owner(from) || !st.rendezvous) return;
+        st.rendezvous->lost(name, generation, why);
+      },
+      [self](expire_atom, std::uint64_t id) {
+        auto& st = self->state;
+        if (caf::actor_cast<caf::actor_addr>(self->current_sender()) != self->address()) return;
+        if (st.holds.count(id) == 0) return;  // released in time
+        st.unhold(id);
+      },
+      [self](shutdown_atom) {
+        self->state.close();
+        self->quit();
+      },
+  };
+}
+
+}  // namespace
+
+node_core_actor spawn_node_core(caf::actor_system& system, node_context context,
+                                node_options options) {
+  return system.spawn(node_core, std::move(context), std::move(options));
+}
+
+}  // namespace cudactor::detail
