@@ -130,17 +130,12 @@ caf::result<event_lease> stream_state::accept_record(gpu::event_kind kind) {
   record_reply reply;
   reply.one = self_->make_response_promise<event_lease>();
   auto promise = reply.one;
-  record_replies_.push_back(std::move(reply));
-  pending_op op;
-  op.kind = stream_op_kind::record;
-  op.mode = static_cast<std::uint8_t>(kind);
-  op.a = 1;
-  accept(std::move(op));
+  queue_record(kind, 1, std::move(reply));
   return promise;
 }
 
 caf::result<std::vector<event_lease>> stream_state::accept_records(gpu::event_kind kind,
-                                                                std::uint32_t n) {
+                                                                   std::uint32_t n) {
   if (auto why = refusal()) return why;
   if (auto why = bad_event_kind(kind)) return why;
   if (n == 0 || n > max_records_per_message) {
@@ -153,13 +148,17 @@ caf::result<std::vector<event_lease>> stream_state::accept_records(gpu::event_ki
   reply.batched = true;
   reply.many = self_->make_response_promise<std::vector<event_lease>>();
   auto promise = reply.many;
-  record_replies_.push_back(std::move(reply));
+  queue_record(kind, n, std::move(reply));
+  return promise;
+}
+
+void stream_state::queue_record(gpu::event_kind kind, std::uint32_t n, record_reply reply) {
+  record_replies_.push_back(std::move(reply));  // answered in the order records are dispatched
   pending_op op;
   op.kind = stream_op_kind::record;
   op.mode = static_cast<std::uint8_t>(kind);
   op.a = n;
   accept(std::move(op));
-  return promise;
 }
 
 caf::result<buffer_ref> stream_state::allocate(std::uint64_t bytes) {

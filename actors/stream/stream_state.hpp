@@ -125,6 +125,8 @@ class stream_state {
   // recorded (dispatched), not once reached.
   caf::result<event_lease> accept_record(gpu::event_kind kind);
   caf::result<std::vector<event_lease>> accept_records(gpu::event_kind kind, std::uint32_t n);
+  // A record of `n` events, `reply` its answer.
+  void queue_record(gpu::event_kind kind, std::uint32_t n, record_reply reply);
   // The coordinator's pass onto this stream: one ticket per operation, in order.
   caf::result<std::vector<ticket>> accept_dispatch(std::vector<dispatched_op>& ops);
   // A caller-launched operation's hold (answered once held) and its end (the point it takes,
