@@ -373,6 +373,7 @@ void coordinator_state::send_staged() {
     staged_pass& pass = staged_[slot];
     if (pass.ops.empty()) continue;
     ++passes_;
+    pool_.publish(slot);  // before the message: the stream actor gives each back when reached
     pass.last_size = pass.ops.size();
     auto ids = std::make_shared<std::vector<op_id>>(std::move(pass.ids));
     pass.ids.clear();
@@ -467,6 +468,7 @@ void coordinator_state::lose(caf::error why) {
     pass.ops.clear();
     pass.ids.clear();
   }
+  pool_.drop_staged();
   for (auto& [token, promise] : ready_waiters_) promise.deliver(why);
   ready_waiters_.clear();
   finish();

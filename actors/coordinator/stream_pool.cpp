@@ -66,7 +66,7 @@ void stream_pool::clear_work() {
 
 bool stream_pool::available(std::uint32_t index) const {
   const slot& s = slots_[index];
-  return s.reserved_by.empty() && s.ledger->has_room();
+  return s.reserved_by.empty() && s.ledger->load() + s.staged < s.ledger->cap();
 }
 
 bool stream_pool::any_available() const {
@@ -78,7 +78,7 @@ bool stream_pool::any_available() const {
 
 bool stream_pool::idle(std::uint32_t index) const {
   const slot& s = slots_[index];
-  return s.reserved_by.empty() && s.ledger->load() == 0;
+  return s.reserved_by.empty() && s.ledger->load() + s.staged == 0;
 }
 
 std::optional<std::uint32_t> stream_pool::any_idle() const {
@@ -89,7 +89,7 @@ std::optional<std::uint32_t> stream_pool::any_idle() const {
 }
 
 std::uint64_t stream_pool::load_of(std::uint32_t index) const {
-  return slots_[index].ledger->load();
+  return slots_[index].ledger->load() + slots_[index].staged;
 }
 
 template <class Accept>
@@ -101,7 +101,7 @@ std::optional<std::uint32_t> stream_pool::least_loaded(Accept&& accept) const {
   for (std::uint32_t i = 0; i < slots_.size(); ++i) {
     const slot& s = slots_[i];
     if (!s.reserved_by.empty()) continue;
-    const std::uint64_t load = s.ledger->load();
+    const std::uint64_t load = s.ledger->load() + s.staged;
     if (load >= s.ledger->cap() || !accept(i)) continue;  // not available()
     if (!best || load < best_load) {
       best = i;
@@ -217,7 +217,7 @@ bool stream_pool::needs_wait(std::uint32_t waiter, std::uint32_t other, gpu::tim
 
 void stream_pool::note_dispatch(std::uint32_t index, std::int64_t now_ns) {
   slot& s = slots_[index];
-  if (s.ledger->load() == 0) s.busy_since_ns = now_ns;
+  if (s.ledger->load() + s.staged == 0) s.busy_since_ns = now_ns;
 }
 
 void stream_pool::record_completions(std::uint32_t index,

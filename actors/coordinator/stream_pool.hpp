@@ -59,6 +59,10 @@ class stream_pool {
     std::shared_ptr<stream_ledger> ledger;  // the stream actor's: cap, load, completed
     op_workload role = op_workload::mixed;
     op_id reserved_by;  // a caller-launched operation (begun, or its hold on the way)
+    // Operations staged for the stream in this pass and not yet published in its ledger: one
+    // atomic add per stream per pass (publish), not one per operation on a cache line the
+    // stream actor's thread writes.
+    std::uint64_t staged = 0;
     std::vector<gpu::timeline_point> waited;           // per slot: data waits
     std::vector<gpu::timeline_point> ordered;          // per slot: any waits
     std::array<double, workloads> mean_interval_ns{};  // adaptive
@@ -86,8 +90,18 @@ class stream_pool {
   [[nodiscard]] bool any_available() const;
   // Points on the stream not yet reached, whoever sent them (the ledger's load).
   [[nodiscard]] std::uint64_t load_of(std::uint32_t index) const;
-  // Takes one of the slot's cap for an operation the coordinator is about to send it.
-  void reserve(std::uint32_t index) { slots_[index].ledger->reserve(); }
+  // Takes one of the slot's cap for an operation the coordinator is about to send it; counted
+  // here until publish(), which must come before the message carrying it is sent.
+  void reserve(std::uint32_t index) { ++slots_[index].staged; }
+  // The slot's staged reservations into its ledger, where the stream actor gives them back.
+  void publish(std::uint32_t index) {
+    slot& s = slots_[index];
+    if (s.staged != 0) s.ledger->reserve(std::exchange(s.staged, 0));
+  }
+  // Staged reservations whose pass will never be sent (the device was lost).
+  void drop_staged() noexcept {
+    for (auto& s : slots_) s.staged = 0;
+  }
   // Nothing in flight and not reserved.
   [[nodiscard]] bool idle(std::uint32_t index) const;
   [[nodiscard]] std::optional<std::uint32_t> any_idle() const;
