@@ -366,57 +366,6 @@ void stream_state::dispatch(pending_op& op) {
   if (burst_ns_ == 0) flush_watches();
 }
 
-void stream_state::dispatch_record(pending_op& op) {
-  record_reply reply = std::move(record_replies_.front());
-  record_replies_.pop_front();
-  auto& cache = cache_[op.mode];
-  const auto n = static_cast<std::size_t>(op.a);
-  if (cache.size() < n) {  // the pool said no (events_ready let it through to be answered)
-    caf::error why = std::exchange(refill_error_[op.mode], caf::error{});
-    answer_record(reply, {},
-                  why ? why
-                      : make_error(errc::pool_exhausted, "record on stream '" + options_.name +
-                                                             "': no event from the pool"));
-    return;
-  }
-  std::optional<gpu::batch_scope> batch;  // reaches the backend's workers with its neighbours
-  if (burst_ns_ == 0) batch.emplace(*context_.device);
-  // The newest n of the cache; they leave it only once all are recorded (a failed record
-  // leaves them for the next, which records them anew).
-  const std::size_t first = cache.size() - n;
-  std::vector<event_lease> out;
-  out.reserve(n);
-  for (std::size_t i = cache.size(); i-- > first;) {
-    const gpu::status launched = context_.device->record(cache[i].device, stream_.ref());
-    if (!launched.ok()) {
-      answer_record(reply, {}, to_error(launched));
-      return;
-    }
-    event_lease lease = cache[i].lease;
-    lease.stream = options_.id;
-    lease.point = op.point;
-    lease.on_stream = true;
-    out.push_back(lease);
-  }
-  cache.resize(first);
-  answer_record(reply, std::move(out), {});
-}
-
-void stream_state::answer_record(record_reply& reply, std::vector<event_lease> events,
-                                 const caf::error& why) {
-  if (why) {
-    if (reply.batched) {
-      reply.many.deliver(why);
-    } else {
-      reply.one.deliver(why);
-    }
-  } else if (reply.batched) {
-    reply.many.deliver(std::move(events));
-  } else {
-    reply.one.deliver(events.front());
-  }
-}
-
 caf::error stream_state::issue(timeline_point point, point_record record,
                                const gpu::status& launched,
                                std::optional<gpu::result<timeline_point>> made) {

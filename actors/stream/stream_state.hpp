@@ -125,8 +125,6 @@ class stream_state {
   // recorded (dispatched), not once reached.
   caf::result<event_lease> accept_record(gpu::event_kind kind);
   caf::result<std::vector<event_lease>> accept_records(gpu::event_kind kind, std::uint32_t n);
-  // A record of `n` events, `reply` its answer.
-  void queue_record(gpu::event_kind kind, std::uint32_t n, record_reply reply);
   // The coordinator's pass onto this stream: one ticket per operation, in order.
   caf::result<std::vector<ticket>> accept_dispatch(std::vector<dispatched_op>& ops);
   // A caller-launched operation's hold (answered once held) and its end (the point it takes,
@@ -201,6 +199,8 @@ class stream_state {
                                    std::optional<gpu::result<timeline_point>>& signalled);
   // A record operation: its events on the stream, answered to the oldest record_reply.
   void dispatch_record(pending_op& op);
+  // A record of `n` events, `reply` its answer.
+  void queue_record(gpu::event_kind kind, std::uint32_t n, record_reply reply);
   void answer_record(record_reply& reply, std::vector<event_lease> events, const caf::error& why);
   // Whether the in-flight cap lets `op` go to the backend now.
   [[nodiscard]] bool has_room(const pending_op& op) const noexcept;
