@@ -60,6 +60,7 @@ bench: build
 	$(BUILD_DIR)/bench/stream_bench --quick
 	$(BUILD_DIR)/bench/coordinator_bench --quick
 	$(BUILD_DIR)/bench/facade_bench --quick
+	$(BUILD_DIR)/bench/barrier_bench --quick
 	$(BUILD_DIR)/bench/metrics_bench --quick
 
 # Sanitized builds: -O1 with assertions on (no NDEBUG), so the invariants the code asserts

@@ -98,7 +98,8 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
     }
     rt->streams_.push_back(spawned->actor);
     rt->stream_ledgers_.push_back(spawned->ledger);
-    rt->stream_members_.push_back({spawned->name, spawned->stream, spawned->actor, stream_id{static_cast<std::uint32_t>(i)}});
+    rt->stream_members_.push_back({spawned->name, stream_id{static_cast<std::uint32_t>(i)}});
+    rt->stream_views_.push_back(spawned->stream);
   }
   // The coordinator schedules onto these same stream actors: one set of streams.
   coordinator_context coordination;
@@ -108,7 +109,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
     s.actor = rt->streams_[i];
     s.id = stream_id{static_cast<std::uint32_t>(i)};
     s.name = rt->stream_members_[i].name;
-    s.view = rt->stream_members_[i].stream;
+    s.view = rt->stream_views_[i];
     s.priority = priority_of(options, i);
     s.ledger = rt->stream_ledgers_[i];
     coordination.streams.push_back(std::move(s));
@@ -169,8 +170,8 @@ gpu::result<barrier_actor> runtime::spawn_barrier(const std::vector<std::size_t>
     return gpu::status{gpu::errc::invalid_argument, "barrier: the runtime has shut down"};
   }
   barrier_context context;
-  context.device = device_.get();
-  context.poller = poller_.get();
+  context.coordinator = coordinator_;
+  context.gpu = detail::gpu_label(*device_);
   context.metrics = metrics_;
   auto spawned = cudactor::spawn_barrier(*system_, context, std::move(chosen), std::move(options));
   if (!spawned) return spawned.error();

@@ -1,8 +1,8 @@
 // facade/barrier.hpp
 //
 // A barrier over some of the runtime's streams as a plain C++ object. synchronize() begins
-// the next generation and answers once every stream has reached it (host mode: seen by the
-// completion poller, within the time limit, or timeout naming who did not arrive), or once
+// the next generation and answers once every stream has reached it (host mode: within the
+// time limit, or timeout naming who did not arrive), or once
 // every stream has been made to wait for every other on the device (device mode: no host
 // thread waits at all).
 //
@@ -42,9 +42,9 @@ class barrier {
           b.synchronize_with(std::nullopt, {}, std::nullopt, std::move(d));
         });
   }
-  // Host mode with this limit (zero: none; negative: refused); device mode waits for
-  // nothing. With a cancellation: answered cancelled when it is cancelled first, and the
-  // barrier keeps nothing of the generation (its watches are cancelled).
+  // With this limit (zero: none; negative: refused): host mode until every stream arrived,
+  // device mode until the waits are placed. With a cancellation: answered cancelled when it
+  // is cancelled first, and the generation's operation ends at the coordinator.
   template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
   auto synchronize(barrier_mode mode, std::chrono::nanoseconds limit, Token&& token = {}) const {
     return complete<barrier_crossing>(std::forward<Token>(token),

@@ -25,10 +25,10 @@ namespace cudactor {
 struct barrier_arrival {
   std::uint32_t member = 0;  // its index among the barrier's streams
   std::string name;
-  // Where the barrier sat on it: the newest point handed to the device when the barrier
-  // began. Work submitted to the stream later is after the barrier.
+  // Where the barrier sat on it: its mark, after everything the stream's actor accepted
+  // before. Work submitted to the stream later is after the barrier.
   timeline_point point = 0;
-  std::int64_t arrived_ns = 0;  // host mode: when the poller saw it there
+  std::int64_t arrived_ns = 0;  // when the mark was seen reached (0: not yet)
   stream_id stream;             // the runtime's id of the stream (rt.stream(i))
 };
 

@@ -73,6 +73,11 @@ using coordinator_actor = caf::typed_actor<
     // the end of an operation registered before (at once if it has ended), or timeout /
     // cancelled first (withdraw: true when a wait of the sender's under the key was open)
     caf::replies_to<await_atom, op_id, wait_limit>::with<op_notice>,
+    // a barrier operation registered and answered with its crossing: once every stream has
+    // arrived (host), once every stream waits for the others on the device (device); timeout
+    // naming the streams that did not arrive; withdraw by the key (a barrier actor's
+    // generation: actors/barrier_actor.hpp)
+    caf::replies_to<synchronize_atom, op_spec, wait_limit>::with<barrier_crossing>,
     caf::replies_to<withdraw_atom, std::uint64_t>::with<bool>,
     caf::replies_to<describe_atom, op_id>::with<op_info>,
     caf::replies_to<cancel_atom, op_id>::with<op_state>,

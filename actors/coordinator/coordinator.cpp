@@ -52,6 +52,9 @@ coordinator_actor::behavior_type coordinator_behavior(
       },
       [&st](unsubscribe_atom, const op_listener& listener) { st.unsubscribe(listener.address()); },
       [&st](await_atom, op_id id, const wait_limit& limit) { return st.await_end(id, limit); },
+      [&st](synchronize_atom, op_spec& spec, const wait_limit& limit) {
+        return st.synchronize(spec, limit);
+      },
       [&st](withdraw_atom, std::uint64_t key) { return st.withdraw(key); },
       [&st](describe_atom, op_id id) { return st.describe(id); },
       [&st](cancel_atom, op_id id) { return st.cancel(id); },

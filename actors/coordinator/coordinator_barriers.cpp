@@ -1,17 +1,23 @@
 // Barrier operations: a graph operation that every one of its streams reaches before anything
-// after it on any of them runs. Two phases, both through the stream actors:
-//  1. a mark on every member, after everything its actor accepted before and after device
-//     waits for the barrier's dependencies; its ticket is where the barrier sits there. The
-//     members are the barrier's meanwhile, so that nothing of the coordinator's goes between a
-//     mark and what follows it.
-//  2. device mode: on every member a crossing that waits on the device for every other
-//     member's mark; the members go back at once, and whatever comes after a crossing on its
-//     stream runs after all arrived. The operation ends when every crossing is reached.
-//     host mode: nothing more goes to the streams; the operation ends once the poller has seen
-//     every mark reached (the arrival times are its report), and only then go the members
-//     back.
-// Dependents wait for the first member's crossing (device) or for the end (host): either way
-// after every member arrived.
+// after it on any of them runs. Through the stream actors, in one pass:
+//  - device mode: on every member a mark, after everything its actor accepted before and
+//    after device waits for the barrier's dependencies, and right behind it a crossing that
+//    waits on the device for every other member's mark, by the point that member's stream
+//    actor publishes as it issues the mark (point_cell): no round trip between the two. The
+//    members are free again at once; whatever comes after a crossing on its stream runs after
+//    all arrived. The operation ends when every point is reached.
+//  - host mode: the marks only; the members are the barrier's until every mark is reached
+//    (the arrival times are its report), so nothing of the coordinator's goes after a mark
+//    before then.
+// A mark's ticket is where the barrier sits on that stream. Dependents wait for the first
+// member's crossing (device) or for the end (host): either way after every member arrived.
+//
+// A synchronize (what a barrier actor asks for each generation) is such an operation with an
+// answer owed: its crossing once the crossings are placed (device) or every member arrived
+// (host); timeout naming the members that did not arrive, after which the operation ends and
+// gives its members back; and, unlike a graph's barrier (whose failures are its
+// dependencies'), dependency_failed naming a member whose newest work before the barrier
+// failed. One implementation of both; the barrier actor only numbers, counts and words them.
 #include <caf/all.hpp>
 
 #include <algorithm>
@@ -20,6 +26,7 @@
 
 #include "cudactor/actors/coordinator/coordinator_state.hpp"
 #include "cudactor/actors/detail/clock.hpp"
+#include "cudactor/actors/detail/wait_keys.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor::detail {
@@ -80,58 +87,80 @@ bool coordinator_state::start_barrier(op_id id, op_record& r) {
   op_metrics_->dispatched(r.type, r.priority);
   ++dispatched_;
   coordination_ns_ += now - r.registered_ns;
-  for (std::uint32_t m : b.members) {
-    pool_.at(m).reserved_by = id;
+  const bool device = b.mode == barrier_mode::device;
+  const std::size_t n = b.members.size();
+  // Device mode: each member's crossing goes in the same pass as its mark and waits for the
+  // other members' marks by the points their stream actors publish as they issue them: no
+  // round trip between the two (a mark's point is not known here before its ticket).
+  std::vector<std::shared_ptr<point_cell>> marks(device ? n : 0);
+  for (auto& cell : marks) cell = std::make_shared<point_cell>();
+  const op_graph::node* node = graph_.find(id);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const std::uint32_t m = b.members[i];
     dispatched_op mark;
     mark.fn = no_work;
     mark.waits = waits_for(id, m);
+    if (device) mark.cell = marks[i];
     pool_.note_dispatch(m, now);
     send_to(m, id, std::move(mark));
+    if (!device) {
+      pool_.at(m).reserved_by = id;  // held until every member arrived
+      continue;
+    }
+    dispatched_op crossing;
+    crossing.fn = no_work;
+    for (std::uint32_t k = 0; k < n; ++k) {
+      if (k == i) continue;
+      crossing.waits.push_back(point_wait{pool_.at(b.members[k]).view, 0, false, marks[k]});
+      ++b.device_waits;
+    }
+    // Dependents on other streams wait for the first crossing, in this pass or a later one.
+    if (i == 0 && options_.dependents_in_pass && node != nullptr && !node->dependents.empty()) {
+      r.cell = std::make_shared<point_cell>();
+      crossing.cell = r.cell;
+    }
+    send_to(m, id, std::move(crossing));
   }
-  b.tickets_left = b.members.size();
+  device_waits_ += b.device_waits;
+  op_metrics_->device_waits(b.device_waits);
+  b.tickets_left = device ? 2 * n : n;
+  b.tickets_of.assign(n, 0);
+  // Device mode: on its way; dependents may follow the first crossing onto its stream.
+  if (device) (void)graph_.submitted(id, op_position{b.members.front(), 0});
   return true;
+}
+
+void coordinator_state::note_barrier_point(std::uint32_t slot, timeline_point point) {
+  auto& s = pool_.at(slot);
+  if (s.barrier_point == 0 || point - 1 != s.barrier_point) s.before_barrier = point - 1;
+  s.barrier_point = point;
 }
 
 void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t slot,
                                        timeline_point point) {
   barrier_run& b = barriers_.at(id);
   ++b.points_left;
+  note_barrier_point(slot, point);
   const auto member = static_cast<std::size_t>(std::find(b.members.begin(), b.members.end(), slot) -
                                                b.members.begin());
-  if (!b.crossing) {
-    b.arrivals.at(member).point = point;
-    if (member == 0) r.point = point;
-  } else if (member == 0) {
+  if (b.tickets_of.at(member)++ == 0) {  // its mark (a member's crossing comes after it)
+    b.arrivals[member].point = point;
+    if (b.answer) b.answer->work[member] = pool_.at(slot).before_barrier;
+    if (member == 0 && b.mode == barrier_mode::host) r.point = point;
+  } else if (member == 0) {  // the first member's crossing: where dependents wait
     r.point = point;
     graph_.placed(id, point);
   }
   if (--b.tickets_left > 0) return;
-  if (b.crossing || b.mode == barrier_mode::host) {
-    // Every point ticketed; all of them may have been reached before their tickets came back.
-    barrier_settle(id, b, caf::error{});
-    return;
+  // Device mode: every wait is placed. A member whose work before the barrier had failed by
+  // now is named in the answer.
+  if (b.answer && b.mode == barrier_mode::device) {
+    caf::error failed;
+    for (std::size_t i = 0; i < b.members.size() && !failed; ++i) failed = failed_before(b, i);
+    answer_barrier(b, std::move(failed));
   }
-  // Every mark is on its stream: each member waits for all the others, then goes back.
-  for (std::uint32_t i = 0; i < b.members.size(); ++i) {
-    const std::uint32_t m = b.members[i];
-    dispatched_op crossing;
-    crossing.fn = no_work;
-    for (std::uint32_t k = 0; k < b.members.size(); ++k) {
-      const std::uint32_t other = b.members[k];
-      if (other == m || !pool_.needs_wait(m, other, b.arrivals[k].point)) continue;
-      crossing.waits.push_back(
-          point_wait{pool_.at(other).view, b.arrivals[k].point, false, nullptr});
-      ++device_waits_;
-      op_metrics_->device_waits(1);
-    }
-    send_to(m, id, std::move(crossing));
-    pool_.at(m).reserved_by = op_id{};  // what comes next goes after the crossing
-  }
-  b.crossing = true;
-  b.tickets_left = b.members.size();
-  // Dependents may follow the first crossing onto its stream, or wait for its ticket.
-  r.point = 0;
-  (void)graph_.submitted(id, op_position{b.members.front(), 0});
+  // Every point ticketed; all of them may have been reached before their tickets came back.
+  barrier_settle(id, b, caf::error{});
 }
 
 void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_point point,
@@ -144,9 +173,10 @@ void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_p
   barrier_run& b = found->second;
   --b.points_left;  // below zero while points are reached before their tickets are back
   for (std::uint32_t i = 0; i < b.members.size(); ++i) {
-    // A mark may be reached before its ticket is back: its point is known from the report.
-    if (b.members[i] != slot) continue;
-    if (b.arrivals[i].point == point || (!b.crossing && b.arrivals[i].point == 0)) {
+    // A stream reaches its mark before its crossing, and a mark may be reached before its
+    // ticket is back: the member's first point reached is its mark.
+    if (b.members[i] != slot || b.arrivals[i].arrived_ns != 0) continue;
+    if (b.arrivals[i].point == point || b.arrivals[i].point == 0) {
       b.arrivals[i].point = point;
       b.arrivals[i].arrived_ns = when;
     }
@@ -157,9 +187,11 @@ void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_p
 void coordinator_state::barrier_settle(op_id id, barrier_run& b, caf::error why) {
   const op_graph::node* n = graph_.find(id);
   if (n == nullptr || is_terminal(n->state) || is_deferred(id)) return;
-  const bool all_there =
-      b.points_left == 0 && b.tickets_left == 0 && (b.crossing || b.mode == barrier_mode::host);
+  const bool all_there = b.points_left == 0 && b.tickets_left == 0;
   if (!why && !all_there) return;
+  if (!why && b.answer && b.mode == barrier_mode::host) {
+    for (std::size_t i = 0; i < b.members.size() && !why; ++i) why = failed_before(b, i);
+  }
   if (b.mode == barrier_mode::host && all_there) {
     for (std::uint32_t m : b.members) {
       if (pool_.at(m).reserved_by == id) pool_.at(m).reserved_by = op_id{};
@@ -177,6 +209,7 @@ void coordinator_state::barrier_settle(op_id id, barrier_run& b, caf::error why)
 void coordinator_state::end_barrier(op_id id, op_notice& notice) {
   auto found = barriers_.find(id);
   if (found == barriers_.end()) return;
+  if (found->second.answer) answer_barrier(found->second, notice.cause);
   for (std::uint32_t m : found->second.members) {
     if (m < pool_.size() && pool_.at(m).reserved_by == id) pool_.at(m).reserved_by = op_id{};
   }
@@ -184,6 +217,120 @@ void coordinator_state::end_barrier(op_id id, op_notice& notice) {
     if (a.point != 0) notice.arrivals.push_back(std::move(a));
   }
   barriers_.erase(found);
+}
+
+caf::result<barrier_crossing> coordinator_state::synchronize(op_spec& spec,
+                                                             const wait_limit& limit) {
+  if (!spec.is_barrier()) {
+    return make_error(
+        errc::invalid_argument,
+        "synchronize: the operation is a " + std::string{to_string(spec.type)} + ", not a barrier");
+  }
+  if (auto bad = check_limit(limit, "synchronize")) return bad;
+  const std::int64_t began = now_ns();
+  op_id id;
+  if (auto bad = add_op(spec, nullptr, 0, id)) return bad;
+  auto found = barriers_.find(id);
+  if (found == barriers_.end()) {  // ended at once: a dependency had failed
+    const op_info* ended = find_ended(id);
+    if (ended != nullptr && ended->cause) return ended->cause;
+    return make_error(errc::invalid_state, to_string(id) + " ended before it was crossed");
+  }
+  barrier_run& b = found->second;
+  b.answer = std::make_unique<barrier_answer>();
+  barrier_answer& a = *b.answer;
+  a.began_ns = began;
+  a.limit = limit.limit;
+  a.work.assign(b.members.size(), 0);
+  if (wait_keys::bounded(limit)) {  // before the promise takes the sender over
+    const auto& sender = self_->current_sender();
+    a.wait = end_waits_.add(sender ? sender->address() : caf::actor_addr{}, limit.key, id.value);
+    if (limit.limit.count() > 0) {
+      self_->delayed_send(self_, limit.limit, expire_atom::value, a.wait);
+    }
+  }
+  a.promise = self_->make_response_promise<barrier_crossing>();
+  return a.promise;
+}
+
+caf::error coordinator_state::failed_before(const barrier_run& b, std::size_t i) const {
+  const timeline_point work = b.answer ? b.answer->work[i] : 0;
+  if (work == 0) return {};
+  auto line = context_.device->timeline_of(pool_.at(b.members[i]).view);
+  if (!line) return {};
+  const gpu::query_result q = (*line)->query(work);
+  if (!q.failed() || q.error.code() == gpu::errc::device_lost) return {};
+  return make_error(errc::dependency_failed, "stream '" + b.arrivals[i].name +
+                                                 "' reached the barrier with failed work: " +
+                                                 cudactor::describe(to_error(q.error)));
+}
+
+std::string coordinator_state::not_arrived(const barrier_run& b, const std::string& within) const {
+  std::string late;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < b.members.size(); ++i) {
+    const barrier_arrival& a = b.arrivals[i];
+    if (a.arrived_ns != 0) continue;
+    late += (n++ == 0 ? "'" : ", '") + a.name + "' (passed point " +
+            std::to_string(pool_.at(b.members[i]).ledger->completed()) + ", " +
+            (a.point != 0 ? "the barrier is at " + std::to_string(a.point)
+                          : std::string{"its mark not placed yet"}) +
+            ")";
+  }
+  if (n == 0) return {};
+  return std::to_string(n) + " of " + std::to_string(b.members.size()) + " streams did not arrive" +
+         within + ": " + late;
+}
+
+void coordinator_state::answer_barrier(barrier_run& b, caf::error why) {
+  barrier_answer& a = *b.answer;
+  if (a.given) return;
+  a.given = true;
+  if (a.wait != 0) end_waits_.forget(a.wait);
+  if (why) {
+    a.promise.deliver(std::move(why));
+    return;
+  }
+  barrier_crossing out;
+  out.mode = b.mode;
+  out.began_ns = a.began_ns;
+  out.members = b.arrivals;
+  out.device_waits = b.device_waits;
+  // host: until the last member was seen there; device: until the waits were placed.
+  std::int64_t last = b.mode == barrier_mode::device ? now_ns() : a.began_ns;
+  for (const auto& m : b.arrivals) last = std::max(last, m.arrived_ns);
+  out.duration = caf::timespan{last - a.began_ns};
+  a.promise.deliver(std::move(out));
+}
+
+bool coordinator_state::abandon_barrier(op_id id, std::uint64_t wait, bool withdrawn) {
+  auto found = barriers_.find(id);
+  if (found == barriers_.end() || !found->second.answer) return false;
+  barrier_run& b = found->second;
+  if (b.answer->wait != wait || b.answer->given) return false;
+  caf::error why;
+  if (withdrawn) {
+    why = make_error(errc::cancelled, to_string(id) + " was withdrawn by its caller");
+  } else {
+    const std::string within = " within " + readable(b.answer->limit);
+    std::string late = not_arrived(b, within);
+    if (late.empty()) late = "every stream arrived, but it did not end" + within;
+    why = make_error(errc::timeout, std::move(late));
+  }
+  answer_barrier(b, why);
+  // Nobody waits for the crossing any more: the operation ends and its members go back (its
+  // marks stay on the streams, where they stand for nothing).
+  const op_graph::node* n = graph_.find(id);
+  if (n != nullptr && !is_terminal(n->state)) {
+    if (withdrawn) {
+      (void)graph_.cancel(id, std::move(why), ended_);
+    } else {
+      (void)graph_.fail(id, std::move(why), ended_);
+    }
+    finish();
+    pass_or_later();
+  }
+  return true;
 }
 
 }  // namespace cudactor::detail

@@ -142,6 +142,7 @@ bool coordinator_state::withdraw(std::uint64_t key) {
   const auto w = end_waits_.take(sender ? sender->address() : caf::actor_addr{}, key);
   if (w.id == 0) return false;
   const op_id id{w.where};
+  if (abandon_barrier(id, w.id, true)) return true;
   auto range = end_waiters_.equal_range(id);
   for (auto i = range.first; i != range.second; ++i) {
     if (i->second.id != w.id) continue;
@@ -460,14 +461,19 @@ caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeo
 void coordinator_state::expire(std::uint64_t token) {
   if (const std::uint64_t* where = end_waits_.find(token)) {
     const op_id id{*where};
+    if (abandon_barrier(id, token, false)) return;
     end_waits_.forget(token);
     auto range = end_waiters_.equal_range(id);
     for (auto i = range.first; i != range.second; ++i) {
       if (i->second.id != token) continue;
       const op_graph::node* n = graph_.find(id);
-      i->second.promise.deliver(make_error(
-          errc::timeout, to_string(id) + " did not end in time (it is " +
-                             std::string{n != nullptr ? to_string(n->state) : "gone"} + ")"));
+      std::string text = to_string(id) + " did not end in time (it is " +
+                         std::string{n != nullptr ? to_string(n->state) : "gone"} + ")";
+      // A barrier says which of its streams it still waits for.
+      if (auto b = barriers_.find(id); b != barriers_.end()) {
+        if (std::string late = not_arrived(b->second, ""); !late.empty()) text += ": " + late;
+      }
+      i->second.promise.deliver(make_error(errc::timeout, std::move(text)));
       end_waiters_.erase(i);
       break;
     }

@@ -92,6 +92,13 @@ class coordinator_state {
   // the stream actors: answered once they all have, or could not).
   caf::result<coordinator_report> report();
 
+  // --- barriers over streams (coordinator_barriers.cpp) ------------------------------------
+  // Registers `spec`, a barrier operation, and answers with its crossing: in host mode once
+  // every member arrived, in device mode once every member waits for the others on the device.
+  // The limit: timeout naming the members that did not arrive, and the operation ends (its
+  // members go back); its key: withdraw() answers cancelled the same way.
+  caf::result<barrier_crossing> synchronize(op_spec& spec, const wait_limit& limit);
+
   // --- buffers (coordinator_buffers.cpp) ---------------------------------------------------
   // A buffer of `bytes` allocated in the order of `on` (a runtime stream id), or of a stream
   // the coordinator picks.
@@ -213,16 +220,30 @@ class coordinator_state {
     op_id id;
     caf::typed_response_promise<op_lease> promise;
   };
+  // What a synchronize (a barrier actor's generation) is owed: its crossing, in device mode
+  // once its crossings are placed, in host mode once every member arrived; or the first of
+  // its limit, its withdrawal, a failure. The newest work before each member's mark is what
+  // a member "reached the barrier with" (barrier_work).
+  struct barrier_answer {
+    caf::typed_response_promise<barrier_crossing> promise;
+    std::int64_t began_ns = 0;
+    caf::timespan limit{0};
+    std::uint64_t wait = 0;            // its id in end_waits_ (its timer, its key), or 0
+    std::vector<timeline_point> work;  // by member: the newest work before its mark
+    bool given = false;
+  };
   // A barrier operation: its members and where it stands.
   struct barrier_run {
     std::vector<std::uint32_t> members;  // slots, in the order the operation named them
     barrier_mode mode = barrier_mode::device;
-    bool crossing = false;         // device mode: the crossings went out after the marks
-    std::size_t tickets_left = 0;  // of the marks (then the crossings) on their way
+    std::size_t tickets_left = 0;  // of the marks (and, device mode, crossings) on their way
+    std::vector<std::uint8_t> tickets_of;  // by member: its tickets back (mark, then crossing)
     // Ticketed and not yet reached; below zero while points were reached before their
     // tickets came back (the stream reports ends by operation, the tickets come with a pass).
     std::ptrdiff_t points_left = 0;
-    std::vector<barrier_arrival> arrivals;  // by member: its mark, and when it was reached
+    std::vector<barrier_arrival> arrivals;   // by member: its mark, and when it was reached
+    std::uint64_t device_waits = 0;          // its crossings' waits on other members' marks
+    std::unique_ptr<barrier_answer> answer;  // a synchronize's; none for a graph's barrier
   };
   // A pass for one slot being gathered (what pump() will send it).
   struct staged_pass {
@@ -324,8 +345,22 @@ class coordinator_state {
                        std::int64_t when);
   // It ends once every point is ticketed and reached (or with `why`, one failed).
   void barrier_settle(op_id id, barrier_run& b, caf::error why);
-  // It ended: the notice says where it sat, its members go back.
+  // It ended: the notice says where it sat, its members go back, a synchronize is answered.
   void end_barrier(op_id id, op_notice& notice);
+  // A ticket of `b` came back at `point` on `slot`: the newest barrier point there, and the
+  // newest work before it (a barrier point right after another stands for the same work).
+  void note_barrier_point(std::uint32_t slot, timeline_point point);
+  // A synchronize's member `i` reached the barrier with failed work: dependency_failed naming
+  // the stream; empty otherwise.
+  [[nodiscard]] caf::error failed_before(const barrier_run& b, std::size_t i) const;
+  // "2 of 4 streams did not arrive: 'a' (passed point 3, the barrier is at 5), ...", or empty
+  // when every member arrived; `within` goes after "arrive" when given.
+  [[nodiscard]] std::string not_arrived(const barrier_run& b, const std::string& within) const;
+  // Answers a synchronize (once): `why`, else its crossing.
+  void answer_barrier(barrier_run& b, caf::error why);
+  // A synchronize's wait `wait` ran past its limit (timeout) or was withdrawn (cancelled): it
+  // is answered so and its operation ends, giving its members back. False: not a barrier's.
+  bool abandon_barrier(op_id id, std::uint64_t wait, bool withdrawn);
   // Fails every open operation with `why` and refuses new work until reset.
   void lose(caf::error why);
 

@@ -59,6 +59,7 @@ void stream_pool::assign_roles() {
 void stream_pool::clear_work() {
   for (auto& s : slots_) {
     s.reserved_by = op_id{};
+    s.barrier_point = s.before_barrier = 0;
     std::fill(s.waited.begin(), s.waited.end(), 0);
     std::fill(s.ordered.begin(), s.ordered.end(), 0);
   }

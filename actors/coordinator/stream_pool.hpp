@@ -68,6 +68,9 @@ class stream_pool {
     std::array<double, workloads> mean_interval_ns{};  // adaptive
     std::array<std::uint64_t, workloads> samples{};
     std::int64_t busy_since_ns = 0;  // the later of: went busy, last report
+    // The newest point a barrier put on the stream (a mark or a crossing), and the newest
+    // work before it: what a barrier's member reached it with.
+    gpu::timeline_point barrier_point = 0, before_barrier = 0;
   };
 
   explicit stream_pool(pool_strategy strategy);

@@ -182,6 +182,26 @@ BOOST_AUTO_TEST_CASE(a_barrier_after_a_failure_is_cancelled_and_gives_its_stream
   BOOST_TEST(metrics().live == 0u);
 }
 
+// An await of a barrier that runs past its limit says which of its streams it still waits
+// for, as a barrier actor's synchronize does (one implementation).
+BOOST_AUTO_TEST_CASE(an_await_on_a_barrier_names_the_streams_it_still_waits_for) {
+  gate g;
+  const op_id held = add(on_stream(g.hold(), 1));
+  const op_id b = add(barrier_over({stream_id{0}, stream_id{1}}, barrier_mode::host));
+  auto late = ask<op_notice>(co(), await_atom::value, b, wait_limit{caf::timespan{50ms}, 0});
+  BOOST_REQUIRE(!late);
+  BOOST_TEST(late.error().code() == static_cast<std::uint8_t>(errc::timeout));
+  const std::string text = render(late.error());
+  BOOST_TEST(text.find("did not end in time") != std::string::npos, text);
+  BOOST_TEST(text.find("1 of 2 streams did not arrive: 'stream-1' (passed point 0, the barrier "
+                       "is at 2)") != std::string::npos,
+             text);
+  BOOST_TEST(text.find("'stream-0'") == std::string::npos, text);
+  g.open();
+  auto notices = collect({held, b});
+  BOOST_TEST((notices.at(b.value).state == op_state::completed));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(narrow_stream, one_narrow_stream)
