@@ -2,28 +2,18 @@
 
 #include <caf/all.hpp>
 
-#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
 #include "cudactor/actors/detail/actor_metrics.hpp"
-#include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/wait_keys.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor {
 
 namespace {
-
-using detail::now_ns;
-
-// A generation asked of the coordinator and not answered yet.
-struct open_generation {
-  caf::typed_response_promise<barrier_crossing> promise;
-  std::int64_t began_ns = 0;
-  std::uint64_t wait_id = 0;  // its withdraw key's (wait_keys), or 0
-};
 
 class barrier_state {
  public:
@@ -40,12 +30,10 @@ class barrier_state {
     metrics_.emplace(*registry_, context_.gpu, options_.name);
   }
 
-  barrier_state() = default;
-  barrier_state(const barrier_state&) = delete;
-  barrier_state& operator=(const barrier_state&) = delete;
-  ~barrier_state() { shut_down(false); }
-
-  // `key`: the sender's withdraw key (0: none).
+  // The generation is the coordinator's to answer: the request is handed on (delegated) with
+  // the barrier's words, and the coordinator answers the caller directly, telling this actor
+  // the outcome first (outcome()). `key`: the caller's withdraw key (0: none), which the
+  // coordinator keeps under the caller's address.
   caf::result<barrier_crossing> synchronize(barrier_mode mode, caf::timespan limit,
                                             std::uint64_t key = 0) {
     if (closing_) return refuse(make_error(errc::shutting_down, label() + " is shutting down"));
@@ -53,41 +41,32 @@ class barrier_state {
       return bad;
     }
     const std::uint64_t g = ++generations_;
-    open_generation& gen = open_[g];
-    if (key != 0) {  // before the promise takes the sender over
-      const auto& sender = self_->current_sender();
-      gen.wait_id = waits_.add(sender ? sender->address() : caf::actor_addr{}, key, g);
-    }
-    gen.promise = self_->make_response_promise<barrier_crossing>();
-    gen.began_ns = now_ns();
+    open_.insert(g);
     op_spec spec;
     spec.type = op_type::barrier;
     spec.description = label() + " generation " + std::to_string(g);
     spec.barrier.streams = streams_;
     spec.barrier.mode = mode;
-    // The coordinator keeps the limit; the generation is the key this actor withdraws by.
-    self_
-        ->request(context_.coordinator, caf::infinite, synchronize_atom::value, std::move(spec),
-                  wait_limit{limit, g})
-        .then([this, g](barrier_crossing& crossing) { crossed(g, std::move(crossing)); },
-              [this, g](caf::error& why) { refused(g, why); });
-    return gen.promise;
+    return self_->delegate(context_.coordinator, synchronize_atom::value, std::move(spec),
+                           wait_limit{limit, key},
+                           barrier_generation{options_.name, g, barrier_actor{self_}});
   }
 
-  // The sender's generation under `key`, answered cancelled; the coordinator ends it.
-  bool withdraw(std::uint64_t key) {
-    if (key == 0) return false;
-    const auto sender = self_->current_sender();
-    const auto w = waits_.take(sender ? sender->address() : caf::actor_addr{}, key);
-    if (w.id == 0) return false;
-    auto found = open_.find(w.where);
-    if (found == open_.end()) return false;
-    found->second.promise.deliver(make_error(
-        errc::cancelled,
-        label() + " generation " + std::to_string(w.where) + ": withdrawn by its caller"));
-    open_.erase(found);
-    withdraw_from_coordinator(w.where);
-    return true;
+  // The caller's generation under `key`: the coordinator answers it cancelled and ends it.
+  caf::result<bool> withdraw(std::uint64_t key) {
+    return self_->delegate(context_.coordinator, withdraw_atom::value, key);
+  }
+
+  // The coordinator answered generation `o.generation`.
+  void outcome(const barrier_outcome& o) {
+    if (open_.erase(o.generation) == 0) return;
+    if (!o.error) {
+      ++crossed_;
+      device_waits_ += o.device_waits;
+      metrics_->crossed(o.wait_ns);
+    } else if (o.error.code() != static_cast<std::uint8_t>(errc::cancelled)) {
+      (void)refuse(o.error);
+    }
   }
 
   barrier_status status() const {
@@ -105,51 +84,20 @@ class barrier_state {
     return out;
   }
 
-  // Answers every open generation shutting_down; `withdraw`: and ends them at the
-  // coordinator (not from the destructor, which may no longer send).
-  void shut_down(bool withdraw = true) {
+  // Refuses new generations; the coordinator answers the open ones shutting_down (each
+  // withdrawn under the actor's own key, its generation) and tells their outcomes.
+  void shut_down() {
     if (closing_ || self_ == nullptr) return;
     closing_ = true;
-    for (auto& [g, gen] : open_) {
-      gen.promise.deliver(
-          refuse(make_error(errc::shutting_down, label() + " generation " + std::to_string(g) +
-                                                     ": the barrier shut down first")));
-      if (withdraw) withdraw_from_coordinator(g);
+    for (std::uint64_t g : open_) {
+      self_->request(context_.coordinator, caf::infinite, withdraw_atom::value, g)
+          .then([](bool) {}, [](caf::error&) {});
     }
-    open_.clear();
-    waits_.clear();
   }
 
   [[nodiscard]] const barrier_options& options() const noexcept { return options_; }
 
  private:
-  void crossed(std::uint64_t g, barrier_crossing crossing) {
-    auto found = open_.find(g);
-    if (found == open_.end()) return;  // withdrawn or shut down: answered already
-    crossing.generation = g;
-    ++crossed_;
-    device_waits_ += crossing.device_waits;
-    metrics_->crossed(now_ns() - found->second.began_ns);
-    waits_.forget(found->second.wait_id);
-    found->second.promise.deliver(std::move(crossing));
-    open_.erase(found);
-  }
-
-  void refused(std::uint64_t g, const caf::error& why) {
-    auto found = open_.find(g);
-    if (found == open_.end()) return;
-    waits_.forget(found->second.wait_id);
-    found->second.promise.deliver(
-        refuse(make_error(static_cast<errc>(why.code()),
-                          label() + " generation " + std::to_string(g) + ": " + describe(why))));
-    open_.erase(found);
-  }
-
-  void withdraw_from_coordinator(std::uint64_t g) {
-    self_->request(context_.coordinator, caf::infinite, withdraw_atom::value, g)
-        .then([](bool) {}, [](caf::error&) {});
-  }
-
   // Counts an answer that is not a crossing.
   caf::error refuse(caf::error why) {
     if (why.code() == static_cast<std::uint8_t>(errc::timeout)) {
@@ -169,8 +117,7 @@ class barrier_state {
   std::vector<barrier_member> members_;
   std::vector<stream_id> streams_;
   barrier_options options_;
-  std::map<std::uint64_t, open_generation> open_;
-  detail::wait_keys waits_;  // generations made with a withdraw key, until answered
+  std::set<std::uint64_t> open_;                 // generations handed on and not answered yet
   std::shared_ptr<metrics::registry> registry_;  // keeps metrics_' cells alive
   std::optional<detail::barrier_metrics> metrics_;
   std::uint64_t generations_ = 0, crossed_ = 0, timed_out_ = 0, failed_ = 0, device_waits_ = 0;
@@ -197,6 +144,7 @@ barrier_actor::behavior_type barrier_behavior(barrier_actor::stateful_pointer<ba
       [&st](withdraw_atom, std::uint64_t key) { return st.withdraw(key); },
       [&st](status_atom) { return st.status(); },
       [&st](shutdown_atom) { st.shut_down(); },
+      [&st](const barrier_outcome& o) { st.outcome(o); },
   };
 }
 

@@ -23,7 +23,9 @@
 //                the other streams' crossing points (not their next work) fail with it.
 //
 // What the barrier actor adds: the generations' numbers, its defaults (mode, limit), its
-// counters and metrics, and words: each error names the barrier and the generation.
+// counters and metrics, and words: each error names the barrier and the generation. It hands
+// each request on (delegates it, a withdraw too), so the coordinator answers the caller
+// directly and tells the barrier actor the outcome first (barrier_outcome).
 #pragma once
 
 #include <caf/actor_system.hpp>

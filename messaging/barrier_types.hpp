@@ -8,6 +8,7 @@
 // Times are nanoseconds on the barrier's steady clock; 0 means "not seen".
 #pragma once
 
+#include <caf/error.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/timespan.hpp>
 
@@ -54,6 +55,22 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, barrier_crossing& x) {
   return f(caf::meta::type_name("cudactor::barrier_crossing"), x.generation, x.mode, x.duration,
            x.began_ns, x.members, x.device_waits);
+}
+
+// What a barrier actor hears of a generation it handed to the coordinator, which answered its
+// caller directly: crossed (no error), or the error the caller got (cancelled: withdrawn).
+// Told before the caller's answer, so that a status asked after the answer counts it.
+struct barrier_outcome {
+  std::uint64_t generation = 0;
+  caf::error error;
+  std::uint64_t device_waits = 0;  // crossed in device mode: the waits placed
+  std::int64_t wait_ns = 0;        // crossed: request -> answer
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, barrier_outcome& x) {
+  return f(caf::meta::type_name("cudactor::barrier_outcome"), x.generation, x.error,
+           x.device_waits, x.wait_ns);
 }
 
 struct barrier_status {

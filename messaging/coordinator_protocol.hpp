@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cudactor/messaging/atoms.hpp"
+#include "cudactor/messaging/barrier_protocol.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/report_types.hpp"
 #include "cudactor/messaging/types.hpp"
@@ -78,6 +79,10 @@ using coordinator_actor = caf::typed_actor<
     // naming the streams that did not arrive; withdraw by the key (a barrier actor's
     // generation: actors/barrier_actor.hpp)
     caf::replies_to<synchronize_atom, op_spec, wait_limit>::with<barrier_crossing>,
+    // the same for a barrier actor's generation, delegated to here: the answer carries the
+    // generation and the barrier's words, and the barrier actor hears the outcome first
+    caf::replies_to<synchronize_atom, op_spec, wait_limit, barrier_generation>::with<
+        barrier_crossing>,
     caf::replies_to<withdraw_atom, std::uint64_t>::with<bool>,
     caf::replies_to<describe_atom, op_id>::with<op_info>,
     caf::replies_to<cancel_atom, op_id>::with<op_state>,

@@ -90,6 +90,8 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<barrier_arrival>("cudactor::barrier_arrival")
       .add_message_type<barrier_crossing>("cudactor::barrier_crossing")
       .add_message_type<barrier_status>("cudactor::barrier_status")
+      .add_message_type<barrier_outcome>("cudactor::barrier_outcome")
+      .add_message_type<barrier_generation>("cudactor::barrier_generation")
       .add_message_type<barrier_actor>("cudactor::barrier_actor")
       // the front door's lanes
       .add_message_type<front_job>("cudactor::front_job");

@@ -55,6 +55,10 @@ coordinator_actor::behavior_type coordinator_behavior(
       [&st](synchronize_atom, op_spec& spec, const wait_limit& limit) {
         return st.synchronize(spec, limit);
       },
+      [&st](synchronize_atom, op_spec& spec, const wait_limit& limit,
+            const barrier_generation& generation) {
+        return st.synchronize(spec, limit, &generation);
+      },
       [&st](withdraw_atom, std::uint64_t key) { return st.withdraw(key); },
       [&st](describe_atom, op_id id) { return st.describe(id); },
       [&st](cancel_atom, op_id id) { return st.cancel(id); },

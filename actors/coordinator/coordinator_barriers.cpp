@@ -219,38 +219,62 @@ void coordinator_state::end_barrier(op_id id, op_notice& notice) {
   barriers_.erase(found);
 }
 
-caf::result<barrier_crossing> coordinator_state::synchronize(op_spec& spec,
-                                                             const wait_limit& limit) {
-  if (!spec.is_barrier()) {
-    return make_error(
-        errc::invalid_argument,
-        "synchronize: the operation is a " + std::string{to_string(spec.type)} + ", not a barrier");
+caf::result<barrier_crossing> coordinator_state::synchronize(op_spec& spec, const wait_limit& limit,
+                                                             const barrier_generation* generation) {
+  auto a = std::make_unique<barrier_answer>();
+  a->began_ns = now_ns();
+  a->limit = limit.limit;
+  if (generation != nullptr) {
+    a->label = "barrier '" + generation->barrier + "' generation " +
+               std::to_string(generation->generation);
+    a->generation = generation->generation;
+    a->front = generation->front;
   }
-  if (auto bad = check_limit(limit, "synchronize")) return bad;
-  const std::int64_t began = now_ns();
+  auto refuse = [&](caf::error why) {
+    why = worded(*a, std::move(why));
+    tell_front(*a, why, 0, 0);
+    return why;
+  };
+  if (!spec.is_barrier()) {
+    return refuse(make_error(errc::invalid_argument, "synchronize: the operation is a " +
+                                                         std::string{to_string(spec.type)} +
+                                                         ", not a barrier"));
+  }
+  if (auto bad = check_limit(limit, "synchronize")) return refuse(std::move(bad));
   op_id id;
-  if (auto bad = add_op(spec, nullptr, 0, id)) return bad;
+  if (auto bad = add_op(spec, nullptr, 0, id)) return refuse(std::move(bad));
   auto found = barriers_.find(id);
   if (found == barriers_.end()) {  // ended at once: a dependency had failed
     const op_info* ended = find_ended(id);
-    if (ended != nullptr && ended->cause) return ended->cause;
-    return make_error(errc::invalid_state, to_string(id) + " ended before it was crossed");
+    if (ended != nullptr && ended->cause) return refuse(ended->cause);
+    return refuse(make_error(errc::invalid_state, to_string(id) + " ended before it was crossed"));
   }
   barrier_run& b = found->second;
-  b.answer = std::make_unique<barrier_answer>();
-  barrier_answer& a = *b.answer;
-  a.began_ns = began;
-  a.limit = limit.limit;
-  a.work.assign(b.members.size(), 0);
+  a->work.assign(b.members.size(), 0);
   if (wait_keys::bounded(limit)) {  // before the promise takes the sender over
     const auto& sender = self_->current_sender();
-    a.wait = end_waits_.add(sender ? sender->address() : caf::actor_addr{}, limit.key, id.value);
+    a->wait = end_waits_.add(sender ? sender->address() : caf::actor_addr{}, limit.key, id.value);
     if (limit.limit.count() > 0) {
-      self_->delayed_send(self_, limit.limit, expire_atom::value, a.wait);
+      self_->delayed_send(self_, limit.limit, expire_atom::value, a->wait);
     }
   }
-  a.promise = self_->make_response_promise<barrier_crossing>();
-  return a.promise;
+  if (a->front) {
+    a->front_wait =
+        end_waits_.add(caf::actor_cast<caf::actor_addr>(a->front), a->generation, id.value);
+  }
+  a->promise = self_->make_response_promise<barrier_crossing>();
+  b.answer = std::move(a);
+  return b.answer->promise;
+}
+
+caf::error coordinator_state::worded(const barrier_answer& a, caf::error why) const {
+  if (a.label.empty() || !why || why.category() != error_category) return why;
+  return make_error(static_cast<errc>(why.code()), a.label + ": " + cudactor::describe(why));
+}
+
+void coordinator_state::tell_front(const barrier_answer& a, const caf::error& why,
+                                   std::uint64_t device_waits, std::int64_t wait_ns) {
+  if (a.front) self_->send(a.front, barrier_outcome{a.generation, why, device_waits, wait_ns});
 }
 
 caf::error coordinator_state::failed_before(const barrier_run& b, std::size_t i) const {
@@ -287,37 +311,50 @@ void coordinator_state::answer_barrier(barrier_run& b, caf::error why) {
   if (a.given) return;
   a.given = true;
   if (a.wait != 0) end_waits_.forget(a.wait);
+  if (a.front_wait != 0) end_waits_.forget(a.front_wait);
+  const std::int64_t now = now_ns();
   if (why) {
+    why = worded(a, std::move(why));
+    tell_front(a, why, 0, 0);
     a.promise.deliver(std::move(why));
     return;
   }
   barrier_crossing out;
+  out.generation = a.generation;
   out.mode = b.mode;
   out.began_ns = a.began_ns;
   out.members = b.arrivals;
   out.device_waits = b.device_waits;
   // host: until the last member was seen there; device: until the waits were placed.
-  std::int64_t last = b.mode == barrier_mode::device ? now_ns() : a.began_ns;
+  std::int64_t last = b.mode == barrier_mode::device ? now : a.began_ns;
   for (const auto& m : b.arrivals) last = std::max(last, m.arrived_ns);
   out.duration = caf::timespan{last - a.began_ns};
+  tell_front(a, {}, out.device_waits, now - a.began_ns);
   a.promise.deliver(std::move(out));
 }
 
-bool coordinator_state::abandon_barrier(op_id id, std::uint64_t wait, bool withdrawn) {
+bool coordinator_state::abandon_barrier(op_id id, std::uint64_t wait, bool timer) {
   auto found = barriers_.find(id);
   if (found == barriers_.end() || !found->second.answer) return false;
   barrier_run& b = found->second;
-  if (b.answer->wait != wait || b.answer->given) return false;
+  const barrier_answer& a = *b.answer;
+  if (a.given || wait == 0 || (wait != a.wait && wait != a.front_wait)) return false;
+  // A barrier actor's generation is named by its words (worded); a plain one by its id.
+  const std::string who = a.label.empty() ? to_string(id) + ": " : std::string{};
   caf::error why;
-  if (withdrawn) {
-    why = make_error(errc::cancelled, to_string(id) + " was withdrawn by its caller");
+  if (!timer && wait == a.front_wait) {
+    why = make_error(errc::shutting_down, who + "the barrier shut down first");
+  } else if (!timer) {
+    why = make_error(errc::cancelled, who + "withdrawn by its caller");
   } else {
-    const std::string within = " within " + readable(b.answer->limit);
+    const std::string within = " within " + readable(a.limit);
     std::string late = not_arrived(b, within);
     if (late.empty()) late = "every stream arrived, but it did not end" + within;
-    why = make_error(errc::timeout, std::move(late));
+    why = make_error(errc::timeout, who + late);
   }
+  const bool withdrawn = !timer;
   answer_barrier(b, why);
+  why = worded(a, std::move(why));  // the operation's end says the same
   // Nobody waits for the crossing any more: the operation ends and its members go back (its
   // marks stay on the streams, where they stand for nothing).
   const op_graph::node* n = graph_.find(id);

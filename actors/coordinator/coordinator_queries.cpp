@@ -142,7 +142,7 @@ bool coordinator_state::withdraw(std::uint64_t key) {
   const auto w = end_waits_.take(sender ? sender->address() : caf::actor_addr{}, key);
   if (w.id == 0) return false;
   const op_id id{w.where};
-  if (abandon_barrier(id, w.id, true)) return true;
+  if (abandon_barrier(id, w.id, false)) return true;
   auto range = end_waiters_.equal_range(id);
   for (auto i = range.first; i != range.second; ++i) {
     if (i->second.id != w.id) continue;
@@ -461,7 +461,7 @@ caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeo
 void coordinator_state::expire(std::uint64_t token) {
   if (const std::uint64_t* where = end_waits_.find(token)) {
     const op_id id{*where};
-    if (abandon_barrier(id, token, false)) return;
+    if (abandon_barrier(id, token, true)) return;
     end_waits_.forget(token);
     auto range = end_waiters_.equal_range(id);
     for (auto i = range.first; i != range.second; ++i) {

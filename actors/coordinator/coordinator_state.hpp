@@ -97,7 +97,9 @@ class coordinator_state {
   // every member arrived, in device mode once every member waits for the others on the device.
   // The limit: timeout naming the members that did not arrive, and the operation ends (its
   // members go back); its key: withdraw() answers cancelled the same way.
-  caf::result<barrier_crossing> synchronize(op_spec& spec, const wait_limit& limit);
+  // `generation`: a barrier actor's, delegated here (its caller is the sender).
+  caf::result<barrier_crossing> synchronize(op_spec& spec, const wait_limit& limit,
+                                            const barrier_generation* generation = nullptr);
 
   // --- buffers (coordinator_buffers.cpp) ---------------------------------------------------
   // A buffer of `bytes` allocated in the order of `on` (a runtime stream id), or of a stream
@@ -231,6 +233,13 @@ class coordinator_state {
     std::uint64_t wait = 0;            // its id in end_waits_ (its timer, its key), or 0
     std::vector<timeline_point> work;  // by member: the newest work before its mark
     bool given = false;
+    // A barrier actor's generation: the words its answers carry ("barrier 'step' generation
+    // 3: ..."), its number, the actor told of the outcome, and the wait under which that actor
+    // withdraws it (shutting down).
+    std::string label;
+    std::uint64_t generation = 0;
+    barrier_actor front;
+    std::uint64_t front_wait = 0;
   };
   // A barrier operation: its members and where it stands.
   struct barrier_run {
@@ -358,9 +367,14 @@ class coordinator_state {
   [[nodiscard]] std::string not_arrived(const barrier_run& b, const std::string& within) const;
   // Answers a synchronize (once): `why`, else its crossing.
   void answer_barrier(barrier_run& b, caf::error why);
-  // A synchronize's wait `wait` ran past its limit (timeout) or was withdrawn (cancelled): it
-  // is answered so and its operation ends, giving its members back. False: not a barrier's.
-  bool abandon_barrier(op_id id, std::uint64_t wait, bool withdrawn);
+  // `why` in a barrier actor's words, and that actor told of it (or of a crossing: no error).
+  [[nodiscard]] caf::error worded(const barrier_answer& a, caf::error why) const;
+  void tell_front(const barrier_answer& a, const caf::error& why, std::uint64_t device_waits,
+                  std::int64_t wait_ns);
+  // A synchronize's wait `wait` ran past its limit (`timer`: timeout) or was withdrawn (by its
+  // caller: cancelled; by its barrier actor: shutting_down): it is answered so and its
+  // operation ends, giving its members back. False: not a barrier's.
+  bool abandon_barrier(op_id id, std::uint64_t wait, bool timer);
   // Fails every open operation with `why` and refuses new work until reset.
   void lose(caf::error why);
 
