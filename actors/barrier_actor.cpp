@@ -154,16 +154,16 @@ gpu::result<barrier_actor> spawn_barrier(caf::actor_system& system, const barrie
                                          std::vector<barrier_member> members,
                                          barrier_options options) {
   if (!context.coordinator) {
-    return gpu::status{gpu::errc::invalid_argument, "barrier: no coordinator"};
+    return gpu::status{gpu::status_code::invalid_argument, "barrier: no coordinator"};
   }
   if (members.empty()) {
-    return gpu::status{gpu::errc::invalid_argument,
+    return gpu::status{gpu::status_code::invalid_argument,
                        "barrier '" + options.name + "': needs at least one stream"};
   }
   for (std::size_t i = 0; i < members.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (members[j].id == members[i].id) {
-        return gpu::status{gpu::errc::invalid_argument, "barrier '" + options.name + "': stream '" +
+        return gpu::status{gpu::status_code::invalid_argument, "barrier '" + options.name + "': stream '" +
                                                             members[i].name + "' is named twice"};
       }
     }

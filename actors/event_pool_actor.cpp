@@ -222,7 +222,7 @@ gpu::result<event_pool_actor> spawn_event_pool(caf::actor_system& system,
                                                event_pool_options options,
                                                std::shared_ptr<metrics::registry> metrics) {
   if (std::uint64_t{options.regular} + options.timing > options.max_events) {
-    return gpu::status{gpu::errc::invalid_argument,
+    return gpu::status{gpu::status_code::invalid_argument,
                        "event pool: " + std::to_string(options.regular) + " regular and " +
                            std::to_string(options.timing) + " timing events up front exceed " +
                            "its maximum of " + std::to_string(options.max_events)};

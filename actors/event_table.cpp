@@ -58,16 +58,16 @@ event_lease event_table::lease(std::uint32_t slot) {
 }
 
 gpu::status event_table::describe_stale(const event_lease& ref, const entry* e) const {
-  if (ref.empty()) return {gpu::errc::invalid_argument, "empty event ref"};
+  if (ref.empty()) return {gpu::status_code::invalid_argument, "empty event ref"};
   if (e == nullptr || !e->event.valid()) {
-    return {gpu::errc::invalid_handle, describe(ref) + " names no event of this pool"};
+    return {gpu::status_code::invalid_handle, describe(ref) + " names no event of this pool"};
   }
   if (e->generation != ref.generation) {
-    return {gpu::errc::invalid_handle,
+    return {gpu::status_code::invalid_handle,
             describe(ref) + " is stale: the event was released and leased again (lease " +
                 std::to_string(e->generation) + ")"};
   }
-  return {gpu::errc::invalid_handle, describe(ref) + " was already released"};
+  return {gpu::status_code::invalid_handle, describe(ref) + " was already released"};
 }
 
 const event_table::entry* event_table::find(const event_lease& ref) const {

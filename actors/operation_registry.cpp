@@ -8,7 +8,7 @@
 namespace cudactor {
 
 gpu::status operation_registry::add(std::string name, named_launch launch) {
-  if (!launch) return {gpu::errc::invalid_argument, "operation '" + name + "' has no function"};
+  if (!launch) return {gpu::status_code::invalid_argument, "operation '" + name + "' has no function"};
   return add_on_buffers(
       std::move(name), 0,
       [launch = std::move(launch)](const gpu::launch_context& ctx, const buffer_spans&,
@@ -18,10 +18,10 @@ gpu::status operation_registry::add(std::string name, named_launch launch) {
 gpu::status operation_registry::add_on_buffers(std::string name, std::size_t buffers,
                                                buffer_launch launch) {
   if (name.empty() || name.size() > max_name_length) {
-    return {gpu::errc::invalid_argument,
+    return {gpu::status_code::invalid_argument,
             "operation names have 1 to " + std::to_string(max_name_length) + " characters"};
   }
-  if (!launch) return {gpu::errc::invalid_argument, "operation '" + name + "' has no function"};
+  if (!launch) return {gpu::status_code::invalid_argument, "operation '" + name + "' has no function"};
   checks_.erase(name);
   launches_[std::move(name)] = entry{std::move(launch), buffers};
   return {};

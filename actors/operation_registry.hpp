@@ -162,7 +162,7 @@ class operation_registry {
   static gpu::status call(const F& fn, const gpu::launch_context& ctx, const caf::message& args,
                           std::index_sequence<Is...>) {
     if (!args.match_elements<Ts...>()) {
-      return {gpu::errc::invalid_argument, "arguments of the wrong types"};
+      return {gpu::status_code::invalid_argument, "arguments of the wrong types"};
     }
     return fn(ctx, args.get_as<Ts>(Is)...);
   }
@@ -170,7 +170,7 @@ class operation_registry {
   static gpu::status call_on(const F& fn, const gpu::launch_context& ctx, const buffer_spans& spans,
                              const caf::message& args, std::index_sequence<Is...>) {
     if (!args.match_elements<Ts...>()) {
-      return {gpu::errc::invalid_argument, "arguments of the wrong types"};
+      return {gpu::status_code::invalid_argument, "arguments of the wrong types"};
     }
     return fn(ctx, spans, args.get_as<Ts>(Is)...);
   }

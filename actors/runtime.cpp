@@ -40,7 +40,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   try {
     rt->metrics_ = std::make_shared<metrics::registry>(options.metrics);
   } catch (const metrics::bind_error& e) {
-    return gpu::status{gpu::errc::invalid_argument,
+    return gpu::status{gpu::status_code::invalid_argument,
                        std::string{e.what()} +
                            " (set cudactor.metrics.port, 0 for any free port, or "
                            "cudactor.metrics.on-bind-failure=run-without)"};
@@ -82,7 +82,7 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   if (options.stream.timing || options.coordinator.timing || !options.trace_path.empty()) {
     context.clock = detail::start_shared_clock(*rt->device_, std::chrono::seconds{2});
     if (!context.clock) {
-      return gpu::status{gpu::errc::not_supported,
+      return gpu::status{gpu::status_code::not_supported,
                          "timing was asked for (cudactor.timing, cudactor.coordinator.timing or "
                          "a trace), but the device's clock could not be read: its timing events "
                          "did not complete within 2 s"};
@@ -158,7 +158,7 @@ gpu::result<barrier_actor> runtime::spawn_barrier(const std::vector<std::size_t>
   std::vector<barrier_member> chosen;
   for (std::size_t index : members) {
     if (index >= stream_members_.size()) {
-      return gpu::status{gpu::errc::invalid_argument,
+      return gpu::status{gpu::status_code::invalid_argument,
                          "barrier '" + options.name + "': the runtime has no stream " +
                              std::to_string(index) + " (it has " +
                              std::to_string(stream_members_.size()) + ")"};
@@ -167,7 +167,7 @@ gpu::result<barrier_actor> runtime::spawn_barrier(const std::vector<std::size_t>
   }
   std::lock_guard<std::mutex> lock{barriers_mutex_};
   if (barriers_closed_ || !system_) {
-    return gpu::status{gpu::errc::invalid_argument, "barrier: the runtime has shut down"};
+    return gpu::status{gpu::status_code::invalid_argument, "barrier: the runtime has shut down"};
   }
   barrier_context context;
   context.coordinator = coordinator_;
@@ -190,12 +190,12 @@ gpu::result<barrier_actor> runtime::spawn_barrier(const std::vector<std::size_t>
 
 gpu::result<std::uint16_t> runtime::publish_node() {
   if (!options_.network) {
-    return gpu::status{gpu::errc::not_supported,
+    return gpu::status{gpu::status_code::not_supported,
                        "publishing a node needs CAF's network layer: call "
                        "runtime_config::enable_network() before parse()"};
   }
   if (!options_.tls && !options_.node_insecure && !is_loopback(options_.node_address)) {
-    return gpu::status{gpu::errc::invalid_argument,
+    return gpu::status{gpu::status_code::invalid_argument,
                        "node '" + options_.node.name + "' will not listen on " +
                            options_.node_address +
                            " without TLS: any peer that reaches the port could stall it "
@@ -208,7 +208,7 @@ gpu::result<std::uint16_t> runtime::publish_node() {
                                                           options_.node_address.c_str(), true);
   release_calling_thread();
   if (!port) {
-    return gpu::status{gpu::errc::invalid_argument,
+    return gpu::status{gpu::status_code::invalid_argument,
                        "node '" + options_.node.name + "' cannot listen on " +
                            options_.node_address + ":" + std::to_string(options_.node_port) + ": " +
                            system_->render(port.error())};

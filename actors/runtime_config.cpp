@@ -192,7 +192,7 @@ caf::error runtime_config::sync_nested_options() {
 }
 
 gpu::result<runtime_options> runtime_config::runtime_settings() const {
-  auto bad = [](std::string what) { return gpu::status{gpu::errc::invalid_argument, what}; };
+  auto bad = [](std::string what) { return gpu::status{gpu::status_code::invalid_argument, what}; };
   runtime_options out;
   if (backend_ != "auto" && backend_ != "host" && backend_ != "cuda") {
     return bad("cudactor.backend must be auto, host or cuda, not '" + backend_ + "'");

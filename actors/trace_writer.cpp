@@ -51,7 +51,7 @@ void append_escaped(std::string& out, std::string_view text) {
 gpu::result<std::shared_ptr<trace_writer>> trace_writer::open(const std::string& path) {
   std::FILE* file = std::fopen(path.c_str(), "w");
   if (file == nullptr) {
-    return gpu::status{gpu::errc::invalid_argument,
+    return gpu::status{gpu::status_code::invalid_argument,
                        "trace: cannot create '" + path + "': " + std::strerror(errno)};
   }
   return std::shared_ptr<trace_writer>{new trace_writer{path, file, steady_ns()}};

@@ -130,7 +130,7 @@ int worker(int argc, char** argv) {
   auto zero = config.operations().add_typed_on_buffers<>(
       "zero", 1, [](const gpu::launch_context& ctx, const buffer_spans& b) {
         if (ctx.kind() != gpu::backend_kind::host) {
-          return gpu::status{gpu::errc::not_supported, "zero: host backend only"};
+          return gpu::status{gpu::status_code::not_supported, "zero: host backend only"};
         }
         std::memset(b[0].data, 0, b[0].bytes);
         return gpu::status{};
@@ -142,7 +142,7 @@ int worker(int argc, char** argv) {
       [](const gpu::launch_context&, const buffer_spans& b, std::uint64_t bytes,
          std::uint64_t rounds) {
         if (b[0].bytes < sizeof(double)) {
-          return gpu::status{gpu::errc::invalid_argument, "gloo_direct: 8 bytes of result"};
+          return gpu::status{gpu::status_code::invalid_argument, "gloo_direct: 8 bytes of result"};
         }
         const double p50 = gloo_p50(bytes, rounds);
         std::memcpy(b[0].data, &p50, sizeof p50);

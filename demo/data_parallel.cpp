@@ -15,12 +15,12 @@ gpu::status add_operations(operation_registry& ops) {
                  std::uint64_t ranks) -> gpu::status {
     const std::uint64_t n = b[0].count<float>();
     if (ranks == 0 || rank >= ranks) {
-      return {gpu::errc::invalid_argument,
+      return {gpu::status_code::invalid_argument,
               "dp_grad: rank " + std::to_string(rank) + " of " + std::to_string(ranks)};
     }
     for (std::size_t k = 1; k < 4; ++k) {
       if (b[k].count<float>() != n) {
-        return {gpu::errc::invalid_argument, "dp_grad: w, t, tmp and g of one width"};
+        return {gpu::status_code::invalid_argument, "dp_grad: w, t, tmp and g of one width"};
       }
     }
     const float* w = b[0].as<float>();
@@ -45,7 +45,7 @@ gpu::status add_operations(operation_registry& ops) {
       "dp_sgd", 2,
       [](const gpu::launch_context& ctx, const buffer_spans& b, float rate) -> gpu::status {
         if (b[0].count<float>() != b[1].count<float>()) {
-          return {gpu::errc::invalid_argument, "dp_sgd: w and g of one width"};
+          return {gpu::status_code::invalid_argument, "dp_sgd: w and g of one width"};
         }
         return axpy(ctx, b[0].as<float>(), -rate, b[1].as<float>(), b[0].count<float>());
       });

@@ -24,7 +24,7 @@ gpu::status busy(void* stream, std::uint64_t microseconds);
 #else
 #define CUDACTOR_ON_CUDA(call)                                    \
   if (ctx.kind() == gpu::backend_kind::cuda) {                    \
-    return gpu::status{gpu::errc::not_supported,                  \
+    return gpu::status{gpu::status_code::not_supported,                  \
                        "this build has no CUDA kernels (toolkit " \
                        "not found when it was configured)"};      \
   }
@@ -59,7 +59,7 @@ gpu::status scale(const gpu::launch_context& ctx, float* out, const float* in, f
 gpu::status mean_of(const gpu::launch_context& ctx, float* out, const float* const* inputs,
                     std::size_t count, std::size_t n) {
   if (count == 0 || count > max_inputs) {
-    return gpu::status{gpu::errc::invalid_argument, "mean_of: 1 to 8 inputs"};
+    return gpu::status{gpu::status_code::invalid_argument, "mean_of: 1 to 8 inputs"};
   }
   CUDACTOR_ON_CUDA(mean_of(ctx.native_stream(), out, inputs, count, n))
   const float c = static_cast<float>(count);

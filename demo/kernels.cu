@@ -21,7 +21,7 @@ unsigned blocks_for(std::size_t n) { return static_cast<unsigned>((n + threads -
 gpu::status launched(const char* what) {
   const cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) return {};
-  return gpu::status{gpu::errc::op_failed,
+  return gpu::status{gpu::status_code::op_failed,
                      std::string{what} + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e)};
 }
 

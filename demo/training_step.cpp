@@ -41,7 +41,7 @@ void fill_batch(float* x, std::size_t width, std::uint64_t step) {
 gpu::result<training_model> training_model::make(gpu::backend& device, model_shape shape) {
   if (shape.layers == 0 || shape.layers > 256 || shape.replicas == 0 ||
       shape.replicas > max_inputs || shape.width == 0 || shape.width > (std::size_t{1} << 26)) {
-    return gpu::status{gpu::errc::invalid_argument,
+    return gpu::status{gpu::status_code::invalid_argument,
                        "model: 1-256 layers, 1-8 replicas, 1 to 2^26 floats per layer"};
   }
   training_model m{shape};

@@ -42,7 +42,7 @@ class workload_config : public runtime_config {
 work busy_for(std::chrono::microseconds d, bool fail) {
   return work::local([d, fail](const gpu::launch_context&) {
     std::this_thread::sleep_for(d);
-    return fail ? gpu::status{gpu::errc::op_failed, "a kernel failed (on purpose, 1 in 200)"}
+    return fail ? gpu::status{gpu::status_code::op_failed, "a kernel failed (on purpose, 1 in 200)"}
                 : gpu::status{};
   });
 }

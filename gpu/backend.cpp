@@ -15,16 +15,16 @@ std::uint32_t next_instance() noexcept {
 backend::backend() : instance_(next_instance()) {}
 
 void backend::count_failed_release(const status& why) noexcept {
-  if (why.ok() || why.code() == errc::invalid_handle) return;
+  if (why.ok() || why.code() == status_code::invalid_handle) return;
   failed_releases_.fetch_add(1, std::memory_order_relaxed);
   // Destructors cannot report upwards; stderr is the last place this is visible.
   std::fprintf(stderr, "cudactor: release in a destructor failed: %s\n", why.to_string().c_str());
 }
 
 status backend::check_handle(const handle_id& id, const char* what) const {
-  if (id.empty()) return {errc::invalid_argument, std::string{"empty "} + what + " reference"};
+  if (id.empty()) return {status_code::invalid_argument, std::string{"empty "} + what + " reference"};
   if (id.instance != instance_) {
-    return {errc::foreign_handle, std::string{what} + " " + to_string(id) +
+    return {status_code::foreign_handle, std::string{what} + " " + to_string(id) +
                                       " belongs to backend instance " +
                                       std::to_string(id.instance) + ", not to this one (" +
                                       std::to_string(instance_) + ")"};

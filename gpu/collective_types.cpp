@@ -90,31 +90,31 @@ std::size_t recv_bytes(const collective_call& call, int size) noexcept {
 
 status check(const collective_call& call, int size) {
   const std::string what = std::string{to_string(call.kind)};
-  if (!known(call.kind)) return {errc::invalid_argument, "a collective of unknown kind"};
-  if (size < 1) return {errc::invalid_argument, what + ": a communicator of no rank"};
+  if (!known(call.kind)) return {status_code::invalid_argument, "a collective of unknown kind"};
+  if (size < 1) return {status_code::invalid_argument, what + ": a communicator of no rank"};
   if (call.kind == collective_kind::barrier) return {};
-  if (!known(call.op)) return {errc::invalid_argument, what + ": an unknown reduction"};
+  if (!known(call.op)) return {status_code::invalid_argument, what + ": an unknown reduction"};
   const std::size_t element = element_size(call.type);
-  if (element == 0) return {errc::invalid_argument, what + ": an unknown element type"};
-  if (call.count == 0) return {errc::invalid_argument, what + ": no element"};
+  if (element == 0) return {status_code::invalid_argument, what + ": an unknown element type"};
+  if (call.count == 0) return {status_code::invalid_argument, what + ": no element"};
   const std::size_t parts = std::max(send_parts(call.kind, size), recv_parts(call.kind, size));
   if (call.count > std::numeric_limits<std::size_t>::max() / element / parts) {
-    return {errc::invalid_argument,
+    return {status_code::invalid_argument,
             what + ": " + std::to_string(call.count) + " elements overflow a byte count"};
   }
   if (call.recv == nullptr || (call.send == nullptr && call.kind != collective_kind::broadcast)) {
-    return {errc::invalid_argument, what + ": a buffer is missing"};
+    return {status_code::invalid_argument, what + ": a buffer is missing"};
   }
   if ((call.kind == collective_kind::broadcast || call.kind == collective_kind::reduce) &&
       (call.root < 0 || call.root >= size)) {
-    return {errc::invalid_argument, what + ": root " + std::to_string(call.root) +
+    return {status_code::invalid_argument, what + ": root " + std::to_string(call.root) +
                                         " is not a rank of " + std::to_string(size)};
   }
   if (call.send == call.recv && call.kind == collective_kind::all_gather && size > 1) {
-    return {errc::invalid_argument, what + ": in place needs a separate output of count x size"};
+    return {status_code::invalid_argument, what + ": in place needs a separate output of count x size"};
   }
   if (call.send == call.recv && call.kind == collective_kind::reduce_scatter && size > 1) {
-    return {errc::invalid_argument, what + ": in place needs a separate output of count"};
+    return {status_code::invalid_argument, what + ": in place needs a separate output of count"};
   }
   return {};
 }

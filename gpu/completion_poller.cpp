@@ -74,9 +74,9 @@ completion_poller::impl::impl(backend& device, poller_options options)
 }
 
 status completion_poller::impl::check_stream(stream_ref s) const {
-  if (s.empty()) return {errc::invalid_argument, "watch on an empty stream reference"};
+  if (s.empty()) return {status_code::invalid_argument, "watch on an empty stream reference"};
   if (s.id().instance != device_.instance()) {
-    return {errc::foreign_handle,
+    return {status_code::foreign_handle,
             "stream " + to_string(s.id()) + " belongs to another backend than the poller's"};
   }
   return {};
@@ -86,14 +86,14 @@ result<watch_id> completion_poller::impl::watch(stream_ref s, watch_entry entry,
                                                 watch_deadline deadline) {
   if (auto bad = check_stream(s); !bad.ok()) return bad;
   if (entry.is_event && entry.event.empty()) {
-    return status{errc::invalid_argument, "watch on an empty event reference"};
+    return status{status_code::invalid_argument, "watch on an empty event reference"};
   }
   entry.added = watch_clock::now();
   const bool entry_is_event = entry.is_event;
   std::uint64_t sequence = 0;
   {
     std::lock_guard<std::mutex> lock{core_->mutex};
-    if (core_->closed) return status{errc::cancelled, "the completion poller is stopped"};
+    if (core_->closed) return status{status_code::cancelled, "the completion poller is stopped"};
     sequence = entry.sequence = core_->next_sequence++;
     core_->inbox.push_back(watch_command{s, std::move(entry), deadline});
     core_->inbox_ready.store(true);
@@ -134,13 +134,13 @@ status completion_poller::impl::watch_points(stream_ref s, timeline_point first,
                                              timeline_point last) {
   if (auto bad = check_stream(s); !bad.ok()) return bad;
   if (first == 0 || last < first) {
-    return status{errc::invalid_argument, "watch_points: points " + std::to_string(first) + " to " +
+    return status{status_code::invalid_argument, "watch_points: points " + std::to_string(first) + " to " +
                                               std::to_string(last) + " is no range"};
   }
   const auto added = watch_clock::now();
   {
     std::lock_guard<std::mutex> lock{core_->mutex};
-    if (core_->closed) return status{errc::cancelled, "the completion poller is stopped"};
+    if (core_->closed) return status{status_code::cancelled, "the completion poller is stopped"};
     // Room grown geometrically: reserve() to the exact size takes a new block, and copies
     // everything waiting, each time the inbox has not been drained since the last call, which
     // made a burst of watches quadratic.
@@ -180,7 +180,7 @@ status completion_poller::impl::subscribe(stream_ref s, progress_callback callba
   if (auto bad = check_stream(s); !bad.ok()) return bad;
   {
     std::lock_guard<std::mutex> lock{core_->mutex};
-    if (core_->closed) return {errc::cancelled, "the completion poller is stopped"};
+    if (core_->closed) return {status_code::cancelled, "the completion poller is stopped"};
     core_->inbox.push_back(subscribe_command{s, std::move(callback)});
     core_->inbox_ready.store(true);
   }

@@ -128,7 +128,7 @@ struct cuda_backend::impl {
       return bad;
     }
     if (attributes.type == cudaMemoryTypeUnregistered) {
-      return {errc::invalid_argument,
+      return {status_code::invalid_argument,
               doing + ": the host memory at " + detail::format_address(host) +
                   " is pageable, and a copy from or to it blocks the calling thread; use "
                   "allocate_pinned() or register it with cudaHostRegister"};
@@ -148,7 +148,7 @@ struct cuda_backend::impl {
   status check(cudaError_t answer, std::string_view doing) {
     if (answer == cudaSuccess) return {};
     status why = from_cuda(answer, doing);
-    if (why.code() == errc::device_lost) mark_lost(why);
+    if (why.code() == status_code::device_lost) mark_lost(why);
     if (answer == cudaErrorNotReady) detail::clear_not_ready();
     return why;
   }
@@ -158,7 +158,7 @@ struct cuda_backend::impl {
     {
       std::lock_guard<std::mutex> lock{lost_mutex};
       if (lost.load(std::memory_order_acquire)) return;
-      lost_status = status{errc::device_lost, why.message()};
+      lost_status = status{status_code::device_lost, why.message()};
       lost.store(true, std::memory_order_release);
       lost_now = lost_status;
     }
@@ -193,7 +193,7 @@ struct cuda_backend::impl {
     if (auto bad = owner->check_handle(s.id(), "stream"); !bad.ok()) return bad;
     cuda_stream_entry* found = streams.find(s.id().slot, s.id().generation);
     if (found == nullptr) {
-      return status{errc::invalid_handle, "stream " + to_string(s.id()) + " was destroyed"};
+      return status{status_code::invalid_handle, "stream " + to_string(s.id()) + " was destroyed"};
     }
     return found;
   }
@@ -218,7 +218,7 @@ struct cuda_backend::impl {
       status carried;
       auto waited = awaited.value()->timeline->enqueue_wait(target.handle, value, target.label,
                                                             carry_failure, &carried);
-      if (waited.code() == errc::device_lost) mark_lost(waited);
+      if (waited.code() == status_code::device_lost) mark_lost(waited);
       // The work waited for failed at launch: the waiter's next point fails with it, as
       // backend::wait_point says (the host backend's wait fails it when the stream gets there).
       if (waited.ok() && !carried.ok() && target.timeline) target.timeline->fail_next(carried);
@@ -250,9 +250,9 @@ struct cuda_backend::impl {
     try {
       outcome = work(launch_context{backend_kind::cuda, s, static_cast<void*>(handle)});
     } catch (const std::exception& e) {
-      outcome = status{errc::op_failed, std::string{"threw: "} + e.what()};
+      outcome = status{status_code::op_failed, std::string{"threw: "} + e.what()};
     } catch (...) {
-      outcome = status{errc::op_failed, "threw a non-standard exception"};
+      outcome = status{status_code::op_failed, "threw a non-standard exception"};
     }
     const cudaError_t launched = cudaGetLastError();
     if (launched == cudaSuccess && outcome.ok()) return {};
@@ -260,11 +260,11 @@ struct cuda_backend::impl {
     status failed;
     if (launched != cudaSuccess) {
       status why = check(launched, "launching work on " + label);
-      if (why.code() == errc::device_lost) return why;
-      failed = status{errc::op_failed, why.message()};
+      if (why.code() == status_code::device_lost) return why;
+      failed = status{status_code::op_failed, why.message()};
     } else {
-      if (outcome.code() == errc::device_lost) return outcome;
-      failed = status{errc::op_failed, "work on " + label + " failed: " + outcome.to_string()};
+      if (outcome.code() == status_code::device_lost) return outcome;
+      failed = status{status_code::op_failed, "work on " + label + " failed: " + outcome.to_string()};
     }
     // The stream's next point fails with it, as on the host backend, so that whoever reads
     // the timeline (a barrier, a wait_point on another stream) learns of it, not only this
@@ -283,7 +283,7 @@ struct cuda_backend::impl {
     if (auto bad = owner->check_handle(e.id(), "event"); !bad.ok()) return bad;
     cuda_event_entry* found = events.find(e.id().slot, e.id().generation);
     if (found == nullptr) {
-      return status{errc::invalid_handle, "event " + to_string(e.id()) + " was destroyed"};
+      return status{status_code::invalid_handle, "event " + to_string(e.id()) + " was destroyed"};
     }
     return found;
   }
@@ -300,9 +300,9 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::open(int device_ordinal,
                                                          std::size_t max_in_flight) {
   auto count = cuda_device_count();
   if (!count) return count.error();
-  if (count.value() == 0) return status{errc::no_device, "no CUDA device"};
+  if (count.value() == 0) return status{status_code::no_device, "no CUDA device"};
   if (device_ordinal < 0 || device_ordinal >= count.value()) {
-    return status{errc::invalid_argument, "CUDA device " + std::to_string(device_ordinal) +
+    return status{status_code::invalid_argument, "CUDA device " + std::to_string(device_ordinal) +
                                               " does not exist (" + std::to_string(count.value()) +
                                               " present)"};
   }
@@ -346,7 +346,7 @@ result<std::unique_ptr<cuda_backend>> cuda_backend::open(int device_ordinal,
 
 cuda_backend::~cuda_backend() {
   if (impl_->activate().ok()) (void)cudaDeviceSynchronize();
-  const status closed{errc::invalid_handle, "the CUDA backend was closed"};
+  const status closed{status_code::invalid_handle, "the CUDA backend was closed"};
   impl_->for_each_timeline([&](detail::cuda_timeline& t) { t.abandon(closed); });
   std::unique_lock<std::shared_mutex> lock{impl_->mutex};
   impl_->streams.clear([](cuda_stream_entry& s) { (void)cudaStreamDestroy(s.handle); });
@@ -424,7 +424,7 @@ result<stream_priority> cuda_backend::priority(stream_ref s) const {
 
 result<event> cuda_backend::create_event(event_kind kind) {
   if (kind != event_kind::regular && kind != event_kind::timing) {
-    return status{errc::invalid_argument, "unknown event kind"};
+    return status{status_code::invalid_argument, "unknown event kind"};
   }
   if (auto bad = impl_->usable(); !bad.ok()) return bad;
   cudaEvent_t handle = nullptr;
@@ -480,7 +480,7 @@ status cuda_backend::wait(stream_ref s, event_ref e) {
     // says (the wait is placed all the same).
     if (auto failed = found.value()->failed(); waited.ok() && failed && target.timeline) {
       target.timeline->fail_next(
-          status{errc::dependency_failed, target.label + " waited on event " + to_string(e.id()) +
+          status{status_code::dependency_failed, target.label + " waited on event " + to_string(e.id()) +
                                               ", whose work failed: " + failed->to_string()});
     }
     return waited;
@@ -521,11 +521,11 @@ result<std::chrono::nanoseconds> cuda_backend::elapsed(event_ref start, event_re
   if (!b) return b.error();
   for (auto [found, ref] : {std::pair{a.value(), start}, std::pair{b.value(), end}}) {
     if (found->kind != event_kind::timing) {
-      return status{errc::not_timing,
+      return status{status_code::not_timing,
                     "event " + to_string(ref.id()) + " was created without timing"};
     }
     if (!found->recorded.value.load(std::memory_order_acquire)) {
-      return status{errc::not_recorded, "event " + to_string(ref.id()) + " was never recorded"};
+      return status{status_code::not_recorded, "event " + to_string(ref.id()) + " was never recorded"};
     }
   }
   // Time over failed work is no figure (as on the host backend): the failure is the answer.
@@ -545,7 +545,7 @@ result<std::chrono::nanoseconds> cuda_backend::elapsed(event_ref start, event_re
 // --- memory ----------------------------------------------------------------------------
 
 result<buffer> cuda_backend::allocate(stream_ref s, std::size_t bytes) {
-  if (bytes == 0) return status{errc::invalid_argument, "allocation of zero bytes"};
+  if (bytes == 0) return status{status_code::invalid_argument, "allocation of zero bytes"};
   return impl_->with_stream(s, [&](cuda_stream_entry& target) -> result<buffer> {
     void* data = nullptr;
     if (auto bad =
@@ -561,7 +561,7 @@ result<buffer> cuda_backend::allocate(stream_ref s, std::size_t bytes) {
 }
 
 result<buffer> cuda_backend::allocate_managed(std::size_t bytes) {
-  if (bytes == 0) return status{errc::invalid_argument, "allocation of zero bytes"};
+  if (bytes == 0) return status{status_code::invalid_argument, "allocation of zero bytes"};
   if (auto bad = impl_->usable(); !bad.ok()) return bad;
   void* data = nullptr;
   if (auto bad = impl_->check(cudaMallocManaged(&data, bytes, cudaMemAttachGlobal),
@@ -575,7 +575,7 @@ result<buffer> cuda_backend::allocate_managed(std::size_t bytes) {
 }
 
 result<buffer> cuda_backend::allocate_pinned(std::size_t bytes) {
-  if (bytes == 0) return status{errc::invalid_argument, "allocation of zero bytes"};
+  if (bytes == 0) return status{status_code::invalid_argument, "allocation of zero bytes"};
   if (auto bad = impl_->usable(); !bad.ok()) return bad;
   void* data = nullptr;
   if (auto bad = impl_->check(cudaMallocHost(&data, bytes),
@@ -589,13 +589,13 @@ result<buffer> cuda_backend::allocate_pinned(std::size_t bytes) {
 }
 
 status cuda_backend::free_async(stream_ref s, buffer& memory) {
-  if (!memory.valid()) return {errc::invalid_argument, "free of an empty buffer"};
+  if (!memory.valid()) return {status_code::invalid_argument, "free of an empty buffer"};
   if (memory.owner() != this) {
-    return {errc::foreign_handle, "the buffer at " + detail::format_address(memory.data()) +
+    return {status_code::foreign_handle, "the buffer at " + detail::format_address(memory.data()) +
                                       " belongs to another backend"};
   }
   if (memory.kind() != memory_kind::device) {
-    return {errc::invalid_argument, "stream-ordered free takes device memory; the buffer at " +
+    return {status_code::invalid_argument, "stream-ordered free takes device memory; the buffer at " +
                                         detail::format_address(memory.data()) + " is " +
                                         std::string{to_string(memory.kind())} +
                                         " memory (destroy it instead)"};
@@ -668,7 +668,7 @@ status cuda_backend::fill(stream_ref s, void* dst, std::uint8_t value, std::size
 status cuda_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
                               prefetch_target where) {
   if (where != prefetch_target::device && where != prefetch_target::host) {
-    return {errc::invalid_argument, "unknown prefetch target"};
+    return {status_code::invalid_argument, "unknown prefetch target"};
   }
   if (auto bad = impl_->allocations.check(data, bytes, detail::memory_side::device, "prefetch");
       !bad.ok()) {
@@ -676,7 +676,7 @@ status cuda_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
   }
   if (auto owner = impl_->allocations.containing(data);
       owner && owner->kind != memory_kind::managed) {
-    return {errc::invalid_argument, "prefetch needs managed memory; " +
+    return {status_code::invalid_argument, "prefetch needs managed memory; " +
                                         detail::format_address(data) + " is " +
                                         std::string{to_string(owner->kind)} + " memory"};
   }
@@ -698,7 +698,7 @@ status cuda_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
 // --- work ------------------------------------------------------------------------------
 
 status cuda_backend::enqueue(stream_ref s, work_fn work) {
-  if (!work) return {errc::invalid_argument, "empty work function"};
+  if (!work) return {status_code::invalid_argument, "empty work function"};
   auto target = impl_->launch_target(s);
   if (!target) return target.error();
   return impl_->launch(s, target.value().first, *target.value().second, work);
@@ -706,7 +706,7 @@ status cuda_backend::enqueue(stream_ref s, work_fn work) {
 
 signalled_work cuda_backend::enqueue_signalled(stream_ref s, work_fn work) {
   if (!work) {
-    return signalled_work{status{errc::invalid_argument, "empty work function"}, signal(s)};
+    return signalled_work{status{status_code::invalid_argument, "empty work function"}, signal(s)};
   }
   // One lookup for both (enqueue and signal each made their own, and enqueue copied the
   // stream's label, needed only if the launch fails).
@@ -715,9 +715,9 @@ signalled_work cuda_backend::enqueue_signalled(stream_ref s, work_fn work) {
   auto& [handle, timeline] = target.value();
   status launched = impl_->launch(s, handle, *timeline, work);
   // As signal() would answer after a launch that lost the device, without asking it.
-  if (launched.code() == errc::device_lost) return signalled_work{launched, launched};
+  if (launched.code() == status_code::device_lost) return signalled_work{launched, launched};
   auto value = timeline->signal();
-  if (!value && value.code() == errc::device_lost) impl_->mark_lost(value.error());
+  if (!value && value.code() == status_code::device_lost) impl_->mark_lost(value.error());
   return signalled_work{std::move(launched), std::move(value)};
 }
 
@@ -737,7 +737,7 @@ void CUDART_CB run_host_callback(cudaStream_t, cudaError_t answer, void* data) {
 }  // namespace
 
 status cuda_backend::add_callback(stream_ref s, host_callback callback) {
-  if (!callback) return {errc::invalid_argument, "empty host callback"};
+  if (!callback) return {status_code::invalid_argument, "empty host callback"};
   return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
     auto owned = std::make_unique<host_callback>(std::move(callback));
     // cudaStreamAddCallback, not cudaLaunchHostFunc: it runs exactly once even after a device
@@ -763,7 +763,7 @@ result<timeline_point> cuda_backend::signal(stream_ref s) {
   // Without the table lock: the record may block on a full stream queue (the timeline's
   // bound keeps it from filling with our own events, not with the user's launches).
   auto value = found.value()->signal();
-  if (!value && value.code() == errc::device_lost) impl_->mark_lost(value.error());
+  if (!value && value.code() == status_code::device_lost) impl_->mark_lost(value.error());
   return value;
 }
 
@@ -796,7 +796,7 @@ status cuda_backend::health() const { return impl_->loss(); }
 status cuda_backend::reset() {
   const status lost = impl_->loss();
   if (lost.ok()) return {};  // nothing to recover
-  return {errc::device_lost,
+  return {status_code::device_lost,
           "the CUDA device cannot be recovered in this process: restart the process (" +
               lost.message() + ")"};
 }

@@ -34,15 +34,15 @@ status explain_no_device(int answer_from_runtime, const cuda_versions& v) {
   if (answer == cudaErrorInsufficientDriver || answer == cudaErrorSystemDriverMismatch ||
       answer == cudaErrorCompatNotSupportedOnDevice) {
     if (v.driver == 0) {
-      return {errc::no_device, "no CUDA driver is installed (" + said.message() + ")"};
+      return {status_code::no_device, "no CUDA driver is installed (" + said.message() + ")"};
     }
     if (v.driver < v.runtime) {  // a driver runs runtimes up to the CUDA it supports
-      return {errc::no_device, "the CUDA driver is too old: it supports CUDA " +
+      return {status_code::no_device, "the CUDA driver is too old: it supports CUDA " +
                                    format_cuda_version(v.driver) + ", cudactor was built with CUDA " +
                                    format_cuda_version(v.runtime) + " (" + said.message() + ")"};
     }
   }
-  if (answer == cudaErrorNoDevice) return {errc::no_device, said.message()};
+  if (answer == cudaErrorNoDevice) return {status_code::no_device, said.message()};
   return {said.code(), said.message() + " (the driver supports CUDA " +
                           format_cuda_version(v.driver) + ", cudactor was built with CUDA " +
                           format_cuda_version(v.runtime) + ")"};

@@ -22,32 +22,32 @@ bool is_sticky(cudaError_t error) noexcept {
   }
 }
 
-errc classify(cudaError_t error) noexcept {
-  if (error == cudaSuccess) return errc::ok;
-  if (is_sticky(error)) return errc::device_lost;
+status_code classify(cudaError_t error) noexcept {
+  if (error == cudaSuccess) return status_code::ok;
+  if (is_sticky(error)) return status_code::device_lost;
   switch (error) {
-    case cudaErrorNotReady: return errc::not_ready;
-    case cudaErrorMemoryAllocation: return errc::out_of_memory;
+    case cudaErrorNotReady: return status_code::not_ready;
+    case cudaErrorMemoryAllocation: return status_code::out_of_memory;
     case cudaErrorInvalidValue:
     case cudaErrorInvalidDevicePointer:
     case cudaErrorInvalidMemcpyDirection:
-    case cudaErrorInvalidDevice: return errc::invalid_argument;
+    case cudaErrorInvalidDevice: return status_code::invalid_argument;
     case cudaErrorInvalidResourceHandle:
-    case cudaErrorContextIsDestroyed: return errc::invalid_handle;
+    case cudaErrorContextIsDestroyed: return status_code::invalid_handle;
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
     case cudaErrorSystemDriverMismatch:
     case cudaErrorCompatNotSupportedOnDevice:
-    case cudaErrorDevicesUnavailable: return errc::no_device;
+    case cudaErrorDevicesUnavailable: return status_code::no_device;
     case cudaErrorInvalidConfiguration:
     case cudaErrorLaunchOutOfResources:
     case cudaErrorInvalidDeviceFunction:
     case cudaErrorNoKernelImageForDevice:
     case cudaErrorMissingConfiguration:
     case cudaErrorInvalidPtx:
-    case cudaErrorUnsupportedPtxVersion: return errc::op_failed;
-    case cudaErrorNotSupported: return errc::not_supported;
-    default: return errc::backend_error;
+    case cudaErrorUnsupportedPtxVersion: return status_code::op_failed;
+    case cudaErrorNotSupported: return status_code::not_supported;
+    default: return status_code::backend_error;
   }
 }
 

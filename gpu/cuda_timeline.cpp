@@ -123,7 +123,7 @@ status cuda_timeline::wait(timeline_point value, std::chrono::milliseconds timeo
       continue;
     }
     if (bounded && clock::now() >= deadline) {
-      return {errc::timeout, "timeline '" + name_ + "' did not reach " + std::to_string(value) +
+      return {status_code::timeout, "timeline '" + name_ + "' did not reach " + std::to_string(value) +
                                  " within " + std::to_string(timeout.count()) + " ms (at " +
                                  std::to_string(completed_.load()) + ")"};
     }
@@ -140,7 +140,7 @@ status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
   {
     std::lock_guard<std::mutex> lock{mutex_};
     if (value > signalled_.load(std::memory_order_acquire)) {
-      return status{errc::invalid_argument, waiter_label + " cannot wait for point " +
+      return status{status_code::invalid_argument, waiter_label + " cannot wait for point " +
                                                 std::to_string(value) + " of timeline '" + name_ +
                                                 "': not signalled yet (newest " +
                                                 std::to_string(signalled_.load()) + ")"};
@@ -150,7 +150,7 @@ status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
     if (const status* failed = failure_locked(value);
         failed != nullptr && carry_failure && carried != nullptr) {
       *carried =
-          status{errc::dependency_failed, waiter_label + " waited on point " +
+          status{status_code::dependency_failed, waiter_label + " waited on point " +
                                               std::to_string(value) + " of timeline '" + name_ +
                                               "', whose work failed: " + failed->to_string()};
     }
@@ -159,7 +159,7 @@ status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
     if (answer.failed()) {
       // Reached, its own work failed (*carried says so): nothing to wait for.
       if (completed_.load(std::memory_order_acquire) >= value) return {};
-      return carry_failure || answer.error.code() == errc::device_lost ? answer.error : status{};
+      return carry_failure || answer.error.code() == status_code::device_lost ? answer.error : status{};
     }
     if (answer.ready()) return {};
     auto found = std::lower_bound(in_flight_.begin(), in_flight_.end(), value,
@@ -189,7 +189,7 @@ result<timeline_point> cuda_timeline::signal() {
     if (in_flight_.size() >= max_in_flight_) retire_locked();
     if (!poison_.ok()) return poison_;
     if (in_flight_.size() >= max_in_flight_) {
-      return status{errc::resource_exhausted, "timeline '" + name_ + "' has " +
+      return status{status_code::resource_exhausted, "timeline '" + name_ + "' has " +
                                                   std::to_string(in_flight_.size()) +
                                                   " values in flight, its limit (max_in_flight)"};
     }

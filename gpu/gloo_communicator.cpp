@@ -77,7 +77,7 @@ status from_gloo(const std::exception& e, const std::string& what) {
   const std::string text = e.what();
   const bool timed_out =
       text.find("imed out") != std::string::npos || text.find("imeout") != std::string::npos;
-  return {timed_out ? errc::timeout : errc::op_failed, what + ": " + text};
+  return {timed_out ? status_code::timeout : status_code::op_failed, what + ": " + text};
 }
 
 class gloo_communicator final : public communicator {
@@ -95,7 +95,7 @@ class gloo_communicator final : public communicator {
   void abort(const std::string& why) override {
     std::lock_guard<std::mutex> lock{mutex_};
     if (!broken_.ok()) return;
-    broken_ = status{errc::cancelled, label() + " aborted: " + why};
+    broken_ = status{status_code::cancelled, label() + " aborted: " + why};
     aborted_.notify_all();
     // Closing the connections fails the other ranks' calls waiting on this one at once. A
     // call in progress here ends at its timeout: Gloo 0.5 cannot interrupt one (measured by
@@ -109,7 +109,7 @@ class gloo_communicator final : public communicator {
 
   status run(const collective_call& call, const launch_context& on) override {
     if (on.kind() != backend_kind::host) {
-      return {errc::not_supported, "communicator '" + options_.name +
+      return {status_code::not_supported, "communicator '" + options_.name +
                                        "': Gloo runs collectives on the host backend's streams"};
     }
     if (auto bad = check(call, options_.size); !bad.ok()) return bad;
@@ -131,7 +131,7 @@ class gloo_communicator final : public communicator {
     }
     if (!broken_.ok()) {
       // Aborted, now or while it ran: the abort says why, Gloo says how it showed.
-      return status{errc::op_failed, what + ": " + broken_.message() + " (" + failed + ")"};
+      return status{status_code::op_failed, what + ": " + broken_.message() + " (" + failed + ")"};
     }
     broken_ = from_gloo(std::runtime_error{failed}, what);  // the transport state is unknown
     return broken_;
@@ -144,7 +144,7 @@ class gloo_communicator final : public communicator {
       case 2: return typed<std::uint16_t>(call, tag);
       case 4: return typed<std::uint32_t>(call, tag);
       case 8: return typed<std::uint64_t>(call, tag);
-      default: return {errc::invalid_argument, "an unknown element type"};
+      default: return {status_code::invalid_argument, "an unknown element type"};
     }
   }
 
@@ -218,7 +218,7 @@ class gloo_communicator final : public communicator {
         return {};
       }
     }
-    return {errc::invalid_argument, "a collective of unknown kind"};
+    return {status_code::invalid_argument, "a collective of unknown kind"};
   }
 
   template <class W>
@@ -245,14 +245,14 @@ class gloo_communicator final : public communicator {
 result<std::unique_ptr<communicator>> make_gloo_communicator(const gloo_options& o,
                                                              rendezvous_store& store) {
   if (o.size < 1 || o.rank < 0 || o.rank >= o.size) {
-    return status{errc::invalid_argument, "gloo communicator: rank " + std::to_string(o.rank) +
+    return status{status_code::invalid_argument, "gloo communicator: rank " + std::to_string(o.rank) +
                                               " of " + std::to_string(o.size)};
   }
   if (o.name.empty() || o.name.find('/') != std::string::npos) {
-    return status{errc::invalid_argument, "gloo communicator: a name without '/' is needed"};
+    return status{status_code::invalid_argument, "gloo communicator: a name without '/' is needed"};
   }
   if (o.timeout.count() <= 0 || o.rendezvous_timeout.count() <= 0) {
-    return status{errc::invalid_argument, "gloo communicator: timeouts must be positive"};
+    return status{status_code::invalid_argument, "gloo communicator: timeouts must be positive"};
   }
   const std::string what = "gloo communicator '" + o.name + "' rank " + std::to_string(o.rank) +
                            " of " + std::to_string(o.size);

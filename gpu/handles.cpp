@@ -25,7 +25,7 @@ status stream::reset() noexcept {
   try {
     result = owner->destroy_stream(std::exchange(ref_, {}));
   } catch (...) {
-    result = status{errc::backend_error, "exception while destroying a stream"};
+    result = status{status_code::backend_error, "exception while destroying a stream"};
   }
   owner->count_failed_release(result);
   return result;
@@ -55,7 +55,7 @@ status event::reset() noexcept {
   try {
     result = owner->destroy_event(std::exchange(ref_, {}));
   } catch (...) {
-    result = status{errc::backend_error, "exception while destroying an event"};
+    result = status{status_code::backend_error, "exception while destroying an event"};
   }
   owner->count_failed_release(result);
   return result;
@@ -89,7 +89,7 @@ status buffer::reset() noexcept {
   try {
     result = owner->release_memory(std::exchange(data_, nullptr), kind_, stream_);
   } catch (...) {
-    result = status{errc::backend_error, "exception while freeing memory"};
+    result = status{status_code::backend_error, "exception while freeing memory"};
   }
   size_ = 0;
   stream_ = {};

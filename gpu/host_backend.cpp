@@ -63,7 +63,7 @@ struct host_backend::impl {
     if (auto bad = owner.check_handle(s.id(), "stream"); !bad.ok()) return bad;
     const stream_ptr* found = streams.find(s.id().slot, s.id().generation);
     if (found == nullptr) {
-      return status{errc::invalid_handle, "stream " + to_string(s.id()) + " was destroyed"};
+      return status{status_code::invalid_handle, "stream " + to_string(s.id()) + " was destroyed"};
     }
     return *found;
   }
@@ -72,7 +72,7 @@ struct host_backend::impl {
     if (auto bad = owner.check_handle(e.id(), "event"); !bad.ok()) return bad;
     host_event* found = events.find(e.id().slot, e.id().generation);
     if (found == nullptr) {
-      return status{errc::invalid_handle, "event " + to_string(e.id()) + " was destroyed"};
+      return status{status_code::invalid_handle, "event " + to_string(e.id()) + " was destroyed"};
     }
     return found;
   }
@@ -111,7 +111,7 @@ struct host_backend::impl {
     }
     if (value == 0) return {};
     if (value > awaited->timeline->signalled()) {
-      return {errc::invalid_argument, target->label + " cannot wait for point " +
+      return {status_code::invalid_argument, target->label + " cannot wait for point " +
                                           std::to_string(value) + " of " + awaited->label +
                                           ": not signalled yet (newest " +
                                           std::to_string(awaited->timeline->signalled()) + ")"};
@@ -135,7 +135,7 @@ struct host_backend::impl {
     const timeline_point completed = target.timeline->completed();
     const std::uint64_t in_flight = signalled > completed ? signalled - completed : 0;
     if (in_flight < std::max<std::size_t>(options.max_in_flight, 1)) return {};
-    return {errc::resource_exhausted, "timeline of " + target.label + " has " +
+    return {status_code::resource_exhausted, "timeline of " + target.label + " has " +
                                           std::to_string(in_flight) +
                                           " values in flight, its limit (max_in_flight)"};
   }
@@ -147,9 +147,9 @@ struct host_backend::impl {
   }
 
   result<buffer> allocate(std::size_t bytes, memory_kind kind, stream_ref s) {
-    if (bytes == 0) return status{errc::invalid_argument, "allocation of zero bytes"};
+    if (bytes == 0) return status{status_code::invalid_argument, "allocation of zero bytes"};
     if (!allocations.try_reserve(bytes, options.memory_limit)) {
-      return status{errc::out_of_memory,
+      return status{status_code::out_of_memory,
                     "cannot allocate " + std::to_string(bytes) + " bytes of " +
                         std::string{to_string(kind)} + " memory on '" + options.name +
                         "': " + std::to_string(allocations.bytes_in_use()) + " of " +
@@ -158,7 +158,7 @@ struct host_backend::impl {
     void* data = ::operator new(bytes, detail::host_memory_alignment, std::nothrow);
     if (data == nullptr) {
       allocations.unreserve(bytes);
-      return status{errc::out_of_memory,
+      return status{status_code::out_of_memory,
                     "the host could not provide " + std::to_string(bytes) + " bytes"};
     }
     allocations.add(data, detail::allocation{bytes, kind, s, false});
@@ -225,7 +225,7 @@ result<stream_priority> host_backend::priority(stream_ref s) const {
 
 result<event> host_backend::create_event(event_kind kind) {
   if (kind != event_kind::regular && kind != event_kind::timing) {
-    return status{errc::invalid_argument, "unknown event kind"};
+    return status{status_code::invalid_argument, "unknown event kind"};
   }
   std::lock_guard<std::mutex> lock{impl_->mutex};
   if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
@@ -320,11 +320,11 @@ result<std::chrono::nanoseconds> host_backend::elapsed(event_ref start, event_re
     if (!b) return b.error();
     for (auto [found, ref] : {std::pair{a.value(), start}, std::pair{b.value(), end}}) {
       if (found->kind != event_kind::timing) {
-        return status{errc::not_timing,
+        return status{status_code::not_timing,
                       "event " + to_string(ref.id()) + " was created without timing"};
       }
       if (!found->latest) {
-        return status{errc::not_recorded, "event " + to_string(ref.id()) + " was never recorded"};
+        return status{status_code::not_recorded, "event " + to_string(ref.id()) + " was never recorded"};
       }
     }
     first = a.value()->latest;
@@ -332,7 +332,7 @@ result<std::chrono::nanoseconds> host_backend::elapsed(event_ref start, event_re
   }
   for (auto& point : {first, last}) {
     if (!point->done()) {
-      return status{errc::not_ready, "the work before a timing event has not finished"};
+      return status{status_code::not_ready, "the work before a timing event has not finished"};
     }
     if (status outcome = point->outcome(); !outcome.ok()) return outcome;
   }
@@ -356,13 +356,13 @@ result<buffer> host_backend::allocate_pinned(std::size_t bytes) {
 }
 
 status host_backend::free_async(stream_ref s, buffer& memory) {
-  if (!memory.valid()) return {errc::invalid_argument, "free of an empty buffer"};
+  if (!memory.valid()) return {status_code::invalid_argument, "free of an empty buffer"};
   if (memory.owner() != this) {
-    return {errc::foreign_handle, "the buffer at " + detail::format_address(memory.data()) +
+    return {status_code::foreign_handle, "the buffer at " + detail::format_address(memory.data()) +
                                       " belongs to another backend"};
   }
   if (memory.kind() != memory_kind::device) {
-    return {errc::invalid_argument, "stream-ordered free takes device memory; the buffer at " +
+    return {status_code::invalid_argument, "stream-ordered free takes device memory; the buffer at " +
                                         detail::format_address(memory.data()) + " is " +
                                         std::string{to_string(memory.kind())} +
                                         " memory (destroy it instead)"};
@@ -429,7 +429,7 @@ status host_backend::fill(stream_ref s, void* dst, std::uint8_t value, std::size
 status host_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
                               prefetch_target target_side) {
   if (target_side != prefetch_target::device && target_side != prefetch_target::host) {
-    return {errc::invalid_argument, "unknown prefetch target"};
+    return {status_code::invalid_argument, "unknown prefetch target"};
   }
   if (auto bad = impl_->allocations.check(data, bytes, detail::memory_side::device, "prefetch");
       !bad.ok()) {
@@ -437,7 +437,7 @@ status host_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
   }
   auto owner = impl_->allocations.containing(data);
   if (!owner || owner->kind != memory_kind::managed) {
-    return {errc::invalid_argument,
+    return {status_code::invalid_argument,
             "prefetch needs managed memory; " + detail::format_address(data) + " is " +
                 (owner ? std::string{to_string(owner->kind)} + " memory" : "not managed memory")};
   }
@@ -448,7 +448,7 @@ status host_backend::prefetch(stream_ref s, const void* data, std::size_t bytes,
 }
 
 status host_backend::enqueue(stream_ref s, work_fn work) {
-  if (!work) return {errc::invalid_argument, "empty work function"};
+  if (!work) return {status_code::invalid_argument, "empty work function"};
   op o;
   o.work = std::move(work);
   o.stream = s;
@@ -456,7 +456,7 @@ status host_backend::enqueue(stream_ref s, work_fn work) {
 }
 
 status host_backend::add_callback(stream_ref s, host_callback callback) {
-  if (!callback) return {errc::invalid_argument, "empty host callback"};
+  if (!callback) return {status_code::invalid_argument, "empty host callback"};
   op o;
   o.type = host_op_kind::callback;
   o.callback = std::move(callback);
@@ -480,7 +480,7 @@ result<timeline_point> host_backend::signal(stream_ref s) {
 
 signalled_work host_backend::enqueue_signalled(stream_ref s, work_fn work) {
   if (!work) {
-    return signalled_work{status{errc::invalid_argument, "empty work function"}, signal(s)};
+    return signalled_work{status{status_code::invalid_argument, "empty work function"}, signal(s)};
   }
   auto target = impl_->usable_stream(s);
   if (!target) return signalled_work{target.error(), target.error()};
@@ -550,11 +550,11 @@ status host_backend::reset() {
 result<void*> host_backend::native_handle(stream_ref s) const {
   auto found = impl_->usable_stream(s);
   if (!found) return found.error();
-  return status{errc::not_supported, "the host backend has no native stream handles"};
+  return status{status_code::not_supported, "the host backend has no native stream handles"};
 }
 
 result<void*> host_backend::native_handle(event_ref) const {
-  return status{errc::not_supported, "the host backend has no native event handles"};
+  return status{status_code::not_supported, "the host backend has no native event handles"};
 }
 
 status host_backend::inject_failure(stream_ref s, std::string why) {
@@ -576,7 +576,7 @@ result<hang_release> host_backend::inject_hang(stream_ref s) {
 }
 
 status host_backend::inject_delay(stream_ref s, std::chrono::nanoseconds duration) {
-  if (duration.count() < 0) return {errc::invalid_argument, "negative delay"};
+  if (duration.count() < 0) return {status_code::invalid_argument, "negative delay"};
   op o;
   o.type = host_op_kind::delay;
   o.duration = duration;

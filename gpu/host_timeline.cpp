@@ -54,7 +54,7 @@ status host_timeline::wait(timeline_point value, std::chrono::milliseconds timeo
       changed_.wait(lock, settled);
     } else if (!changed_.wait_for(lock, timeout, settled)) {
       waiters_.fetch_sub(1, std::memory_order_seq_cst);
-      return {errc::timeout, "timeline '" + name_ + "' did not reach " + std::to_string(value) +
+      return {status_code::timeout, "timeline '" + name_ + "' did not reach " + std::to_string(value) +
                                  " within " + std::to_string(timeout.count()) + " ms (at " +
                                  std::to_string(completed_.load()) + ")"};
     }

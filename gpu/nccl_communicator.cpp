@@ -156,12 +156,12 @@ class nccl_communicator final : public communicator {
 
   void abort(const std::string& why) override {
     std::lock_guard<std::mutex> lock{mutex_};
-    abort_locked(status{errc::cancelled, label() + " aborted: " + why});
+    abort_locked(status{status_code::cancelled, label() + " aborted: " + why});
   }
 
   status run(const collective_call& call, const launch_context& on) override {
     if (on.kind() != backend_kind::cuda) {
-      return {errc::not_supported,
+      return {status_code::not_supported,
               "communicator '" + options_.name + "': NCCL runs collectives on CUDA streams"};
     }
     if (auto bad = check(call, options_.size); !bad.ok()) return bad;
@@ -171,13 +171,13 @@ class nccl_communicator final : public communicator {
     const std::uint64_t seq = next_sequence();
     const std::string what = call_name(call.kind, seq);
     if (cudaSetDevice(options_.device) != cudaSuccess) {
-      return {errc::backend_error,
+      return {status_code::backend_error,
               what + ": cannot select device " + std::to_string(options_.device)};
     }
     ncclResult_t r = enqueue(call, stream);
     r = settle(comm_, r, options_.timeout);
     if (r != ncclSuccess) {
-      abort_locked(status{errc::op_failed, what + ": " + nccl_words(comm_, r)});
+      abort_locked(status{status_code::op_failed, what + ": " + nccl_words(comm_, r)});
       return broken_;
     }
     pending_op p{seq, nullptr, std::chrono::steady_clock::now()};
@@ -186,12 +186,12 @@ class nccl_communicator final : public communicator {
       spare_.pop_back();
     } else if (cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming) != cudaSuccess) {
       (void)cudaGetLastError();
-      return {errc::backend_error, what + ": its completion cannot be watched"};
+      return {status_code::backend_error, what + ": its completion cannot be watched"};
     }
     if (cudaEventRecord(p.done, stream) != cudaSuccess) {
       (void)cudaGetLastError();
       (void)cudaEventDestroy(p.done);
-      return {errc::backend_error, what + ": its completion cannot be watched"};
+      return {status_code::backend_error, what + ": its completion cannot be watched"};
     }
     // The watchdog finds it at its next round (every 10 ms): a wake-up per collective cost a
     // thread switch and the lock on the launching thread's path.
@@ -248,7 +248,7 @@ class nccl_communicator final : public communicator {
       ncclResult_t state = ncclSuccess;
       if (api().async_error(comm_, &state) == ncclSuccess && state != ncclSuccess &&
           state != ncclInProgress) {
-        abort_locked(status{errc::op_failed, label() + ": " + nccl_words(comm_, state)});
+        abort_locked(status{status_code::op_failed, label() + ": " + nccl_words(comm_, state)});
         continue;
       }
       while (!pending_.empty()) {
@@ -256,7 +256,7 @@ class nccl_communicator final : public communicator {
         if (q == cudaErrorNotReady) {
           const auto waited = std::chrono::steady_clock::now() - pending_.front().since;
           if (waited > options_.timeout) {
-            abort_locked(status{errc::timeout, label() + ": collective #" +
+            abort_locked(status{status_code::timeout, label() + ": collective #" +
                                                    std::to_string(pending_.front().sequence) +
                                                    " did not complete within " +
                                                    std::to_string(options_.timeout.count()) +
@@ -292,32 +292,32 @@ class nccl_communicator final : public communicator {
 
 status nccl_available() {
   const auto& a = api();
-  if (!a.missing.empty()) return {errc::not_supported, a.missing};
+  if (!a.missing.empty()) return {status_code::not_supported, a.missing};
   return {};
 }
 
 result<std::unique_ptr<communicator>> make_nccl_communicator(const nccl_options& o,
                                                              rendezvous_store& store) {
   if (o.size < 1 || o.rank < 0 || o.rank >= o.size) {
-    return status{errc::invalid_argument, "nccl communicator: rank " + std::to_string(o.rank) +
+    return status{status_code::invalid_argument, "nccl communicator: rank " + std::to_string(o.rank) +
                                               " of " + std::to_string(o.size)};
   }
   if (o.name.empty() || o.timeout.count() <= 0 || o.rendezvous_timeout.count() <= 0) {
-    return status{errc::invalid_argument,
+    return status{status_code::invalid_argument,
                   "nccl communicator: a name and timeouts above 0 are needed"};
   }
   if (auto missing = nccl_available(); !missing.ok()) return missing;
   const std::string what = "nccl communicator '" + o.name + "' rank " + std::to_string(o.rank) +
                            " of " + std::to_string(o.size);
   if (cudaSetDevice(o.device) != cudaSuccess) {
-    return status{errc::no_device, what + ": no device " + std::to_string(o.device)};
+    return status{status_code::no_device, what + ": no device " + std::to_string(o.device)};
   }
   const auto& nccl = api();
   const std::string key = o.name + "/" + std::to_string(o.generation) + "/nccl-id";
   ncclUniqueId id{};
   if (o.rank == 0) {
     if (auto r = nccl.get_unique_id(&id); r != ncclSuccess) {
-      return status{errc::backend_error, what + ": ncclGetUniqueId: " + nccl_words(nullptr, r)};
+      return status{status_code::backend_error, what + ": ncclGetUniqueId: " + nccl_words(nullptr, r)};
     }
     std::vector<char> bytes(sizeof id);
     std::memcpy(bytes.data(), &id, sizeof id);
@@ -326,7 +326,7 @@ result<std::unique_ptr<communicator>> make_nccl_communicator(const nccl_options&
     auto got = store.get(key, o.rendezvous_timeout);
     if (!got) return got.error();
     if (got.value().size() != sizeof id) {
-      return status{errc::invalid_argument, what + ": the unique id has " +
+      return status{status_code::invalid_argument, what + ": the unique id has " +
                                                 std::to_string(got.value().size()) +
                                                 " bytes, not " + std::to_string(sizeof id)};
     }
@@ -343,12 +343,12 @@ result<std::unique_ptr<communicator>> make_nccl_communicator(const nccl_options&
                                         std::to_string(o.rendezvous_timeout.count()) + " ms"
                                   : nccl_words(comm, r);
     if (comm != nullptr) (void)nccl.abort(comm);
-    return status{r == ncclInProgress ? errc::timeout : errc::backend_error, what + ": " + words};
+    return status{r == ncclInProgress ? status_code::timeout : status_code::backend_error, what + ": " + words};
   }
   float* scratch = nullptr;
   if (cudaMalloc(reinterpret_cast<void**>(&scratch), sizeof(float)) != cudaSuccess) {
     (void)nccl.abort(comm);
-    return status{errc::out_of_memory, what + ": no room for the barrier's scratch"};
+    return status{status_code::out_of_memory, what + ": no room for the barrier's scratch"};
   }
   return std::unique_ptr<communicator>{std::make_unique<nccl_communicator>(o, comm, scratch)};
 }
@@ -360,7 +360,7 @@ result<std::unique_ptr<communicator>> make_nccl_communicator(const nccl_options&
 namespace cudactor::gpu {
 
 status nccl_available() {
-  return {errc::not_supported, "NCCL needs the CUDA backend, which this build does not have"};
+  return {status_code::not_supported, "NCCL needs the CUDA backend, which this build does not have"};
 }
 
 result<std::unique_ptr<communicator>> make_nccl_communicator(const nccl_options&,

@@ -15,12 +15,12 @@ cuda_probe probe_cuda() {
     probe.error = count.error();
   } else {
     probe.devices = count.value();
-    if (probe.devices == 0) probe.error = status{errc::no_device, "no CUDA device"};
+    if (probe.devices == 0) probe.error = status{status_code::no_device, "no CUDA device"};
   }
   return probe;
 #else
   return cuda_probe{false, 0,
-                    status{errc::not_supported,
+                    status{status_code::not_supported,
                            "cudactor was built without the CUDA backend (CUDACTOR_CUDA=OFF or no "
                            "CUDA toolkit at configure time)"}};
 #endif
@@ -28,7 +28,7 @@ cuda_probe probe_cuda() {
 
 result<backend_selection> open_backend(std::string_view which, const backend_options& options) {
   if (which != "auto" && which != "host" && which != "cuda") {
-    return status{errc::invalid_argument,
+    return status{status_code::invalid_argument,
                   "unknown backend '" + std::string{which} + "' (expected auto, host or cuda)"};
   }
   if (which == "host") {

@@ -20,7 +20,7 @@ result<std::vector<char>> memory_store::get(const std::string& key,
   const bool there =
       changed_.wait_for(lock, limit, [&] { return values_.find(key) != values_.end(); });
   if (!there) {
-    return status{errc::timeout, "rendezvous: no value under '" + key + "' within " +
+    return status{status_code::timeout, "rendezvous: no value under '" + key + "' within " +
                                      std::to_string(limit.count()) + " ms"};
   }
   return values_.at(key);

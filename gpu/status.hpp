@@ -1,6 +1,6 @@
 // gpu/status.hpp
 //
-// status: the outcome of a device-layer call (an errc plus a message naming what failed);
+// status: the outcome of a device-layer call (an status_code plus a message naming what failed);
 // result<T>: a value or the status that explains why there is none. gpu/ reports expected
 // failures through these instead of exceptions, so callers on hot paths and in actors can
 // branch without try/catch, and nothing is silently dropped ([[nodiscard]] on both).
@@ -11,20 +11,20 @@
 #include <utility>
 #include <variant>
 
-#include "cudactor/gpu/errc.hpp"
+#include "cudactor/gpu/status_code.hpp"
 
 namespace cudactor::gpu {
 
 class [[nodiscard]] status {
  public:
   status() noexcept = default;
-  status(errc code, std::string message) : code_(code), message_(std::move(message)) {}
+  status(status_code code, std::string message) : code_(code), message_(std::move(message)) {}
 
   [[nodiscard]] static status success() noexcept { return {}; }
 
-  [[nodiscard]] bool ok() const noexcept { return code_ == errc::ok; }
+  [[nodiscard]] bool ok() const noexcept { return code_ == status_code::ok; }
   explicit operator bool() const noexcept { return ok(); }
-  [[nodiscard]] errc code() const noexcept { return code_; }
+  [[nodiscard]] status_code code() const noexcept { return code_; }
   [[nodiscard]] const std::string& message() const noexcept { return message_; }
 
   // "device_lost: stream 'copy-0' ...": the code's name, then the message.
@@ -35,7 +35,7 @@ class [[nodiscard]] status {
   void ignore() const noexcept {}
 
  private:
-  errc code_ = errc::ok;
+  status_code code_ = status_code::ok;
   std::string message_;
 };
 
@@ -47,7 +47,7 @@ class [[nodiscard]] result {
   result(status error) : state_(std::in_place_index<1>, std::move(error)) {  // NOLINT
     assert(!std::get<1>(state_).ok() && "a result's error must not be ok");
   }
-  result(errc code, std::string message) : result(status{code, std::move(message)}) {}
+  result(status_code code, std::string message) : result(status{code, std::move(message)}) {}
 
   [[nodiscard]] bool ok() const noexcept { return state_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
@@ -71,7 +71,7 @@ class [[nodiscard]] result {
 
   // The error; an ok status when there is a value.
   [[nodiscard]] status error() const { return ok() ? status{} : std::get<1>(state_); }
-  [[nodiscard]] errc code() const noexcept { return ok() ? errc::ok : std::get<1>(state_).code(); }
+  [[nodiscard]] status_code code() const noexcept { return ok() ? status_code::ok : std::get<1>(state_).code(); }
 
  private:
   std::variant<T, status> state_;

@@ -6,7 +6,7 @@
 namespace cudactor::gpu {
 
 result<stream_allocation> stream_allocator::allocate(std::size_t bytes) {
-  if (bytes == 0) return status{errc::invalid_argument, "allocate: zero bytes"};
+  if (bytes == 0) return status{status_code::invalid_argument, "allocate: zero bytes"};
   buffer block;
   auto fit = reusable_.lower_bound(bytes);
   if (fit != reusable_.end() && fit->first / slack <= bytes) {
@@ -16,7 +16,7 @@ result<stream_allocation> stream_allocator::allocate(std::size_t bytes) {
     ++stats_.reuses;
   } else {
     auto fresh = device_->allocate(stream_, bytes);
-    if (!fresh && fresh.code() == errc::out_of_memory && !reusable_.empty()) {
+    if (!fresh && fresh.code() == status_code::out_of_memory && !reusable_.empty()) {
       trim();
       fresh = device_->allocate(stream_, bytes);
     }
@@ -34,7 +34,7 @@ result<stream_allocation> stream_allocator::allocate(std::size_t bytes) {
 status stream_allocator::free(std::uint64_t id, timeline_point at) {
   auto i = live_.find(id);
   if (i == live_.end()) {
-    return {errc::invalid_argument,
+    return {status_code::invalid_argument,
             "free: allocation " + std::to_string(id) +
                 (id != 0 && id < next_id_ ? " was already freed" : " was never made here")};
   }

@@ -14,7 +14,7 @@ namespace cudactor::gpu {
 status copy_in_stream(const launch_context& ctx, void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return {};
   if (dst == nullptr || src == nullptr) {
-    return {errc::invalid_argument,
+    return {status_code::invalid_argument,
             "a copy of " + std::to_string(bytes) + " bytes to or from null"};
   }
 #if CUDACTOR_WITH_CUDA

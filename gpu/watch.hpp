@@ -49,7 +49,7 @@ struct watch_result {
   watch_id id;
   watch_outcome outcome = watch_outcome::completed;
   // ok when completed; otherwise why not: the point's failure (op_failed, dependency_failed,
-  // device_lost, invalid_handle...), errc::timeout, or errc::cancelled.
+  // device_lost, invalid_handle...), status_code::timeout, or status_code::cancelled.
   status error;
   timeline_point point = 0;  // the watched timeline value; 0 for an event watch
   // When the poller found the answer; for `completed`, the detection time.

@@ -52,26 +52,26 @@ caf::error make_error(errc code, std::string context) {
                     caf::make_message(std::move(context))};
 }
 
-errc to_errc(gpu::errc code) noexcept {
+errc to_errc(gpu::status_code code) noexcept {
   switch (code) {
-    case gpu::errc::ok: return errc::none;
-    case gpu::errc::invalid_argument: return errc::invalid_argument;
-    case gpu::errc::invalid_handle: return errc::unknown_stream;
-    case gpu::errc::foreign_handle: return errc::foreign_handle;
-    case gpu::errc::out_of_range: return errc::out_of_range;
-    case gpu::errc::out_of_memory: return errc::out_of_memory;
-    case gpu::errc::not_ready: return errc::not_ready;
-    case gpu::errc::not_recorded: return errc::not_ready;
-    case gpu::errc::not_timing: return errc::not_timing;
-    case gpu::errc::op_failed: return errc::op_failed;
-    case gpu::errc::dependency_failed: return errc::dependency_failed;
-    case gpu::errc::device_lost: return errc::device_lost;
-    case gpu::errc::timeout: return errc::timeout;
-    case gpu::errc::no_device: return errc::no_device;
-    case gpu::errc::not_supported: return errc::not_supported;
-    case gpu::errc::resource_exhausted: return errc::resource_exhausted;
-    case gpu::errc::backend_error: return errc::backend_error;
-    case gpu::errc::cancelled: return errc::cancelled;
+    case gpu::status_code::ok: return errc::none;
+    case gpu::status_code::invalid_argument: return errc::invalid_argument;
+    case gpu::status_code::invalid_handle: return errc::unknown_stream;
+    case gpu::status_code::foreign_handle: return errc::foreign_handle;
+    case gpu::status_code::out_of_range: return errc::out_of_range;
+    case gpu::status_code::out_of_memory: return errc::out_of_memory;
+    case gpu::status_code::not_ready: return errc::not_ready;
+    case gpu::status_code::not_recorded: return errc::not_ready;
+    case gpu::status_code::not_timing: return errc::not_timing;
+    case gpu::status_code::op_failed: return errc::op_failed;
+    case gpu::status_code::dependency_failed: return errc::dependency_failed;
+    case gpu::status_code::device_lost: return errc::device_lost;
+    case gpu::status_code::timeout: return errc::timeout;
+    case gpu::status_code::no_device: return errc::no_device;
+    case gpu::status_code::not_supported: return errc::not_supported;
+    case gpu::status_code::resource_exhausted: return errc::resource_exhausted;
+    case gpu::status_code::backend_error: return errc::backend_error;
+    case gpu::status_code::cancelled: return errc::cancelled;
   }
   return errc::backend_error;
 }

@@ -61,7 +61,7 @@ inline constexpr caf::atom_value error_category = caf::atom("cudactor");
 [[nodiscard]] caf::error make_error(errc code, std::string context);
 
 // The actor-boundary form of a device-layer failure. An ok status gives an empty error.
-[[nodiscard]] errc to_errc(gpu::errc code) noexcept;
+[[nodiscard]] errc to_errc(gpu::status_code code) noexcept;
 [[nodiscard]] caf::error to_error(const gpu::status& failure);
 
 // The context message of a cudactor error (what failed), or "" for other errors.

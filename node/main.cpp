@@ -39,7 +39,7 @@ gpu::status add_operations(operation_registry& ops) {
           "busy",
           [](const gpu::launch_context& ctx, std::uint64_t microseconds) {
             if (microseconds > 60'000'000) {
-              return gpu::status{gpu::errc::invalid_argument, "busy: at most 60 s"};
+              return gpu::status{gpu::status_code::invalid_argument, "busy: at most 60 s"};
             }
             return demo::busy(ctx, microseconds);
           });
@@ -49,7 +49,7 @@ gpu::status add_operations(operation_registry& ops) {
   if (auto s = ops.add_typed<std::string>(
           "fail",
           [](const gpu::launch_context&, const std::string& why) {
-            return gpu::status{gpu::errc::op_failed, why.substr(0, 1024)};
+            return gpu::status{gpu::status_code::op_failed, why.substr(0, 1024)};
           });
       !s.ok()) {
     return s;

@@ -86,12 +86,12 @@ gpu::result<coordinator_actor> spawn_coordinator(caf::actor_system& system,
                                                  const coordinator_context& context,
                                                  coordinator_options options) {
   if (context.device == nullptr || context.streams.empty()) {
-    return gpu::status{gpu::errc::invalid_argument,
+    return gpu::status{gpu::status_code::invalid_argument,
                        "coordinator: needs the backend and at least one stream actor"};
   }
   for (const auto& s : context.streams) {
     if (!s.actor || s.view.empty()) {
-      return gpu::status{gpu::errc::invalid_argument,
+      return gpu::status{gpu::status_code::invalid_argument,
                          "coordinator: stream '" + s.name + "' has no actor or no stream"};
     }
   }

@@ -283,7 +283,7 @@ caf::error coordinator_state::failed_before(const barrier_run& b, std::size_t i)
   auto line = context_.device->timeline_of(pool_.at(b.members[i]).view);
   if (!line) return {};
   const gpu::query_result q = (*line)->query(work);
-  if (!q.failed() || q.error.code() == gpu::errc::device_lost) return {};
+  if (!q.failed() || q.error.code() == gpu::status_code::device_lost) return {};
   return make_error(errc::dependency_failed, "stream '" + b.arrivals[i].name +
                                                  "' reached the barrier with failed work: " +
                                                  cudactor::describe(to_error(q.error)));

@@ -19,9 +19,9 @@ gpu::status relay_store::set(const std::string& key, std::vector<char> value) {
   std::string bytes(value.begin(), value.end());
   {
     std::lock_guard<std::mutex> lock{mutex_};
-    if (!cancelled_.empty()) return {gpu::errc::cancelled, cancelled_};
+    if (!cancelled_.empty()) return {gpu::status_code::cancelled, cancelled_};
     if (values_.size() >= max_keys_ && values_.count(key) == 0) {
-      return {gpu::errc::resource_exhausted,
+      return {gpu::status_code::resource_exhausted,
               "the rendezvous holds " + std::to_string(max_keys_) + " keys, its most"};
     }
     values_[key] = std::move(value);
@@ -36,9 +36,9 @@ gpu::result<std::vector<char>> relay_store::get(const std::string& key,
   std::unique_lock<std::mutex> lock{mutex_};
   const bool there = changed_.wait_for(
       lock, limit, [&] { return !cancelled_.empty() || values_.count(key) != 0; });
-  if (!cancelled_.empty()) return gpu::status{gpu::errc::cancelled, cancelled_};
+  if (!cancelled_.empty()) return gpu::status{gpu::status_code::cancelled, cancelled_};
   if (!there) {
-    return gpu::status{gpu::errc::timeout, "no rank wrote '" + key + "' within " +
+    return gpu::status{gpu::status_code::timeout, "no rank wrote '" + key + "' within " +
                                                std::to_string(limit.count()) + " ms"};
   }
   return values_.at(key);

@@ -84,7 +84,7 @@ gpu::result<spawned_stream> spawn_stream_actor(caf::actor_system& system,
                                                const stream_context& context,
                                                stream_actor_options options) {
   if (context.device == nullptr || context.poller == nullptr || !context.events) {
-    return gpu::status{gpu::errc::invalid_argument, "stream actor: incomplete context"};
+    return gpu::status{gpu::status_code::invalid_argument, "stream actor: incomplete context"};
   }
   if (options.name.empty()) options.name = "stream-" + std::to_string(options.id.value);
   auto made = context.device->create_stream({options.name, options.priority});

@@ -267,7 +267,7 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
       // What it waits for never reached its stream: nothing to come after; nothing to read.
       if (w.order_only) continue;
       return gpu::status{
-          gpu::errc::dependency_failed,
+          gpu::status_code::dependency_failed,
           "stream '" + options_.name + "': an operation it waits for never reached its stream"};
     }
     launched = w.order_only ? device.order_after(s, w.stream, w.point)

@@ -60,7 +60,7 @@ work spin_work() {
   return work::local([](const gpu::launch_context& ctx) -> gpu::status {
     const int e = kernels::spin(ctx.native_stream(), kernel_ns);
     if (e == 0) return {};
-    return {gpu::errc::op_failed, "spin kernel: " + kernels::error_name(e)};
+    return {gpu::status_code::op_failed, "spin kernel: " + kernels::error_name(e)};
   });
 }
 

@@ -85,7 +85,7 @@ struct device {
              [target, ns](const gpu::launch_context& ctx) -> gpu::status {
                const int e = kernels::stamped(ctx.native_stream(), ns, target);
                if (e == 0) return {};
-               return {gpu::errc::op_failed, "stamped kernel: " + kernels::error_name(e)};
+               return {gpu::status_code::op_failed, "stamped kernel: " + kernels::error_name(e)};
              }),
          "enqueue");
   }

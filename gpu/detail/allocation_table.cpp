@@ -19,11 +19,11 @@ void allocation_table::add(const void* data, allocation record) {
 status allocation_table::check(const void* data, std::size_t bytes, memory_side side,
                                std::string_view role) const {
   std::string what{role};
-  if (data == nullptr) return {errc::invalid_argument, what + " pointer is null"};
-  if (bytes == 0) return {errc::invalid_argument, "size is zero"};
+  if (data == nullptr) return {status_code::invalid_argument, what + " pointer is null"};
+  if (bytes == 0) return {status_code::invalid_argument, "size is zero"};
   const auto address = reinterpret_cast<std::uintptr_t>(data);
   if (address + bytes < address) {
-    return {errc::out_of_range,
+    return {status_code::out_of_range,
             what + " range of " + std::to_string(bytes) + " bytes wraps around the address space"};
   }
   std::lock_guard<std::mutex> lock{mutex_};
@@ -39,7 +39,7 @@ status allocation_table::check(const void* data, std::size_t bytes, memory_side 
   }
   if (owner == nullptr) {
     if (side == memory_side::device && strict_) {
-      return {errc::invalid_argument,
+      return {status_code::invalid_argument,
               what + " " + format_address(data) + " is not device memory of this backend"};
     }
     return {};
@@ -48,21 +48,21 @@ status allocation_table::check(const void* data, std::size_t bytes, memory_side 
                             std::string{to_string(owner->kind)} + " allocation at " +
                             format_address(reinterpret_cast<const void*>(start));
   if (owner->freeing) {
-    return {errc::invalid_argument, what + " " + format_address(data) + " lies in " + where +
+    return {status_code::invalid_argument, what + " " + format_address(data) + " lies in " + where +
                                         ", which is already being freed"};
   }
   const std::uintptr_t end = start + owner->size;
   if (address + bytes > end) {
-    return {errc::out_of_range, what + " range of " + std::to_string(bytes) + " bytes at " +
+    return {status_code::out_of_range, what + " range of " + std::to_string(bytes) + " bytes at " +
                                     format_address(data) + " overruns " + where + " by " +
                                     std::to_string(address + bytes - end) + " bytes"};
   }
   if (side == memory_side::device && owner->kind == memory_kind::pinned_host) {
-    return {errc::invalid_argument,
+    return {status_code::invalid_argument,
             what + " " + format_address(data) + " is pinned host memory, not device memory"};
   }
   if (side == memory_side::host && owner->kind == memory_kind::device) {
-    return {errc::invalid_argument,
+    return {status_code::invalid_argument,
             what + " " + format_address(data) + " is device memory, not host memory"};
   }
   return {};
@@ -76,29 +76,29 @@ status allocation_table::check_copy(void* dst, const void* src, std::size_t byte
     case copy_kind::host_to_device: src_side = memory_side::host; break;
     case copy_kind::device_to_host: dst_side = memory_side::host; break;
     case copy_kind::device_to_device: break;
-    default: return {errc::invalid_argument, "unknown copy direction"};
+    default: return {status_code::invalid_argument, "unknown copy direction"};
   }
   if (auto bad = check(dst, bytes, dst_side, "destination"); !bad.ok()) return bad;
   if (auto bad = check(src, bytes, src_side, "source"); !bad.ok()) return bad;
   const auto to = reinterpret_cast<std::uintptr_t>(dst);
   const auto from = reinterpret_cast<std::uintptr_t>(src);
   if (to < from + bytes && from < to + bytes) {
-    return {errc::invalid_argument,
+    return {status_code::invalid_argument,
             "source and destination of a " + std::to_string(bytes) + "-byte copy overlap"};
   }
   return {};
 }
 
 result<allocation> allocation_table::begin_free(const void* data) {
-  if (data == nullptr) return status{errc::invalid_argument, "free of a null pointer"};
+  if (data == nullptr) return status{status_code::invalid_argument, "free of a null pointer"};
   std::lock_guard<std::mutex> lock{mutex_};
   auto it = live_.find(reinterpret_cast<std::uintptr_t>(data));
   if (it == live_.end()) {
-    return status{errc::invalid_handle,
+    return status{status_code::invalid_handle,
                   format_address(data) + " is not the start of a live allocation of this backend"};
   }
   if (it->second.freeing) {
-    return status{errc::invalid_handle,
+    return status{status_code::invalid_handle,
                   "the allocation at " + format_address(data) + " is already being freed"};
   }
   it->second.freeing = true;

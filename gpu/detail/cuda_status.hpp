@@ -1,7 +1,7 @@
 // gpu/detail/cuda_status.hpp
 //
 // CUDA runtime errors as device-layer statuses: the CUDA name and text plus what was being
-// done, classified into gpu::errc. Sticky errors (a kernel fault that poisons the context)
+// done, classified into gpu::status_code. Sticky errors (a kernel fault that poisons the context)
 // become device_lost; cudaErrorNotReady is cleared from the thread's last error so that it
 // never resurfaces as a false launch failure. Internal to gpu/: needs cuda_runtime.h.
 #pragma once
@@ -17,7 +17,7 @@ namespace cudactor::gpu::detail {
 // A kernel fault that leaves the context unusable until the device is reset.
 [[nodiscard]] bool is_sticky(cudaError_t error) noexcept;
 
-[[nodiscard]] errc classify(cudaError_t error) noexcept;
+[[nodiscard]] status_code classify(cudaError_t error) noexcept;
 
 // "cudaErrorIllegalAddress: an illegal memory access was encountered (recording event #2.1
 // on stream 'copy')". ok for cudaSuccess.

@@ -233,13 +233,13 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
       try {
         outcome = o.work ? o.work(launch_context{backend_kind::host, o.stream, nullptr}) : o.body();
       } catch (const std::exception& e) {
-        outcome = status{errc::op_failed, std::string{"threw: "} + e.what()};
+        outcome = status{status_code::op_failed, std::string{"threw: "} + e.what()};
       } catch (...) {
-        outcome = status{errc::op_failed, "threw a non-standard exception"};
+        outcome = status{status_code::op_failed, "threw a non-standard exception"};
       }
       if (!outcome.ok()) {
         note_failure(
-            *s, status{errc::op_failed, "work on " + s->label + " failed: " + outcome.to_string()});
+            *s, status{status_code::op_failed, "work on " + s->label + " failed: " + outcome.to_string()});
       }
       if (o.then_signal) reach(*s, o.value);
       return step::done;
@@ -253,7 +253,7 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
       status outcome = o.point->outcome();
       if (!outcome.ok()) {
         note_failure(
-            *s, status{errc::dependency_failed, s->label + " waited on " + waited_on(o) +
+            *s, status{status_code::dependency_failed, s->label + " waited on " + waited_on(o) +
                                                     ", whose work failed: " + outcome.to_string()});
       }
       return step::done;
@@ -274,7 +274,7 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
     case host_op_kind::callback: invoke(o.callback, {}); return step::done;
     case host_op_kind::signal: reach(*s, o.value); return step::done;
     case host_op_kind::fail:
-      note_failure(*s, status{errc::op_failed, "injected failure on " + s->label + ": " + o.what});
+      note_failure(*s, status{status_code::op_failed, "injected failure on " + s->label + ": " + o.what});
       return step::done;
     case host_op_kind::device_fault:
       lose_device("fault injected on " + s->label + ": " + o.what);
@@ -380,7 +380,7 @@ void host_engine::lose_device(std::string why) {
   {
     std::lock_guard<std::mutex> lock{mutex_};
     if (!lost_.load(std::memory_order_acquire)) {
-      lost_status_ = status{errc::device_lost, std::move(why)};
+      lost_status_ = status{status_code::device_lost, std::move(why)};
       lost_.store(true, std::memory_order_seq_cst);
     }
     loss = lost_status_;

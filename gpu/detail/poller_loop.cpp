@@ -113,7 +113,7 @@ void completion_poller::impl::cancel_now(const watch_id& id) {
   if (entry == nullptr) return;  // already answered: the cancel does nothing
   watch_entry taken = s->queue.take(*entry);
   answer(*s, std::move(taken), watch_outcome::cancelled,
-         {errc::cancelled,
+         {status_code::cancelled,
           "watch " + std::to_string(id.sequence) + " on stream '" + s->name + "' was cancelled"},
          watch_clock::now());
 }
@@ -218,7 +218,7 @@ void completion_poller::impl::expire_deadlines(time_point now) {
     const std::string what =
         taken.is_event ? std::string{"an event"} : "point " + std::to_string(taken.point);
     answer(*s, std::move(taken), watch_outcome::timed_out,
-           {errc::timeout, "watch of " + what + " on stream '" + s->name + "' passed its deadline"},
+           {status_code::timeout, "watch of " + what + " on stream '" + s->name + "' passed its deadline"},
            now);
   }
 }
@@ -381,7 +381,7 @@ void completion_poller::impl::shut_down() {
     core_->inbox_ready.store(false);
   }
   const time_point now = watch_clock::now();
-  const status why{errc::cancelled, "the completion poller stopped"};
+  const status why{status_code::cancelled, "the completion poller stopped"};
   // Queued watches are older than those still in the inbox: answer them first.
   for (auto& [key, s] : streams_) {
     s->queue.drain([&](watch_entry&& entry) {

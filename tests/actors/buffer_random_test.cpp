@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(random_graphs_match_a_sequential_execution) {
       }
       const bool wrote = transform_bytes(op, memory);
       marks->end[index] = now();
-      return wrote ? gpu::status{} : gpu::status{gpu::errc::op_failed, "planned failure"};
+      return wrote ? gpu::status{} : gpu::status{gpu::status_code::op_failed, "planned failure"};
     });
   };
   // First a graph that writes every buffer (the model starts from zeros too).

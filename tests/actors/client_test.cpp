@@ -31,7 +31,7 @@ T get_within(std::future<T>& f, std::chrono::seconds limit = 10s) {
 
 work failing() {
   return work::local([](const gpu::launch_context&) {
-    return gpu::status{gpu::errc::op_failed, "on purpose"};
+    return gpu::status{gpu::status_code::op_failed, "on purpose"};
   });
 }
 

@@ -63,7 +63,7 @@ struct ranks {
                std::chrono::milliseconds timeout = 10s) {
     const int n = static_cast<int>(nodes.size());
     std::vector<gpu::result<std::unique_ptr<gpu::communicator>>> made;
-    for (int r = 0; r < n; ++r) made.emplace_back(gpu::status{gpu::errc::cancelled, "not made"});
+    for (int r = 0; r < n; ++r) made.emplace_back(gpu::status{gpu::status_code::cancelled, "not made"});
     std::vector<std::thread> threads;
     for (int r = 0; r < n; ++r) {
       threads.emplace_back([&, r] {

@@ -23,7 +23,7 @@ BOOST_AUTO_TEST_CASE(a_begun_operation_that_never_completes_leaves_its_stream_cl
   auto shared = g.opened();
   auto bad = add(spec_of(work::local([shared](const gpu::launch_context&) {
     shared.wait();
-    return gpu::status{gpu::errc::op_failed, "the held kernel failed"};
+    return gpu::status{gpu::status_code::op_failed, "the held kernel failed"};
   })));
   const op_info held_on = placed(bad);  // a dependent then goes where the pool says
   auto manual = add(spec_of({}, {bad}));
@@ -43,7 +43,7 @@ BOOST_AUTO_TEST_CASE(a_begun_operation_that_never_completes_leaves_its_stream_cl
   BOOST_REQUIRE(rt().device()
                     .enqueue(second_lease->handle(),
                              [](const gpu::launch_context&) {
-                               return gpu::status{gpu::errc::op_failed, "the caller's kernel"};
+                               return gpu::status{gpu::status_code::op_failed, "the caller's kernel"};
                              })
                     .ok());
   auto failed = ask<op_state>(co(), enqueued_atom::value, second,

@@ -53,9 +53,9 @@ int serve() {
   auto quote = config.operations().add("quote", [](const gpu::launch_context&,
                                                    const caf::message& args) {
     if (!args.match_elements<std::string, int>()) {
-      return gpu::status{gpu::errc::invalid_argument, "quote: (string, int)"};
+      return gpu::status{gpu::status_code::invalid_argument, "quote: (string, int)"};
     }
-    return gpu::status{gpu::errc::op_failed, "received '" + args.get_as<std::string>(0) + "' and " +
+    return gpu::status{gpu::status_code::op_failed, "received '" + args.get_as<std::string>(0) + "' and " +
                                                  std::to_string(args.get_as<int>(1))};
   });
   if (!nop.ok() || !quote.ok()) return 1;

@@ -70,7 +70,7 @@ BOOST_AUTO_TEST_CASE(named_operations_run_from_the_registry) {
                                 "add",
                                 [hits](const gpu::launch_context&, const caf::message& args) {
                                   if (!args.match_elements<int>()) {
-                                    return gpu::status{gpu::errc::invalid_argument, "add: (int)"};
+                                    return gpu::status{gpu::status_code::invalid_argument, "add: (int)"};
                                   }
                                   hits->fetch_add(args.get_as<int>(0));
                                   return gpu::status{};

@@ -30,7 +30,7 @@ work noop() {
 
 work failing(std::string why) {
   return work::local([why](const gpu::launch_context&) {
-    return gpu::status{gpu::errc::op_failed, why};
+    return gpu::status{gpu::status_code::op_failed, why};
   });
 }
 

@@ -89,19 +89,19 @@ inline void a_destroyed_stream_is_an_invalid_handle(conformance_target& t) {
   auto e = make_event(b);
   CUDACTOR_REQUIRE_OK(s.reset());
   BOOST_TEST(!s.valid());
-  CUDACTOR_CHECK_ERRC(b.record(e, stale), gpu::errc::invalid_handle);
-  CUDACTOR_CHECK_ERRC(b.wait(stale, e), gpu::errc::invalid_handle);
-  CUDACTOR_CHECK_ERRC(b.signal(stale).error(), gpu::errc::invalid_handle);
-  CUDACTOR_CHECK_ERRC(b.allocate(stale, 64).error(), gpu::errc::invalid_handle);
-  CUDACTOR_CHECK_ERRC(b.stream_name(stale).error(), gpu::errc::invalid_handle);
-  CUDACTOR_CHECK_ERRC(b.destroy_stream(stale), gpu::errc::invalid_handle);
-  CUDACTOR_CHECK_ERRC(b.add_callback(stale, [](const gpu::status&) {}), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.record(e, stale), gpu::status_code::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.wait(stale, e), gpu::status_code::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.signal(stale).error(), gpu::status_code::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.allocate(stale, 64).error(), gpu::status_code::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.stream_name(stale).error(), gpu::status_code::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.destroy_stream(stale), gpu::status_code::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.add_callback(stale, [](const gpu::status&) {}), gpu::status_code::invalid_handle);
   // The message names the stream.
   const auto why = b.record(e, stale);
   BOOST_TEST(why.message().find(gpu::to_string(stale.id())) != std::string::npos);
   // A slot reused by a new stream does not answer for the old reference.
   auto successor = make_stream(b, "successor");
-  CUDACTOR_CHECK_ERRC(b.stream_name(stale).error(), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.stream_name(stale).error(), gpu::status_code::invalid_handle);
   BOOST_TEST(b.failed_releases() == 0u);
 }
 
@@ -112,14 +112,14 @@ inline void handles_of_another_backend_are_foreign(conformance_target& t) {
   auto their_event = make_event(*other);
   auto mine = make_stream(b, "mine");
   auto my_event = make_event(b);
-  CUDACTOR_CHECK_ERRC(b.record(my_event, theirs), gpu::errc::foreign_handle);
-  CUDACTOR_CHECK_ERRC(b.record(their_event, mine), gpu::errc::foreign_handle);
-  CUDACTOR_CHECK_ERRC(b.wait(mine, their_event), gpu::errc::foreign_handle);
-  CUDACTOR_CHECK_ERRC(b.query(their_event).error, gpu::errc::foreign_handle);
+  CUDACTOR_CHECK_ERRC(b.record(my_event, theirs), gpu::status_code::foreign_handle);
+  CUDACTOR_CHECK_ERRC(b.record(their_event, mine), gpu::status_code::foreign_handle);
+  CUDACTOR_CHECK_ERRC(b.wait(mine, their_event), gpu::status_code::foreign_handle);
+  CUDACTOR_CHECK_ERRC(b.query(their_event).error, gpu::status_code::foreign_handle);
   BOOST_TEST(b.query(their_event).failed());
   auto their_buffer = other->allocate(theirs, 64);
   BOOST_REQUIRE(their_buffer.ok());
-  CUDACTOR_CHECK_ERRC(b.free_async(mine, their_buffer.value()), gpu::errc::foreign_handle);
+  CUDACTOR_CHECK_ERRC(b.free_async(mine, their_buffer.value()), gpu::status_code::foreign_handle);
   BOOST_TEST(their_buffer.value().valid());
 }
 
@@ -127,12 +127,12 @@ inline void empty_references_are_invalid_arguments(conformance_target& t) {
   auto& b = t.backend();
   auto s = make_stream(b);
   auto e = make_event(b);
-  CUDACTOR_CHECK_ERRC(b.record(e, gpu::stream_ref{}), gpu::errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(b.record(gpu::event_ref{}, s), gpu::errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(b.enqueue(s, gpu::work_fn{}), gpu::errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(b.add_callback(s, gpu::host_callback{}), gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.record(e, gpu::stream_ref{}), gpu::status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.record(gpu::event_ref{}, s), gpu::status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.enqueue(s, gpu::work_fn{}), gpu::status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.add_callback(s, gpu::host_callback{}), gpu::status_code::invalid_argument);
   CUDACTOR_CHECK_ERRC(b.create_event(static_cast<gpu::event_kind>(7)).error(),
-                      gpu::errc::invalid_argument);
+                      gpu::status_code::invalid_argument);
 }
 
 inline void a_never_recorded_event_is_complete_and_waiting_on_it_does_not_wait(
@@ -212,7 +212,7 @@ inline void a_point_wait_orders_work_across_streams(conformance_target& t) {
   auto second = b.signal(producer);
   BOOST_REQUIRE(second.ok());
   CUDACTOR_CHECK_ERRC(b.wait_point(consumer, producer, second.value() + 1),
-                      gpu::errc::invalid_argument);          // not signalled yet
+                      gpu::status_code::invalid_argument);          // not signalled yet
   CUDACTOR_REQUIRE_OK(b.wait_point(consumer, producer, 0));  // nothing to wait for
   CUDACTOR_REQUIRE_OK(b.wait_point(consumer, producer, second.value()));
   CUDACTOR_REQUIRE_OK(b.record(consumed, consumer));
@@ -224,8 +224,8 @@ inline void a_point_wait_orders_work_across_streams(conformance_target& t) {
   auto gone = make_stream(b, "gone");
   const gpu::stream_ref stale = gone.ref();
   CUDACTOR_REQUIRE_OK(b.destroy_stream(stale));
-  CUDACTOR_CHECK_ERRC(b.wait_point(consumer, stale, 1), gpu::errc::invalid_handle);
-  CUDACTOR_CHECK_ERRC(b.wait_point(stale, producer, 1), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.wait_point(consumer, stale, 1), gpu::status_code::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.wait_point(stale, producer, 1), gpu::status_code::invalid_handle);
 }
 
 // order_after holds later work like wait_point; what it carries is tested per backend (a
@@ -239,7 +239,7 @@ inline void an_order_holds_work_until_the_point(conformance_target& t) {
   auto point = b.signal(producer);
   BOOST_REQUIRE(point.ok());
   CUDACTOR_CHECK_ERRC(b.order_after(consumer, producer, point.value() + 1),
-                      gpu::errc::invalid_argument);  // not signalled yet
+                      gpu::status_code::invalid_argument);  // not signalled yet
   CUDACTOR_REQUIRE_OK(b.order_after(consumer, producer, point.value()));
   CUDACTOR_REQUIRE_OK(b.record(consumed, consumer));
   std::this_thread::sleep_for(20ms);
@@ -270,13 +270,13 @@ inline void elapsed_needs_recorded_complete_timing_events(conformance_target& t)
   auto regular = make_event(b, gpu::event_kind::regular);
   auto start = make_event(b, gpu::event_kind::timing);
   auto end = make_event(b, gpu::event_kind::timing);
-  CUDACTOR_CHECK_ERRC(b.elapsed(start, end).error(), gpu::errc::not_recorded);
+  CUDACTOR_CHECK_ERRC(b.elapsed(start, end).error(), gpu::status_code::not_recorded);
   CUDACTOR_REQUIRE_OK(b.record(regular, s));
   CUDACTOR_REQUIRE_OK(b.record(start, s));
-  CUDACTOR_CHECK_ERRC(b.elapsed(regular, start).error(), gpu::errc::not_timing);
+  CUDACTOR_CHECK_ERRC(b.elapsed(regular, start).error(), gpu::status_code::not_timing);
   auto held = t.hold(s);
   CUDACTOR_REQUIRE_OK(b.record(end, s));
-  CUDACTOR_CHECK_ERRC(b.elapsed(start, end).error(), gpu::errc::not_ready);
+  CUDACTOR_CHECK_ERRC(b.elapsed(start, end).error(), gpu::status_code::not_ready);
   held->release();
   CUDACTOR_REQUIRE_OK(b.synchronize(s));
   BOOST_TEST(b.elapsed(start, end).ok());
@@ -323,27 +323,27 @@ inline void copies_are_checked_against_their_allocations(conformance_target& t) 
   std::vector<std::uint8_t> host(1024);
   void* d = device.value().data();
   using gpu::copy_kind;
-  using gpu::errc;
+  using gpu::status_code;
   CUDACTOR_CHECK_ERRC(b.copy(s, d, host.data(), 0, copy_kind::host_to_device),
-                      errc::invalid_argument);
+                      status_code::invalid_argument);
   CUDACTOR_CHECK_ERRC(b.copy(s, nullptr, host.data(), 16, copy_kind::host_to_device),
-                      errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(b.copy(s, d, nullptr, 16, copy_kind::host_to_device), errc::invalid_argument);
+                      status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.copy(s, d, nullptr, 16, copy_kind::host_to_device), status_code::invalid_argument);
   CUDACTOR_CHECK_ERRC(b.copy(s, d, host.data(), 257, copy_kind::host_to_device),
-                      errc::out_of_range);
+                      status_code::out_of_range);
   CUDACTOR_CHECK_ERRC(
       b.copy(s, static_cast<std::uint8_t*>(d) + 200, host.data(), 100, copy_kind::host_to_device),
-      errc::out_of_range);
+      status_code::out_of_range);
   CUDACTOR_CHECK_ERRC(b.copy(s, host.data(), d, 512, copy_kind::device_to_host),
-                      errc::out_of_range);
+                      status_code::out_of_range);
   CUDACTOR_CHECK_ERRC(b.copy(s, host.data(), d, 16, copy_kind::host_to_device),
-                      errc::invalid_argument);  // device memory given as the host source
+                      status_code::invalid_argument);  // device memory given as the host source
   CUDACTOR_CHECK_ERRC(
       b.copy(s, d, static_cast<std::uint8_t*>(d) + 8, 16, copy_kind::device_to_device),
-      errc::invalid_argument);  // overlap
-  CUDACTOR_CHECK_ERRC(b.fill(s, d, 0, 0), errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(b.fill(s, d, 0, 1000), errc::out_of_range);
-  CUDACTOR_CHECK_ERRC(b.fill(s, nullptr, 0, 8), errc::invalid_argument);
+      status_code::invalid_argument);  // overlap
+  CUDACTOR_CHECK_ERRC(b.fill(s, d, 0, 0), status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.fill(s, d, 0, 1000), status_code::out_of_range);
+  CUDACTOR_CHECK_ERRC(b.fill(s, nullptr, 0, 8), status_code::invalid_argument);
   const auto why = b.copy(s, d, host.data(), 257, copy_kind::host_to_device);
   BOOST_TEST(why.message().find("overruns") != std::string::npos);
   // Nothing bad was enqueued: the stream still works.
@@ -356,10 +356,10 @@ inline void copies_are_checked_against_their_allocations(conformance_target& t) 
 inline void allocation_sizes_are_checked(conformance_target& t) {
   auto& b = t.backend();
   auto s = make_stream(b);
-  CUDACTOR_CHECK_ERRC(b.allocate(s, 0).error(), gpu::errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(b.allocate_managed(0).error(), gpu::errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(b.allocate_pinned(0).error(), gpu::errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(b.allocate(s, std::size_t{1} << 60).error(), gpu::errc::out_of_memory);
+  CUDACTOR_CHECK_ERRC(b.allocate(s, 0).error(), gpu::status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.allocate_managed(0).error(), gpu::status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.allocate_pinned(0).error(), gpu::status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.allocate(s, std::size_t{1} << 60).error(), gpu::status_code::out_of_memory);
   // The backend is still usable after refusing.
   auto fine = b.allocate(s, 4096);
   BOOST_TEST(fine.ok());
@@ -375,19 +375,19 @@ inline void stream_ordered_free_releases_in_stream_order(conformance_target& t) 
   CUDACTOR_REQUIRE_OK(b.fill(s, memory.value().data(), 1, 1024));
   CUDACTOR_REQUIRE_OK(b.free_async(s, memory.value()));
   BOOST_TEST(!memory.value().valid());
-  CUDACTOR_CHECK_ERRC(b.free_async(s, memory.value()), gpu::errc::invalid_argument);  // empty
+  CUDACTOR_CHECK_ERRC(b.free_async(s, memory.value()), gpu::status_code::invalid_argument);  // empty
   // Freeing on a destroyed stream leaves the caller its buffer.
   auto kept = b.allocate(other, 64);
   BOOST_REQUIRE(kept.ok());
   auto doomed = make_stream(b, "doomed");
   const gpu::stream_ref stale = doomed.ref();
   CUDACTOR_REQUIRE_OK(doomed.reset());
-  CUDACTOR_CHECK_ERRC(b.free_async(stale, kept.value()), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.free_async(stale, kept.value()), gpu::status_code::invalid_handle);
   BOOST_TEST(kept.value().valid());
   // Managed memory is not freed in stream order.
   auto managed = b.allocate_managed(64);
   BOOST_REQUIRE(managed.ok());
-  CUDACTOR_CHECK_ERRC(b.free_async(s, managed.value()), gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.free_async(s, managed.value()), gpu::status_code::invalid_argument);
   BOOST_TEST(managed.value().valid());
   CUDACTOR_REQUIRE_OK(b.synchronize(s));
   BOOST_TEST(b.failed_releases() == 0u);
@@ -402,9 +402,9 @@ inline void prefetch_takes_managed_memory(conformance_target& t) {
   CUDACTOR_REQUIRE_OK(b.prefetch(s, managed.value().data(), 4096, gpu::prefetch_target::device));
   CUDACTOR_REQUIRE_OK(b.prefetch(s, managed.value().data(), 4096, gpu::prefetch_target::host));
   CUDACTOR_CHECK_ERRC(b.prefetch(s, device.value().data(), 4096, gpu::prefetch_target::device),
-                      gpu::errc::invalid_argument);
+                      gpu::status_code::invalid_argument);
   CUDACTOR_CHECK_ERRC(b.prefetch(s, managed.value().data(), 8192, gpu::prefetch_target::device),
-                      gpu::errc::out_of_range);
+                      gpu::status_code::out_of_range);
   CUDACTOR_REQUIRE_OK(b.synchronize(s));
 }
 
@@ -452,7 +452,7 @@ inline void timeline_values_are_reached_in_order(conformance_target& t) {
   BOOST_TEST(tl.completed() == 0u);
   BOOST_TEST(!tl.is_reached(1));
   BOOST_TEST(tl.query(1).state == gpu::event_state::not_ready);
-  CUDACTOR_CHECK_ERRC(tl.wait(1, 20ms), gpu::errc::timeout);
+  CUDACTOR_CHECK_ERRC(tl.wait(1, 20ms), gpu::status_code::timeout);
   held->release();
   CUDACTOR_REQUIRE_OK(tl.wait(3, 0ms));
   BOOST_TEST(tl.completed() == 3u);
@@ -473,7 +473,7 @@ inline void failed_work_fails_the_point_after_it(conformance_target& t) {
   BOOST_REQUIRE(line.ok());
   auto& tl = *line.value();
   (void)b.enqueue(s, [](const gpu::launch_context&) {
-    return gpu::status{gpu::errc::op_failed, "refused by the test"};
+    return gpu::status{gpu::status_code::op_failed, "refused by the test"};
   });
   auto point = b.signal(s);
   BOOST_REQUIRE(point.ok());
@@ -524,7 +524,7 @@ inline void work_enqueued_with_its_point_fails_only_that_point(conformance_targe
   BOOST_REQUIRE(plain.ok());
   BOOST_TEST(plain.value() == 2u);
   auto failing = b.enqueue_signalled(s, [](const gpu::launch_context&) {
-    return gpu::status{gpu::errc::op_failed, "refused by the test"};
+    return gpu::status{gpu::status_code::op_failed, "refused by the test"};
   });
   BOOST_REQUIRE(failing.point.ok());
   BOOST_TEST(failing.point.value() == 3u);
@@ -543,7 +543,7 @@ inline void work_enqueued_with_its_point_fails_only_that_point(conformance_targe
   BOOST_TEST(tl.query(4).ready());
 
   auto empty = b.enqueue_signalled(s, gpu::work_fn{});
-  CUDACTOR_CHECK_ERRC(empty.launched, gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(empty.launched, gpu::status_code::invalid_argument);
   BOOST_REQUIRE(empty.point.ok());
   BOOST_TEST(empty.point.value() == 5u);
   CUDACTOR_REQUIRE_OK(tl.wait(5, 5000ms));
@@ -551,9 +551,9 @@ inline void work_enqueued_with_its_point_fails_only_that_point(conformance_targe
   const gpu::stream_ref gone = s.ref();
   CUDACTOR_REQUIRE_OK(s.reset());
   auto refused = b.enqueue_signalled(gone, fine);
-  CUDACTOR_CHECK_ERRC(refused.launched, gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(refused.launched, gpu::status_code::invalid_handle);
   BOOST_REQUIRE(!refused.point.ok());
-  CUDACTOR_CHECK_ERRC(refused.point.error(), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(refused.point.error(), gpu::status_code::invalid_handle);
 }
 
 // The first event recorded after failed work reports the failure, once; a stream that waits
@@ -566,7 +566,7 @@ inline void failed_work_fails_the_first_event_after_it(conformance_target& t) {
   auto first = make_event(b);
   auto second = make_event(b);
   (void)b.enqueue(s, [](const gpu::launch_context&) {
-    return gpu::status{gpu::errc::op_failed, "refused by the test"};
+    return gpu::status{gpu::status_code::op_failed, "refused by the test"};
   });
   CUDACTOR_REQUIRE_OK(b.record(first, s));
   CUDACTOR_REQUIRE_OK(b.record(second, s));
@@ -587,7 +587,7 @@ inline void failed_work_fails_the_first_event_after_it(conformance_target& t) {
   auto other_line = b.timeline_of(other);
   BOOST_REQUIRE(other_line.ok());
   const auto carried = other_line.value()->wait(after.value(), 5000ms);
-  BOOST_TEST(carried.code() == gpu::errc::dependency_failed, carried.to_string());
+  BOOST_TEST(carried.code() == gpu::status_code::dependency_failed, carried.to_string());
   BOOST_TEST(carried.message().find("refused by the test") != std::string::npos,
              carried.to_string());
 }
@@ -608,9 +608,9 @@ inline void signals_past_the_in_flight_bound_are_refused(conformance_target& t) 
     BOOST_REQUIRE_MESSAGE(value.ok(), value.error().to_string());
     last = value.value();
   }
-  CUDACTOR_CHECK_ERRC(b.signal(s).error(), gpu::errc::resource_exhausted);
+  CUDACTOR_CHECK_ERRC(b.signal(s).error(), gpu::status_code::resource_exhausted);
   auto both = b.enqueue_signalled(s, [](const gpu::launch_context&) { return gpu::status{}; });
-  CUDACTOR_CHECK_ERRC(both.point.error(), gpu::errc::resource_exhausted);
+  CUDACTOR_CHECK_ERRC(both.point.error(), gpu::status_code::resource_exhausted);
   held->release();
   auto line = b.timeline_of(s);
   BOOST_REQUIRE(line.ok());
@@ -640,14 +640,14 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   auto c = make_stream(b, "c");
   const gpu::stream_ref old = a.ref();
   a = std::move(c);
-  CUDACTOR_CHECK_ERRC(b.stream_name(old).error(), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.stream_name(old).error(), gpu::status_code::invalid_handle);
   BOOST_TEST(b.stream_name(a).value() == "c");
   BOOST_TEST(!c.valid());
   auto e = make_event(b);
   auto f = make_event(b);
   const gpu::event_ref old_event = e.ref();
   e = std::move(f);
-  CUDACTOR_CHECK_ERRC(b.query(old_event).error, gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.query(old_event).error, gpu::status_code::invalid_handle);
   auto memory = b.allocate(a, 64);
   auto more = b.allocate(a, 64);
   BOOST_REQUIRE(memory.ok() && more.ok());

@@ -38,7 +38,7 @@ namespace {
 
 gpu::status launched(int code, const char* what) {
   if (code == 0) return {};
-  return {gpu::errc::op_failed, std::string{what} + ": CUDA error " + std::to_string(code)};
+  return {gpu::status_code::op_failed, std::string{what} + ": CUDA error " + std::to_string(code)};
 }
 
 }  // namespace
@@ -51,10 +51,10 @@ work device_word::store(int value) const {
       return {};
     }
 #if CUDACTOR_TEST_CUDA
-    if (s->pinned == nullptr) return {gpu::errc::invalid_argument, "a host word on CUDA"};
+    if (s->pinned == nullptr) return {gpu::status_code::invalid_argument, "a host word on CUDA"};
     return launched(kernels::store(ctx.native_stream(), s->pinned, value), "store kernel");
 #else
-    return {gpu::errc::not_supported, "device_word on CUDA without the CUDA backend"};
+    return {gpu::status_code::not_supported, "device_word on CUDA without the CUDA backend"};
 #endif
   });
 }
@@ -68,12 +68,12 @@ work device_word::copy_from(const device_word& from) const {
         }
 #if CUDACTOR_TEST_CUDA
         if (to->pinned == nullptr || from->pinned == nullptr) {
-          return {gpu::errc::invalid_argument, "a host word on CUDA"};
+          return {gpu::status_code::invalid_argument, "a host word on CUDA"};
         }
         return launched(kernels::copy_word(ctx.native_stream(), from->pinned, to->pinned),
                         "copy kernel");
 #else
-        return {gpu::errc::not_supported, "device_word on CUDA without the CUDA backend"};
+        return {gpu::status_code::not_supported, "device_word on CUDA without the CUDA backend"};
 #endif
       });
 }

@@ -43,12 +43,12 @@ struct gate::state {
     }
     const auto limit = scaled(std::chrono::nanoseconds{std::chrono::seconds{60}});
     if (const int e = kernels::hold(stream, flag, limit.count()); e != 0) {
-      return {gpu::errc::op_failed, "the gate's hold kernel: CUDA error " + std::to_string(e)};
+      return {gpu::status_code::op_failed, "the gate's hold kernel: CUDA error " + std::to_string(e)};
     }
     return {};
 #else
     (void)stream;
-    return {gpu::errc::not_supported, "a gate on CUDA in a build without the CUDA backend"};
+    return {gpu::status_code::not_supported, "a gate on CUDA in a build without the CUDA backend"};
 #endif
   }
 };

@@ -19,14 +19,14 @@ gpu::result<volatile int*> take_pinned_word() {
   if (page == nullptr || used == per_page) {
     if (const int e = kernels::alloc_pinned_ints(per_page, &page); e != 0) {
       page = nullptr;
-      return gpu::status{gpu::errc::out_of_memory,
+      return gpu::status{gpu::status_code::out_of_memory,
                          "pinned words for the tests: CUDA error " + std::to_string(e)};
     }
     used = 0;
   }
   return static_cast<volatile int*>(page + used++);
 #else
-  return gpu::status{gpu::errc::not_supported,
+  return gpu::status{gpu::status_code::not_supported,
                      "pinned words for the tests: built without the CUDA backend"};
 #endif
 }

@@ -101,7 +101,7 @@ inline gpu::timeline_point signal_when_room(gpu::backend& b, gpu::stream_ref s) 
   for (;;) {
     auto point = b.signal(s);
     if (point.ok()) return point.value();
-    BOOST_REQUIRE_MESSAGE(point.error().code() == gpu::errc::resource_exhausted &&
+    BOOST_REQUIRE_MESSAGE(point.error().code() == gpu::status_code::resource_exhausted &&
                               std::chrono::steady_clock::now() < until,
                           point.error().to_string());
     std::this_thread::sleep_for(std::chrono::microseconds{200});
@@ -236,7 +236,7 @@ inline void a_deadline_answers_timed_out_and_nothing_else(conformance_target& t)
       auto results = answers.results();
       BOOST_TEST(results[0].outcome == watch_outcome::timed_out);
       BOOST_TEST(results[0].point == second);
-      BOOST_TEST(results[0].error.code() == gpu::errc::timeout);
+      BOOST_TEST(results[0].error.code() == gpu::status_code::timeout);
       BOOST_TEST((results[0].detected >= start + 30ms));
       hold->release();
       BOOST_REQUIRE(answers.wait_for(2));
@@ -264,7 +264,7 @@ inline void cancel_before_completion_answers_cancelled_once(conformance_target& 
       BOOST_TEST(poller.cancel(id));
       BOOST_REQUIRE(answers.wait_for(1));
       BOOST_TEST(answers.results()[0].outcome == watch_outcome::cancelled);
-      BOOST_TEST(answers.results()[0].error.code() == gpu::errc::cancelled);
+      BOOST_TEST(answers.results()[0].error.code() == gpu::status_code::cancelled);
       BOOST_TEST((answers.results()[0].id == id));
       BOOST_TEST(poller.cancel(id));  // a second cancel is accepted and changes nothing
       hold->release();
@@ -360,7 +360,7 @@ inline void stop_cancels_every_pending_watch_and_nothing_runs_after(conformance_
       }
       // A watch after stop is refused at once rather than left unanswered.
       auto refused = poller.watch(streams[0], 1, std::nullopt, answers.callback());
-      BOOST_TEST(refused.code() == gpu::errc::cancelled);
+      BOOST_TEST(refused.code() == gpu::status_code::cancelled);
       BOOST_TEST(!poller.cancel(gpu::watch_id{1, streams[0].ref().id()}));
       poller.stop();  // idempotent
       for (auto& h : holds) h->release();
@@ -559,12 +559,12 @@ inline void a_range_of_points_is_watched_in_one_call(conformance_target& t) {
       }
       BOOST_TEST(poller.stats().completed == 100u);  // one answer per point
       BOOST_TEST(poller.stats().watches == 100u);
-      CUDACTOR_CHECK_ERRC(poller.watch_points(s, 0, 3), gpu::errc::invalid_argument);
-      CUDACTOR_CHECK_ERRC(poller.watch_points(s, 5, 4), gpu::errc::invalid_argument);
+      CUDACTOR_CHECK_ERRC(poller.watch_points(s, 0, 3), gpu::status_code::invalid_argument);
+      CUDACTOR_CHECK_ERRC(poller.watch_points(s, 5, 4), gpu::status_code::invalid_argument);
       CUDACTOR_CHECK_ERRC(poller.watch_points(gpu::stream_ref{}, 1, 1),
-                          gpu::errc::invalid_argument);
+                          gpu::status_code::invalid_argument);
       poller.stop();
-      CUDACTOR_CHECK_ERRC(poller.watch_points(s, last + 1, last + 1), gpu::errc::cancelled);
+      CUDACTOR_CHECK_ERRC(poller.watch_points(s, last + 1, last + 1), gpu::status_code::cancelled);
     }
   }
 }
@@ -574,15 +574,15 @@ inline void bad_input_is_refused(conformance_target& t) {
   recorder answers;
   gpu::completion_poller poller{b};
   BOOST_TEST(poller.watch(gpu::stream_ref{}, 1, std::nullopt, answers.callback()).code() ==
-             gpu::errc::invalid_argument);
+             gpu::status_code::invalid_argument);
   auto other = t.make_another();
   auto foreign = conformance::make_stream(*other, "foreign");
   BOOST_TEST(poller.watch(foreign, 1, std::nullopt, answers.callback()).code() ==
-             gpu::errc::foreign_handle);
+             gpu::status_code::foreign_handle);
   auto s = conformance::make_stream(b, "mine");
   BOOST_TEST(poller.watch(s, gpu::event_ref{}, std::nullopt, answers.callback()).code() ==
-             gpu::errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(poller.subscribe(foreign, nullptr), gpu::errc::foreign_handle);
+             gpu::status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(poller.subscribe(foreign, nullptr), gpu::status_code::foreign_handle);
   BOOST_TEST(!poller.cancel(gpu::watch_id{}));
   // Cancelling a watch the poller never made is accepted and answers nothing.
   BOOST_TEST(poller.cancel(gpu::watch_id{12345, s.ref().id()}));
@@ -606,7 +606,7 @@ inline void a_stale_stream_is_answered_failed(conformance_target& t) {
       watch(poller, stale, 1, answers.callback());
       BOOST_REQUIRE(answers.wait_for(1));
       BOOST_TEST(answers.results()[0].outcome == watch_outcome::failed);
-      BOOST_TEST(answers.results()[0].error.code() == gpu::errc::invalid_handle);
+      BOOST_TEST(answers.results()[0].error.code() == gpu::status_code::invalid_handle);
     }
   }
 }
@@ -654,7 +654,7 @@ inline void stop_may_begin_inside_a_callback(conformance_target& t) {
       watch(poller, s, signal(b, s), [&](const watch_result&) { poller.stop(); });
       BOOST_REQUIRE(answers.wait_for(1));  // the held watch is cancelled by that stop
       BOOST_TEST(answers.results()[0].outcome == watch_outcome::cancelled);
-      BOOST_TEST(poller.watch(s, 1, std::nullopt, nullptr).code() == gpu::errc::cancelled);
+      BOOST_TEST(poller.watch(s, 1, std::nullopt, nullptr).code() == gpu::status_code::cancelled);
       poller.stop();  // joins
       hold->release();
     }

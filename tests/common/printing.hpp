@@ -6,12 +6,12 @@
 #include <chrono>
 #include <ostream>
 
-#include "cudactor/gpu/errc.hpp"
+#include "cudactor/gpu/status_code.hpp"
 #include "cudactor/gpu/types.hpp"
 
 namespace cudactor::gpu {
 
-inline std::ostream& operator<<(std::ostream& out, errc value) { return out << to_string(value); }
+inline std::ostream& operator<<(std::ostream& out, status_code value) { return out << to_string(value); }
 inline std::ostream& operator<<(std::ostream& out, backend_kind value) {
   return out << to_string(value);
 }

@@ -82,20 +82,20 @@ void work_log::end_now(std::size_t index) { state_->ended[index] = detail::now_n
 gpu::work_fn work_log::launch(std::size_t index, std::chrono::microseconds busy, bool fail) const {
   if (index >= state_->size) throw std::out_of_range{"work_log: no entry " + std::to_string(index)};
   return [s = state_, index, busy, fail](const gpu::launch_context& ctx) -> gpu::status {
-    const gpu::status failed{gpu::errc::op_failed, "kernel " + std::to_string(index) + " failed"};
+    const gpu::status failed{gpu::status_code::op_failed, "kernel " + std::to_string(index) + " failed"};
     if (ctx.kind() == gpu::backend_kind::cuda) {
 #if CUDACTOR_TEST_CUDA
-      if (!s->on_device()) return {gpu::errc::invalid_argument, "a host work_log on CUDA"};
+      if (!s->on_device()) return {gpu::status_code::invalid_argument, "a host work_log on CUDA"};
       const long long busy_ns = std::chrono::nanoseconds{busy}.count();
       if (const int e = kernels::stamp(ctx.native_stream(), s->device_started + index,
                                        s->device_ended + index, s->device_rank + index,
                                        s->device_order, busy_ns);
           e != 0) {
-        return {gpu::errc::op_failed, "the stamp kernel: CUDA error " + std::to_string(e)};
+        return {gpu::status_code::op_failed, "the stamp kernel: CUDA error " + std::to_string(e)};
       }
       return fail ? failed : gpu::status{};
 #else
-      return {gpu::errc::not_supported, "work_log on CUDA without the CUDA backend"};
+      return {gpu::status_code::not_supported, "work_log on CUDA without the CUDA backend"};
 #endif
     }
     s->started[index] = detail::now_ns();

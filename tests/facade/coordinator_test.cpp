@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(a_graph_runs_and_a_failure_reads_in_words_down_to_its_root)
   cudactor::coordinator c{rt()};
   graph_spec graph;
   const auto first = graph.add(op_of([](const gpu::launch_context&) {
-    return gpu::status{gpu::errc::op_failed, "the kernel found a NaN"};
+    return gpu::status{gpu::status_code::op_failed, "the kernel found a NaN"};
   }));
   graph.add(op_of(ok), {first});
   auto f = c.run(graph);

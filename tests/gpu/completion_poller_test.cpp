@@ -49,7 +49,7 @@ BOOST_AUTO_TEST_CASE(a_failed_operation_fails_its_watch_and_the_stream_goes_on) 
       const auto results = answers.results();
       BOOST_TEST(results[0].completed());
       BOOST_TEST(results[1].outcome == watch_outcome::failed);
-      BOOST_TEST(results[1].error.code() == gpu::errc::op_failed);
+      BOOST_TEST(results[1].error.code() == gpu::status_code::op_failed);
       BOOST_TEST(results[1].error.message().find("kernel reported an error") != std::string::npos);
       BOOST_TEST(results[2].completed());
       std::lock_guard<std::mutex> lock{mutex};
@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(a_failed_operation_fails_its_watch_and_the_stream_goes_on) 
         for (const auto& [point, why] : report.failures) {
           ++failures;
           BOOST_TEST(point == failed);
-          BOOST_TEST(why.code() == gpu::errc::op_failed);
+          BOOST_TEST(why.code() == gpu::status_code::op_failed);
         }
       }
       BOOST_TEST(failures == 1u);
@@ -127,7 +127,7 @@ BOOST_AUTO_TEST_CASE(a_lost_device_fails_every_pending_watch) {
       BOOST_REQUIRE(answers.wait_for(100));
       for (const auto& r : answers.results()) {
         BOOST_TEST(r.outcome == watch_outcome::failed);
-        BOOST_TEST(r.error.code() == gpu::errc::device_lost);
+        BOOST_TEST(r.error.code() == gpu::status_code::device_lost);
       }
       BOOST_TEST(answers.answered_twice() == 0u);
       poller.stop();

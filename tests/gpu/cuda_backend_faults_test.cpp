@@ -35,18 +35,18 @@ BOOST_FIXTURE_TEST_CASE(a_kernel_fault_loses_the_device_for_the_process, cuda_ta
       faulty, [&](const gpu::status& why) { callback_code = static_cast<int>(why.code()); }));
   held->release();
   const auto synced = backend().synchronize(faulty);
-  BOOST_TEST(synced.code() == gpu::errc::device_lost);
+  BOOST_TEST(synced.code() == gpu::status_code::device_lost);
   BOOST_TEST(synced.message().find("cudaErrorIllegalAddress") != std::string::npos);
-  BOOST_TEST(backend().health().code() == gpu::errc::device_lost);
+  BOOST_TEST(backend().health().code() == gpu::status_code::device_lost);
   // Every stream is affected, and nothing new is accepted.
-  BOOST_TEST(backend().record(after, bystander).code() == gpu::errc::device_lost);
-  BOOST_TEST(backend().create_stream({}).code() == gpu::errc::device_lost);
+  BOOST_TEST(backend().record(after, bystander).code() == gpu::status_code::device_lost);
+  BOOST_TEST(backend().create_stream({}).code() == gpu::status_code::device_lost);
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   while (callback_code.load() < 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(1ms);
   }
   // The callback ran exactly once and was told the device failed.
-  BOOST_TEST(callback_code.load() == static_cast<int>(gpu::errc::device_lost));
+  BOOST_TEST(callback_code.load() == static_cast<int>(gpu::status_code::device_lost));
 
   // A timeline whose value was reached stays reached; nothing later is reported done.
   BOOST_TEST(line->query(pending.value()).ready());
@@ -55,9 +55,9 @@ BOOST_FIXTURE_TEST_CASE(a_kernel_fault_loses_the_device_for_the_process, cuda_ta
 
   // No recovery in this process: reset() says so, and the device stays lost.
   const auto reset = backend().reset();
-  BOOST_TEST(reset.code() == gpu::errc::device_lost);
+  BOOST_TEST(reset.code() == gpu::status_code::device_lost);
   BOOST_TEST(reset.message().find("restart the process") != std::string::npos, reset.to_string());
-  BOOST_TEST(backend().health().code() == gpu::errc::device_lost);
-  BOOST_TEST(backend().signal(bystander).code() == gpu::errc::device_lost);
+  BOOST_TEST(backend().health().code() == gpu::status_code::device_lost);
+  BOOST_TEST(backend().signal(bystander).code() == gpu::status_code::device_lost);
   held.reset();  // its stream is lost: the hold's cleanup must not hang
 }

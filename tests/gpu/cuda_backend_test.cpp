@@ -150,7 +150,7 @@ BOOST_AUTO_TEST_CASE(a_rejected_launch_fails_that_enqueue_alone) {
     return launched(code, "rejected");
   });
   BOOST_TEST(code != 0);
-  BOOST_TEST(rejected.code() == gpu::errc::op_failed);
+  BOOST_TEST(rejected.code() == gpu::status_code::op_failed);
   const std::string name = cudaGetErrorName(static_cast<cudaError_t>(code));
   BOOST_TEST(rejected.message().find(name) != std::string::npos, rejected.message());
   BOOST_TEST(rejected.message().find("'rejecting'") != std::string::npos);
@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(a_rejected_launch_fails_that_enqueue_alone) {
   const auto thrown = backend().enqueue(s, [](const gpu::launch_context&) -> gpu::status {
     throw std::runtime_error("no kernel today");
   });
-  BOOST_TEST(thrown.code() == gpu::errc::op_failed);
+  BOOST_TEST(thrown.code() == gpu::status_code::op_failed);
   BOOST_TEST(thrown.message().find("no kernel today") != std::string::npos);
 }
 
@@ -202,7 +202,7 @@ void bounded_in_flight(cuda_target& t, std::size_t bound) {
     if (!last.ok()) break;
     ++accepted;
   }
-  BOOST_TEST(last.code() == gpu::errc::resource_exhausted);
+  BOOST_TEST(last.code() == gpu::status_code::resource_exhausted);
   BOOST_TEST(last.error().message().find("max_in_flight") != std::string::npos);
   BOOST_TEST(accepted == bound);
   held->release();
@@ -229,11 +229,11 @@ BOOST_AUTO_TEST_CASE(copies_from_or_to_pageable_memory_are_refused) {
   std::vector<std::uint8_t> pageable(256, 1);
   const auto in = backend().copy(s, device.value().data(), pageable.data(), 256,
                                  gpu::copy_kind::host_to_device);
-  BOOST_TEST(in.code() == gpu::errc::invalid_argument);
+  BOOST_TEST(in.code() == gpu::status_code::invalid_argument);
   BOOST_TEST(in.message().find("pageable") != std::string::npos, in.to_string());
   const auto out = backend().copy(s, pageable.data(), device.value().data(), 256,
                                   gpu::copy_kind::device_to_host);
-  BOOST_TEST(out.code() == gpu::errc::invalid_argument);
+  BOOST_TEST(out.code() == gpu::status_code::invalid_argument);
   // Registered memory is pinned too, and accepted.
   BOOST_REQUIRE(cudaHostRegister(pageable.data(), 256, cudaHostRegisterDefault) == cudaSuccess);
   CUDACTOR_REQUIRE_OK(backend().copy(s, device.value().data(), pageable.data(), 256,

@@ -19,7 +19,7 @@ namespace cudactor::test {
 
 inline gpu::status launched(int error, const char* what) {
   if (error == 0) return {};
-  return {gpu::errc::op_failed,
+  return {gpu::status_code::op_failed,
           std::string{what} + ": " + cudaGetErrorName(static_cast<cudaError_t>(error))};
 }
 
@@ -55,7 +55,7 @@ class cuda_target : public conformance_target {
         // The kernel may still be reading the flag: let it finish before freeing. The held
         // stream alone, not the device (other tests' streams may be held on purpose); the
         // device only when the test destroyed the stream already.
-        if (owner->synchronize(held).code() == gpu::errc::invalid_handle) {
+        if (owner->synchronize(held).code() == gpu::status_code::invalid_handle) {
           (void)cudaDeviceSynchronize();
         }
         if (flag != nullptr) (void)cudaFreeHost(flag);

@@ -256,7 +256,7 @@ BOOST_AUTO_TEST_CASE(bad_calls_are_refused_before_anything_is_sent) {
   on_ranks(2, "bad", 1, store, 5s, [&](int, communicator& c) {
     float x[4] = {};
     auto refused = [&](const collective_call& call, const char* what) {
-      k.expect(run_here(c, call).code() == errc::invalid_argument, what);
+      k.expect(run_here(c, call).code() == status_code::invalid_argument, what);
     };
     refused({collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 0, 0},
             "no element");
@@ -277,11 +277,11 @@ BOOST_AUTO_TEST_CASE(bad_calls_are_refused_before_anything_is_sent) {
   k.report(14);
   gloo_options o;
   o.name = "a/b";
-  BOOST_TEST((make_gloo_communicator(o, store).error().code() == errc::invalid_argument));
+  BOOST_TEST((make_gloo_communicator(o, store).error().code() == status_code::invalid_argument));
   o.name = "ok";
   o.rank = 2;
   o.size = 2;
-  BOOST_TEST((make_gloo_communicator(o, store).error().code() == errc::invalid_argument));
+  BOOST_TEST((make_gloo_communicator(o, store).error().code() == status_code::invalid_argument));
 }
 
 BOOST_AUTO_TEST_CASE(a_rank_that_never_comes_fails_the_rendezvous_within_its_limit) {
@@ -296,7 +296,7 @@ BOOST_AUTO_TEST_CASE(a_rank_that_never_comes_fails_the_rendezvous_within_its_lim
   const status why = made ? status{} : made.error();
   const auto took = std::chrono::steady_clock::now() - start;
   BOOST_REQUIRE(!why.ok());
-  BOOST_TEST((why.code() == errc::timeout || why.code() == errc::op_failed), why.to_string());
+  BOOST_TEST((why.code() == status_code::timeout || why.code() == status_code::op_failed), why.to_string());
   BOOST_TEST(why.to_string().find("alone") != std::string::npos, why.to_string());
   BOOST_TEST((took < 10s));
 }
@@ -366,7 +366,7 @@ BOOST_AUTO_TEST_CASE(an_abort_fails_the_peers_call_and_every_later_call_here) {
     finished.set_value();
   });
   BOOST_TEST((took < 10s));  // well before the 20 s timeout
-  BOOST_TEST((outcome[0].code() == errc::cancelled), outcome[0].to_string());
+  BOOST_TEST((outcome[0].code() == status_code::cancelled), outcome[0].to_string());
   BOOST_TEST(outcome[0].to_string().find("the test stopped it") != std::string::npos);
   BOOST_TEST(!outcome[1].ok());
   BOOST_TEST(outcome[1].to_string().find("rank 1 of 'abort': all_reduce #1") != std::string::npos,
@@ -468,7 +468,7 @@ BOOST_AUTO_TEST_CASE(gloo_refuses_a_cuda_stream) {
     s = c.run({collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 2, 0},
               launch_context{backend_kind::cuda, stream_ref{}, nullptr});
   });
-  BOOST_TEST((s.code() == errc::not_supported), s.to_string());
+  BOOST_TEST((s.code() == status_code::not_supported), s.to_string());
 }
 
 BOOST_AUTO_TEST_CASE(half_floats_round_to_nearest_even) {

@@ -37,7 +37,7 @@ BOOST_AUTO_TEST_CASE(a_failing_operation_fails_the_next_point_only) {
   BOOST_TEST(backend().query(before).ready());
   const auto answer = backend().query(failed);
   BOOST_TEST(answer.failed());
-  BOOST_TEST(answer.error.code() == gpu::errc::op_failed);
+  BOOST_TEST(answer.error.code() == gpu::status_code::op_failed);
   BOOST_TEST(answer.error.message().find("launch rejected") != std::string::npos);
   BOOST_TEST(answer.error.message().find("'flaky'") != std::string::npos);
   BOOST_TEST(later_work_ran.load());  // the stream went on
@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_CASE(an_event_before_the_signal_does_not_take_the_failure_from_i
   auto line = backend().timeline_of(s).value();
   auto end = make_event(backend(), gpu::event_kind::timing);
   CUDACTOR_REQUIRE_OK(backend().enqueue(s, [](const gpu::launch_context&) {
-    return gpu::status{gpu::errc::op_failed, "kernel 7 failed"};
+    return gpu::status{gpu::status_code::op_failed, "kernel 7 failed"};
   }));
   CUDACTOR_REQUIRE_OK(backend().record(end, s));
   const auto point = backend().signal(s).value();
@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(work_that_returns_an_error_or_throws_fails_alone) {
   auto s = make_stream(backend(), "work");
   auto line = backend().timeline_of(s).value();
   CUDACTOR_REQUIRE_OK(backend().enqueue(s, [](const gpu::launch_context&) {
-    return gpu::status{gpu::errc::invalid_argument, "bad shape 3x0"};
+    return gpu::status{gpu::status_code::invalid_argument, "bad shape 3x0"};
   }));
   auto first = backend().signal(s).value();
   CUDACTOR_REQUIRE_OK(backend().enqueue(s, [](const gpu::launch_context&) -> gpu::status {
@@ -81,10 +81,10 @@ BOOST_AUTO_TEST_CASE(work_that_returns_an_error_or_throws_fails_alone) {
   auto second = backend().signal(s).value();
   auto third = backend().signal(s).value();
   const auto one = line->wait(first, 0ms);
-  BOOST_TEST(one.code() == gpu::errc::op_failed);
+  BOOST_TEST(one.code() == gpu::status_code::op_failed);
   BOOST_TEST(one.message().find("bad shape 3x0") != std::string::npos);
   const auto two = line->wait(second, 0ms);
-  BOOST_TEST(two.code() == gpu::errc::op_failed);
+  BOOST_TEST(two.code() == gpu::status_code::op_failed);
   BOOST_TEST(two.message().find("kernel threw") != std::string::npos);
   CUDACTOR_REQUIRE_OK(line->wait(third, 0ms));
   BOOST_TEST(line->query(third).ready());
@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_event_reports_the_dependency) 
   CUDACTOR_REQUIRE_OK(backend().synchronize());
   const auto answer = backend().query(consumed);
   BOOST_TEST(answer.failed());
-  BOOST_TEST(answer.error.code() == gpu::errc::dependency_failed);
+  BOOST_TEST(answer.error.code() == gpu::status_code::dependency_failed);
   BOOST_TEST(answer.error.message().find("'consumer'") != std::string::npos);
   BOOST_TEST(answer.error.message().find("bad input") != std::string::npos);
   // Elapsed time over a failed point reports the failure rather than a number.
@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_event_reports_the_dependency) 
   CUDACTOR_REQUIRE_OK(host().inject_failure(producer, "again"));
   CUDACTOR_REQUIRE_OK(backend().record(end, producer));
   CUDACTOR_REQUIRE_OK(backend().synchronize(producer));
-  BOOST_TEST(backend().elapsed(start, end).code() == gpu::errc::op_failed);
+  BOOST_TEST(backend().elapsed(start, end).code() == gpu::status_code::op_failed);
 }
 
 BOOST_AUTO_TEST_CASE(an_order_after_a_failed_point_carries_no_failure) {
@@ -167,7 +167,7 @@ BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_point_reports_the_dependency) 
   }
   CUDACTOR_REQUIRE_OK(backend().synchronize());
   const auto answer = backend().query(before);
-  BOOST_TEST(answer.error.code() == gpu::errc::dependency_failed);
+  BOOST_TEST(answer.error.code() == gpu::status_code::dependency_failed);
   BOOST_TEST(answer.error.message().find("bad input") != std::string::npos);
   // Named when it fails, not when it is queued: the point and the stream it belongs to.
   BOOST_TEST(answer.error.message().find("waited on point " + std::to_string(failed) +
@@ -183,7 +183,7 @@ BOOST_AUTO_TEST_CASE(a_stream_waiting_on_a_failed_point_reports_the_dependency) 
   CUDACTOR_REQUIRE_OK(backend().wait_point(consumer, failed_again, point));
   CUDACTOR_REQUIRE_OK(backend().record(late, consumer));
   CUDACTOR_REQUIRE_OK(backend().synchronize(consumer));
-  BOOST_TEST(backend().query(late).error.code() == gpu::errc::dependency_failed);
+  BOOST_TEST(backend().query(late).error.code() == gpu::status_code::dependency_failed);
 }
 
 BOOST_AUTO_TEST_CASE(waits_for_points_end_as_their_points_are_reached_whatever_their_order) {
@@ -230,8 +230,8 @@ BOOST_AUTO_TEST_CASE(a_lost_device_ends_a_wait_for_a_point_never_reached) {
   auto value = backend().signal(consumer).value();
   auto other = make_stream(backend(), "faulty");
   CUDACTOR_REQUIRE_OK(host().inject_device_fault(other, "illegal address"));
-  BOOST_TEST(consumer_line->wait(value, 5000ms).code() == gpu::errc::device_lost);
-  CUDACTOR_CHECK_ERRC(backend().wait_point(consumer, producer, never), gpu::errc::device_lost);
+  BOOST_TEST(consumer_line->wait(value, 5000ms).code() == gpu::status_code::device_lost);
+  CUDACTOR_CHECK_ERRC(backend().wait_point(consumer, producer, never), gpu::status_code::device_lost);
   held->release();
 }
 
@@ -245,7 +245,7 @@ BOOST_AUTO_TEST_CASE(a_device_fault_fails_everything_pending_on_every_stream) {
   std::atomic<int> callbacks_told_lost{0};
   auto count = [&](const gpu::status& outcome) {
     ++callbacks;
-    if (outcome.code() == gpu::errc::device_lost) ++callbacks_told_lost;
+    if (outcome.code() == gpu::status_code::device_lost) ++callbacks_told_lost;
   };
   std::atomic<bool> bystander_work_ran{false};
   CUDACTOR_REQUIRE_OK(backend().enqueue(bystander, [&](const gpu::launch_context&) {
@@ -275,32 +275,32 @@ BOOST_AUTO_TEST_CASE(a_device_fault_fails_everything_pending_on_every_stream) {
 
   // The timeline waiter is answered without anyone releasing the held stream.
   const auto waited = bystander_line->wait(pending_value, 5000ms);
-  BOOST_TEST(waited.code() == gpu::errc::device_lost);
+  BOOST_TEST(waited.code() == gpu::status_code::device_lost);
   BOOST_TEST(waited.message().find("illegal address") != std::string::npos);
-  BOOST_TEST(backend().health().code() == gpu::errc::device_lost);
-  BOOST_TEST(backend().synchronize().code() == gpu::errc::device_lost);
+  BOOST_TEST(backend().health().code() == gpu::status_code::device_lost);
+  BOOST_TEST(backend().synchronize().code() == gpu::status_code::device_lost);
   BOOST_TEST(callbacks.load() == 2);  // every callback ran, exactly once, told why
   BOOST_TEST(callbacks_told_lost.load() == 2);
   BOOST_TEST(!bystander_work_ran.load());
   // Work queued with its point: neither runs, the point fails with the loss.
   BOOST_TEST(bystander_line->wait(with_point.point.value(), 5000ms).code() ==
-             gpu::errc::device_lost);
+             gpu::status_code::device_lost);
   BOOST_TEST(!signalled_work_ran.load());
-  BOOST_TEST(backend().query(pending_event).error.code() == gpu::errc::device_lost);
-  BOOST_TEST(backend().query(faulty_event).error.code() == gpu::errc::device_lost);
+  BOOST_TEST(backend().query(pending_event).error.code() == gpu::status_code::device_lost);
+  BOOST_TEST(backend().query(faulty_event).error.code() == gpu::status_code::device_lost);
 
   // Nothing new is accepted while the device is lost.
   CUDACTOR_CHECK_ERRC(
       backend().enqueue(faulty, [](const gpu::launch_context&) { return gpu::status{}; }),
-      gpu::errc::device_lost);
-  CUDACTOR_CHECK_ERRC(backend().create_stream({}).error(), gpu::errc::device_lost);
-  CUDACTOR_CHECK_ERRC(backend().signal(faulty).error(), gpu::errc::device_lost);
+      gpu::status_code::device_lost);
+  CUDACTOR_CHECK_ERRC(backend().create_stream({}).error(), gpu::status_code::device_lost);
+  CUDACTOR_CHECK_ERRC(backend().signal(faulty).error(), gpu::status_code::device_lost);
   auto refused =
       backend().enqueue_signalled(faulty, [](const gpu::launch_context&) { return gpu::status{}; });
-  CUDACTOR_CHECK_ERRC(refused.launched, gpu::errc::device_lost);
+  CUDACTOR_CHECK_ERRC(refused.launched, gpu::status_code::device_lost);
   BOOST_REQUIRE(!refused.point.ok());
-  CUDACTOR_CHECK_ERRC(refused.point.error(), gpu::errc::device_lost);
-  CUDACTOR_CHECK_ERRC(backend().allocate_managed(64).error(), gpu::errc::device_lost);
+  CUDACTOR_CHECK_ERRC(refused.point.error(), gpu::status_code::device_lost);
+  CUDACTOR_CHECK_ERRC(backend().allocate_managed(64).error(), gpu::status_code::device_lost);
   held->release();
 }
 
@@ -310,11 +310,11 @@ BOOST_AUTO_TEST_CASE(reset_recovers_a_lost_device_and_invalidates_old_handles) {
   auto memory = backend().allocate(old_stream, 128);
   BOOST_REQUIRE(memory.ok());
   host().lose_device("test");
-  BOOST_TEST(backend().health().code() == gpu::errc::device_lost);
+  BOOST_TEST(backend().health().code() == gpu::status_code::device_lost);
   CUDACTOR_REQUIRE_OK(backend().reset());
   BOOST_TEST(backend().health().ok());
-  CUDACTOR_CHECK_ERRC(backend().stream_name(old_stream).error(), gpu::errc::invalid_handle);
-  CUDACTOR_CHECK_ERRC(backend().query(old_event).error, gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(backend().stream_name(old_stream).error(), gpu::status_code::invalid_handle);
+  CUDACTOR_CHECK_ERRC(backend().query(old_event).error, gpu::status_code::invalid_handle);
   BOOST_TEST(host().memory_in_use() == 0u);
   // Owning handles from before the reset release nothing and count nothing.
   old_stream = gpu::stream{};
@@ -345,7 +345,7 @@ BOOST_AUTO_TEST_CASE(destroying_the_backend_ends_every_pending_operation) {
     for (auto* target : {&s, &slow}) {
       CUDACTOR_REQUIRE_OK(doomed.backend().add_callback(*target, [&](const gpu::status& why) {
         ++callbacks;
-        if (why.code() == gpu::errc::device_lost) ++told_lost;
+        if (why.code() == gpu::status_code::device_lost) ++told_lost;
       }));
     }
     // Streams and events die with the scope, then the backend: neither hangs.
@@ -358,11 +358,11 @@ BOOST_AUTO_TEST_CASE(destroying_the_backend_ends_every_pending_operation) {
 
 BOOST_AUTO_TEST_CASE(injections_are_checked_like_any_other_call) {
   auto s = make_stream(backend());
-  CUDACTOR_CHECK_ERRC(host().inject_delay(s, -1ms), gpu::errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(host().inject_failure(gpu::stream_ref{}, "x"), gpu::errc::invalid_argument);
+  CUDACTOR_CHECK_ERRC(host().inject_delay(s, -1ms), gpu::status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(host().inject_failure(gpu::stream_ref{}, "x"), gpu::status_code::invalid_argument);
   const gpu::stream_ref stale = s.ref();
   CUDACTOR_REQUIRE_OK(s.reset());
-  CUDACTOR_CHECK_ERRC(host().inject_hang(stale).error(), gpu::errc::invalid_handle);
+  CUDACTOR_CHECK_ERRC(host().inject_hang(stale).error(), gpu::status_code::invalid_handle);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

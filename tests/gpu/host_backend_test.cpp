@@ -45,7 +45,7 @@ BOOST_AUTO_TEST_CASE(it_describes_itself_as_a_host_device) {
   BOOST_TEST(backend().device().total_memory == std::size_t{1} << 30);
   BOOST_TEST(backend().device().name.find("2 workers") != std::string::npos);
   auto s = make_stream(backend());
-  CUDACTOR_CHECK_ERRC(backend().native_handle(s).error(), gpu::errc::not_supported);
+  CUDACTOR_CHECK_ERRC(backend().native_handle(s).error(), gpu::status_code::not_supported);
 }
 
 BOOST_AUTO_TEST_CASE(work_on_one_stream_runs_in_submission_order) {
@@ -282,7 +282,7 @@ BOOST_AUTO_TEST_CASE(higher_priority_streams_are_served_first) {
   // Occupy the only worker so that both streams become ready while it is busy.
   CUDACTOR_REQUIRE_OK(b.enqueue(blocker, [&](const gpu::launch_context&) {
     blocker_running = true;
-    return spin_until(go) ? gpu::status{} : gpu::status{gpu::errc::timeout, "never released"};
+    return spin_until(go) ? gpu::status{} : gpu::status{gpu::status_code::timeout, "never released"};
   }));
   BOOST_REQUIRE(spin_until(blocker_running));
   auto note = [&](std::string who) {
@@ -404,7 +404,7 @@ BOOST_AUTO_TEST_CASE(the_memory_budget_is_enforced_and_freed_memory_returns_to_i
   BOOST_REQUIRE(first.ok());
   BOOST_TEST(small.host().memory_in_use() == std::size_t{600 << 10});
   auto second = b.allocate(s, 600 << 10);
-  CUDACTOR_CHECK_ERRC(second.error(), gpu::errc::out_of_memory);
+  CUDACTOR_CHECK_ERRC(second.error(), gpu::status_code::out_of_memory);
   BOOST_TEST(second.error().message().find("'small'") != std::string::npos);
   CUDACTOR_REQUIRE_OK(b.free_async(s, first.value()));
   CUDACTOR_REQUIRE_OK(b.synchronize(s));  // the free happens when the stream gets there
@@ -418,8 +418,8 @@ BOOST_AUTO_TEST_CASE(device_memory_must_be_the_backends_own) {
   std::vector<std::uint8_t> host(64);
   CUDACTOR_CHECK_ERRC(
       backend().copy(s, not_device.data(), host.data(), 64, gpu::copy_kind::host_to_device),
-      gpu::errc::invalid_argument);
-  CUDACTOR_CHECK_ERRC(backend().fill(s, not_device.data(), 0, 64), gpu::errc::invalid_argument);
+      gpu::status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(backend().fill(s, not_device.data(), 0, 64), gpu::status_code::invalid_argument);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

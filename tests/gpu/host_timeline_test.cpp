@@ -46,7 +46,7 @@ BOOST_AUTO_TEST_CASE(a_bounded_wait_times_out_and_names_the_timeline) {
   const auto start = std::chrono::steady_clock::now();
   const status answer = line.wait(2, 30ms);
   const auto waited = std::chrono::steady_clock::now() - start;
-  BOOST_TEST(answer.code() == errc::timeout);
+  BOOST_TEST(answer.code() == status_code::timeout);
   BOOST_TEST(answer.message().find("copy-stream") != std::string::npos);
   BOOST_TEST(waited >= 30ms);
   BOOST_TEST(line.wait(1, 30ms).ok());  // reached: at once
@@ -126,20 +126,20 @@ BOOST_AUTO_TEST_CASE(many_waiters_are_all_woken) {
 BOOST_AUTO_TEST_CASE(a_failed_point_reports_its_failure_and_only_it) {
   host_timeline line{"t"};
   line.set(1);
-  line.fail(2, status{errc::op_failed, "bad kernel"});
+  line.fail(2, status{status_code::op_failed, "bad kernel"});
   line.set(3);
   BOOST_TEST(line.query(1).ready());
   BOOST_TEST(line.query(2).failed());
   BOOST_TEST(line.query(2).error.message() == "bad kernel");
   BOOST_TEST(line.query(3).ready());
-  BOOST_TEST(line.wait(2, 10ms).code() == errc::op_failed);
+  BOOST_TEST(line.wait(2, 10ms).code() == status_code::op_failed);
   BOOST_TEST(line.completed() == 3u);
 }
 
 BOOST_AUTO_TEST_CASE(its_failure_memory_is_bounded) {
   host_timeline line{"t"};
   const timeline_point total = host_timeline::failure_history + 50;
-  for (timeline_point v = 1; v <= total; ++v) line.fail(v, status{errc::op_failed, "x"});
+  for (timeline_point v = 1; v <= total; ++v) line.fail(v, status{status_code::op_failed, "x"});
   BOOST_TEST(line.query(total).failed());
   BOOST_TEST(line.query(1).ready());  // forgotten, not kept forever
 }
@@ -150,9 +150,9 @@ BOOST_AUTO_TEST_CASE(poison_fails_what_is_not_yet_reached_and_wakes_waiters) {
   std::atomic<int> code{-1};
   std::thread waiter{[&] { code = static_cast<int>(line.wait(10, 0ms).code()); }};
   std::this_thread::sleep_for(10ms);
-  line.poison(status{errc::device_lost, "gone"});
+  line.poison(status{status_code::device_lost, "gone"});
   waiter.join();
-  BOOST_TEST(code.load() == static_cast<int>(errc::device_lost));
+  BOOST_TEST(code.load() == static_cast<int>(status_code::device_lost));
   BOOST_TEST(line.query(2).ready());  // reached before the loss
   BOOST_TEST(line.query(3).failed());
   line.clear_poison();

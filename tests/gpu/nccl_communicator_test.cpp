@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(a_host_context_and_bad_options_are_refused) {
   call.send = &x;
   call.recv = &x;
   const gpu::launch_context host{gpu::backend_kind::host, gpu::stream_ref{}, nullptr};
-  BOOST_TEST((comm->run(call, host).code() == gpu::errc::not_supported));
+  BOOST_TEST((comm->run(call, host).code() == gpu::status_code::not_supported));
   gpu::memory_store store;
   gpu::nccl_options bad;
   bad.name = "bad";
@@ -111,7 +111,7 @@ BOOST_AUTO_TEST_CASE(a_host_context_and_bad_options_are_refused) {
   bad.size = 2;
   auto refused = gpu::make_nccl_communicator(bad, store);
   BOOST_REQUIRE(!refused);
-  BOOST_TEST((refused.error().code() == gpu::errc::invalid_argument));
+  BOOST_TEST((refused.error().code() == gpu::status_code::invalid_argument));
 }
 
 BOOST_AUTO_TEST_CASE(an_abort_breaks_it_and_later_calls_fail_at_once) {
@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(an_abort_breaks_it_and_later_calls_fail_at_once) {
   std::shared_ptr<gpu::communicator> shared{std::move(comm)};
   auto s = make_stream(backend(), "aborted");
   shared->abort("the test said so");
-  BOOST_TEST((shared->broken().code() == gpu::errc::cancelled));
+  BOOST_TEST((shared->broken().code() == gpu::status_code::cancelled));
   auto buf = backend().allocate_managed(16);
   BOOST_REQUIRE(buf.ok());
   gpu::collective_call call;

@@ -40,17 +40,17 @@ BOOST_AUTO_TEST_CASE(cuda_without_a_device_is_a_clear_error) {
   BOOST_REQUIRE(!opened.ok());
   if (probe.built) {
     // No driver answers cudaErrorInsufficientDriver, no GPU cudaErrorNoDevice: both no_device.
-    BOOST_TEST(opened.code() == errc::no_device);
+    BOOST_TEST(opened.code() == status_code::no_device);
     BOOST_TEST(probe.devices == 0);
   } else {
-    BOOST_TEST(opened.code() == errc::not_supported);
+    BOOST_TEST(opened.code() == status_code::not_supported);
   }
   BOOST_TEST(!opened.error().message().empty());
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_name_is_refused) {
   auto opened = open_backend("opencl");
-  BOOST_TEST(opened.code() == errc::invalid_argument);
+  BOOST_TEST(opened.code() == status_code::invalid_argument);
   BOOST_TEST(opened.error().message().find("opencl") != std::string::npos);
 }
 

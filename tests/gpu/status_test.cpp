@@ -15,24 +15,24 @@ BOOST_AUTO_TEST_CASE(a_default_status_is_ok_and_renders_as_ok) {
   status s;
   BOOST_TEST(s.ok());
   BOOST_TEST(static_cast<bool>(s));
-  BOOST_TEST(s.code() == errc::ok);
+  BOOST_TEST(s.code() == status_code::ok);
   BOOST_TEST(s.to_string() == "ok");
 }
 
 BOOST_AUTO_TEST_CASE(a_failure_renders_its_code_then_what_failed) {
-  status s{errc::device_lost, "stream 'copy' (#1.1)"};
+  status s{status_code::device_lost, "stream 'copy' (#1.1)"};
   BOOST_TEST(!s.ok());
   BOOST_TEST(s.to_string() == "device_lost: stream 'copy' (#1.1)");
 }
 
 BOOST_AUTO_TEST_CASE(every_code_has_a_distinct_name) {
   std::set<std::string> names;
-  for (int raw = 0; raw <= static_cast<int>(errc::cancelled); ++raw) {
-    const std::string name{to_string(static_cast<errc>(raw))};
-    BOOST_TEST(name != "unknown_errc");
+  for (int raw = 0; raw <= static_cast<int>(status_code::cancelled); ++raw) {
+    const std::string name{to_string(static_cast<status_code>(raw))};
+    BOOST_TEST(name != "unknown_status_code");
     names.insert(name);
   }
-  BOOST_TEST(names.size() == static_cast<std::size_t>(errc::cancelled) + 1);
+  BOOST_TEST(names.size() == static_cast<std::size_t>(status_code::cancelled) + 1);
 }
 
 BOOST_AUTO_TEST_CASE(a_result_holds_a_value_or_the_reason_there_is_none) {
@@ -41,11 +41,11 @@ BOOST_AUTO_TEST_CASE(a_result_holds_a_value_or_the_reason_there_is_none) {
   BOOST_TEST(good.value() == 42);
   BOOST_TEST(*good == 42);
   BOOST_TEST(good.error().ok());
-  BOOST_TEST(good.code() == errc::ok);
+  BOOST_TEST(good.code() == status_code::ok);
 
-  result<std::string> bad{errc::not_ready, "event #2.1"};
+  result<std::string> bad{status_code::not_ready, "event #2.1"};
   BOOST_TEST(!bad.ok());
-  BOOST_TEST(bad.code() == errc::not_ready);
+  BOOST_TEST(bad.code() == status_code::not_ready);
   BOOST_TEST(bad.error().message() == "event #2.1");
 
   result<std::string> moved = std::string{"payload"};
@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(value_types_have_names) {
   BOOST_TEST(to_string(copy_kind::device_to_host) == "device_to_host");
   BOOST_TEST(to_string(memory_kind::pinned_host) == "pinned_host");
   BOOST_TEST(to_string(event_state::failed) == "failed");
-  query_result failed{event_state::failed, status{errc::op_failed, "x"}};
+  query_result failed{event_state::failed, status{status_code::op_failed, "x"}};
   BOOST_TEST(failed.failed());
   BOOST_TEST(failed.done());
   BOOST_TEST(!failed.ready());

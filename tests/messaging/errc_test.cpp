@@ -20,7 +20,7 @@ using fail_atom = caf::atom_constant<caf::atom("fail")>;
 // Answers every request with the device layer's failure, as actors will.
 caf::behavior failing_actor(caf::event_based_actor*) {
   return {[](fail_atom) -> caf::result<int> {
-    return cudactor::to_error(cudactor::gpu::status{cudactor::gpu::errc::device_lost,
+    return cudactor::to_error(cudactor::gpu::status{cudactor::gpu::status_code::device_lost,
                                                     "stream 'copy' (#1.1): illegal address"});
   }};
 }
@@ -33,24 +33,24 @@ struct system_fixture {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(every_device_layer_code_has_an_actor_boundary_code) {
-  using cudactor::gpu::errc;
-  for (int raw = 1; raw <= static_cast<int>(errc::cancelled); ++raw) {
-    const auto code = static_cast<errc>(raw);
+  using cudactor::gpu::status_code;
+  for (int raw = 1; raw <= static_cast<int>(status_code::cancelled); ++raw) {
+    const auto code = static_cast<status_code>(raw);
     const auto mapped = cudactor::to_errc(code);
     BOOST_TEST(mapped != cudactor::errc::none);
     BOOST_TEST(cudactor::to_string(mapped) != "unknown");
   }
-  BOOST_TEST((cudactor::to_errc(errc::ok) == cudactor::errc::none));
+  BOOST_TEST((cudactor::to_errc(status_code::ok) == cudactor::errc::none));
   BOOST_TEST(!cudactor::to_error(cudactor::gpu::status{}));
 }
 
 BOOST_AUTO_TEST_CASE(the_context_keeps_what_failed_and_finer_codes) {
   const caf::error plain =
-      cudactor::to_error(cudactor::gpu::status{cudactor::gpu::errc::op_failed, "kernel x"});
+      cudactor::to_error(cudactor::gpu::status{cudactor::gpu::status_code::op_failed, "kernel x"});
   BOOST_TEST((plain == cudactor::errc::op_failed));
   BOOST_TEST(cudactor::error_context(plain) == "kernel x");
   const caf::error finer =
-      cudactor::to_error(cudactor::gpu::status{cudactor::gpu::errc::not_recorded, "event #2.1"});
+      cudactor::to_error(cudactor::gpu::status{cudactor::gpu::status_code::not_recorded, "event #2.1"});
   BOOST_TEST((finer == cudactor::errc::not_ready));
   BOOST_TEST(cudactor::error_context(finer) == "not_recorded: event #2.1");
   BOOST_TEST(cudactor::error_context(caf::make_error(caf::sec::request_timeout)).empty());

@@ -20,7 +20,7 @@ const label_map stream0{{"gpu", gpu_label()}, {"stream", "stream-0"}};
 
 work failing() {
   return work::local([](const gpu::launch_context&) {
-    return gpu::status{gpu::errc::op_failed, "on purpose"};
+    return gpu::status{gpu::status_code::op_failed, "on purpose"};
   });
 }
 

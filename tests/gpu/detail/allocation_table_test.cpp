@@ -41,26 +41,26 @@ BOOST_AUTO_TEST_CASE(overruns_null_zero_and_wrong_sides_are_refused) {
   auto owner = make(true);
   auto& table = *owner;
   BOOST_TEST(table.check(device_block + 250, 10, memory_side::device, "d").code() ==
-             errc::out_of_range);
-  BOOST_TEST(table.check(nullptr, 10, memory_side::device, "d").code() == errc::invalid_argument);
+             status_code::out_of_range);
+  BOOST_TEST(table.check(nullptr, 10, memory_side::device, "d").code() == status_code::invalid_argument);
   BOOST_TEST(table.check(device_block, 0, memory_side::device, "d").code() ==
-             errc::invalid_argument);
+             status_code::invalid_argument);
   BOOST_TEST(table.check(device_block, 16, memory_side::host, "d").code() ==
-             errc::invalid_argument);
+             status_code::invalid_argument);
   BOOST_TEST(table.check(pinned_block, 16, memory_side::device, "p").code() ==
-             errc::invalid_argument);
+             status_code::invalid_argument);
   BOOST_TEST(
       table.check(reinterpret_cast<void*>(~std::uintptr_t{0} - 4), 16, memory_side::host, "w")
-          .code() == errc::out_of_range);
+          .code() == status_code::out_of_range);
 }
 
 BOOST_AUTO_TEST_CASE(strictness_decides_about_unknown_device_pointers) {
   BOOST_TEST(make(true)->check(plain_host, 8, memory_side::device, "x").code() ==
-             errc::invalid_argument);
+             status_code::invalid_argument);
   BOOST_TEST(make(false)->check(plain_host, 8, memory_side::device, "x").ok());
   // Known allocations are checked either way.
   BOOST_TEST(make(false)->check(device_block, 512, memory_side::device, "x").code() ==
-             errc::out_of_range);
+             status_code::out_of_range);
 }
 
 BOOST_AUTO_TEST_CASE(copies_check_both_ends_and_overlap) {
@@ -70,23 +70,23 @@ BOOST_AUTO_TEST_CASE(copies_check_both_ends_and_overlap) {
   BOOST_TEST(table.check_copy(plain_host, device_block, 64, copy_kind::device_to_host).ok());
   BOOST_TEST(
       table.check_copy(device_block, device_block + 32, 64, copy_kind::device_to_device).code() ==
-      errc::invalid_argument);
+      status_code::invalid_argument);
   BOOST_TEST(table.check_copy(device_block, managed_block, 64, copy_kind::device_to_device).ok());
   BOOST_TEST(table.check_copy(device_block, plain_host, 64, static_cast<copy_kind>(9)).code() ==
-             errc::invalid_argument);
+             status_code::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(a_free_is_accepted_once_and_blocks_later_use) {
   auto owner = make(true);
   auto& table = *owner;
   BOOST_TEST(table.begin_free(device_block).ok());
-  BOOST_TEST(table.begin_free(device_block).code() == errc::invalid_handle);
+  BOOST_TEST(table.begin_free(device_block).code() == status_code::invalid_handle);
   BOOST_TEST(table.check(device_block, 8, memory_side::device, "d").code() ==
-             errc::invalid_argument);
+             status_code::invalid_argument);
   table.remove(device_block);
-  BOOST_TEST(table.begin_free(device_block).code() == errc::invalid_handle);
-  BOOST_TEST(table.begin_free(device_block + 8).code() == errc::invalid_handle);
-  BOOST_TEST(table.begin_free(nullptr).code() == errc::invalid_argument);
+  BOOST_TEST(table.begin_free(device_block).code() == status_code::invalid_handle);
+  BOOST_TEST(table.begin_free(device_block + 8).code() == status_code::invalid_handle);
+  BOOST_TEST(table.begin_free(nullptr).code() == status_code::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(the_budget_is_accounted) {

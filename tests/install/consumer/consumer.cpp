@@ -51,7 +51,7 @@ int main() {
   add_error_category(config);
   caf::actor_system system{config};
   const std::string rendered =
-      system.render(to_error(gpu::status{gpu::errc::device_lost, "consumer check"}));
+      system.render(to_error(gpu::status{gpu::status_code::device_lost, "consumer check"}));
   if (rendered != "cudactor::device_lost: consumer check") {
     std::fprintf(stderr, "rendered: %s\n", rendered.c_str());
     return 5;

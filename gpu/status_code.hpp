@@ -1,10 +1,11 @@
-// gpu/errc.hpp
+// gpu/status_code.hpp
 //
-// The error vocabulary of the device layer. Every expected failure in gpu/ is one of these
-// codes plus a message that names the stream, event or allocation involved; the actor layer
-// maps them onto cudactor::errc. The two fault classes CUDA has are kept apart: op_failed
-// (one operation failed, the stream goes on) and device_lost (a sticky error poisoned the
-// context; nothing works until the backend is reset).
+// The error vocabulary of the device layer: the code of a gpu::status. Every expected failure
+// in gpu/ is one of these codes plus a message that names the stream, event or allocation
+// involved; the actor layer maps them onto cudactor::errc (messaging/errc.hpp), its own
+// vocabulary, which has codes the device layer never needs (a node's, a peer's). The two fault
+// classes CUDA has are kept apart: op_failed (one operation failed, the stream goes on) and
+// device_lost (a sticky error poisoned the context; nothing works until the backend is reset).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 
 namespace cudactor::gpu {
 
-enum class errc : std::uint8_t {
+enum class status_code : std::uint8_t {
   ok = 0,
   invalid_argument,    // null pointer, zero size, unknown enum value, bad option
   invalid_handle,      // a stream or event that was destroyed (stale handle)
@@ -34,6 +35,6 @@ enum class errc : std::uint8_t {
 };
 
 // The enumerator's name, e.g. "device_lost".
-[[nodiscard]] std::string_view to_string(errc code) noexcept;
+[[nodiscard]] std::string_view to_string(status_code code) noexcept;
 
 }  // namespace cudactor::gpu
