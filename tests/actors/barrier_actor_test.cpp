@@ -276,18 +276,6 @@ BOOST_AUTO_TEST_CASE(the_runtime_stops_its_barriers_first_and_answers_what_they_
   BOOST_TEST(why_not.code() == static_cast<std::uint8_t>(errc::shutting_down));
 }
 
-namespace {
-
-// Work pinned to `stream`, through the coordinator.
-op_spec pinned_to(work w, std::uint32_t stream) {
-  op_spec s = spec_of(std::move(w));
-  s.placement.pinned = true;
-  s.placement.stream = stream_id{stream};
-  return s;
-}
-
-}  // namespace
-
 // A generation is one of the coordinator's barrier operations: a host-mode one holds the
 // coordinator's work on its streams until every stream arrived. One whose limit ran out (or
 // that was withdrawn) ends there and gives its streams back: the coordinator's work on a

@@ -42,14 +42,6 @@ op_spec barrier_over(std::vector<stream_id> streams, barrier_mode mode) {
   return b;
 }
 
-// Work pinned to `stream`: where it goes is the test's, not the load balancer's, whose choice
-// depends on which completions the coordinator has heard of when it places.
-op_spec on_stream(work w, std::uint32_t stream) {
-  op_spec s = spec_of(std::move(w));
-  s.placement.pinned = true;
-  s.placement.stream = stream_id{stream};
-  return s;
-}
 
 // Eight operations of 2 ms, two on each of the four streams, a barrier over all of them with
 // no dependency, then eight short ones, two on each stream: one depends on the barrier, one
@@ -60,13 +52,13 @@ void a_barrier_orders_its_graph(coordinator_fixture& fx, barrier_mode mode) {
   auto log = std::make_shared<work_log>(before + after);
   graph_spec g;
   for (std::size_t i = 0; i < before; ++i) {
-    g.add(on_stream(log->record(i, 2ms), static_cast<std::uint32_t>(i % 4)));
+    g.add(pinned_to(log->record(i, 2ms), static_cast<std::uint32_t>(i % 4)));
   }
   const auto b = g.add(barrier_over({}, mode));
   for (std::size_t j = 0; j < after; ++j) {
     std::vector<std::uint32_t> deps;
     if (j % 2 == 1) deps.push_back(b);
-    g.add(on_stream(log->record(before + j, 200us), static_cast<std::uint32_t>(j / 2)), deps);
+    g.add(pinned_to(log->record(before + j, 200us), static_cast<std::uint32_t>(j / 2)), deps);
   }
   auto ids = fx.ask<std::vector<op_id>>(fx.co(), submit_atom::value, std::move(g), fx.me());
   BOOST_REQUIRE_MESSAGE(ids, fx.why(ids));
@@ -186,7 +178,7 @@ BOOST_AUTO_TEST_CASE(a_barrier_after_a_failure_is_cancelled_and_gives_its_stream
 // for, as a barrier actor's synchronize does (one implementation).
 BOOST_AUTO_TEST_CASE(an_await_on_a_barrier_names_the_streams_it_still_waits_for) {
   gate g;
-  const op_id held = add(on_stream(g.hold(), 1));
+  const op_id held = add(pinned_to(g.hold(), 1));
   const op_id b = add(barrier_over({stream_id{0}, stream_id{1}}, barrier_mode::host));
   auto late = ask<op_notice>(co(), await_atom::value, b, wait_limit{caf::timespan{50ms}, 0});
   BOOST_REQUIRE(!late);

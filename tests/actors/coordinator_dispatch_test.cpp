@@ -14,17 +14,6 @@ using namespace std::chrono_literals;
 using namespace cudactor;
 using namespace cudactor::test;
 
-namespace {
-
-op_spec pinned_to(work w, std::uint32_t stream) {
-  op_spec s = spec_of(std::move(w));
-  s.placement.pinned = true;
-  s.placement.stream = stream_id{stream};
-  return s;
-}
-
-}  // namespace
-
 // Four streams, load_balanced, dependents sent in the pass of their dependencies.
 struct in_pass : coordinator_fixture {
   in_pass()

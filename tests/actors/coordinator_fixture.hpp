@@ -42,6 +42,15 @@ inline op_spec spec_of(work w, std::vector<op_id> deps = {},
   return s;
 }
 
+// Work pinned to `stream`: where it goes is the test's, not the load balancer's, whose choice
+// depends on which completions the coordinator has heard of when it places.
+inline op_spec pinned_to(work w, std::uint32_t stream, std::vector<op_id> deps = {}) {
+  op_spec s = spec_of(std::move(w), std::move(deps));
+  s.placement.pinned = true;
+  s.placement.stream = stream_id{stream};
+  return s;
+}
+
 class coordinator_fixture : public runtime_fixture {
  public:
   explicit coordinator_fixture(std::vector<std::string> args = {})

@@ -21,13 +21,6 @@ struct placed_streams : coordinator_fixture {
                              "--cudactor.coordinator.strategy=load_balanced"}) {}
 };
 
-op_spec pinned_to(work w, std::uint32_t stream, std::vector<op_id> deps = {}) {
-  op_spec s = spec_of(std::move(w), std::move(deps));
-  s.placement.pinned = true;
-  s.placement.stream = stream_id{stream};
-  return s;
-}
-
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(coordinator_placement, placed_streams)
