@@ -5,9 +5,10 @@
 // keeps a view of it for device-side waits) with its priority class. How busy a stream is, its
 // cap and how far it got are the stream actor's, read from the ledger it publishes
 // (stream_ledger.hpp): the pool keeps no count of its own. What is the coordinator's own is
-// kept here: whether a caller-launched operation holds the stream, and, per other slot, the
-// newest point it already waits for on the device, so that a wait covered by an earlier one is
-// skipped.
+// kept here: whether a caller-launched operation holds the stream, per other slot the newest
+// point it already waits for on the device, so that a wait covered by an earlier one is
+// skipped, and the newest point a barrier put there with the work before it (what a barrier's
+// member reached it with).
 //
 // Strategies (pool_strategy):
 //  - round_robin: the next available slot after the last one chosen;
