@@ -2,8 +2,8 @@
 
 #include <caf/all.hpp>
 
+#include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -32,8 +32,8 @@ class barrier_state {
 
   // The generation is the coordinator's to answer: the request is handed on (delegated) with
   // the barrier's words, and the coordinator answers the caller directly, telling this actor
-  // the outcome first (outcome()). `key`: the caller's withdraw key (0: none), which the
-  // coordinator keeps under the caller's address.
+  // the outcome first (outcome()). `key`: the caller's withdraw key (0: none), kept here so
+  // that a key names a generation of this barrier only.
   caf::result<barrier_crossing> synchronize(barrier_mode mode, caf::timespan limit,
                                             std::uint64_t key = 0) {
     if (closing_) return refuse(make_error(errc::shutting_down, label() + " is shutting down"));
@@ -41,32 +41,61 @@ class barrier_state {
       return bad;
     }
     const std::uint64_t g = ++generations_;
-    open_.insert(g);
+    std::uint64_t wait_id = 0;
+    if (key != 0) {
+      const auto& sender = self_->current_sender();
+      wait_id = waits_.add(sender ? sender->address() : caf::actor_addr{}, key, g);
+    }
+    open_.emplace(g, wait_id);
     op_spec spec;
     spec.type = op_type::barrier;
     spec.description = label() + " generation " + std::to_string(g);
     spec.barrier.streams = streams_;
     spec.barrier.mode = mode;
     return self_->delegate(context_.coordinator, synchronize_atom::value, std::move(spec),
-                           wait_limit{limit, key},
+                           wait_limit{limit, 0},
                            barrier_generation{options_.name, g, barrier_actor{self_}});
   }
 
-  // The caller's generation under `key`: the coordinator answers it cancelled and ends it.
+  // The caller's generation under `key`: the coordinator answers it cancelled and ends it
+  // (it withdraws it from this actor, under 2g); true once it has.
   caf::result<bool> withdraw(std::uint64_t key) {
-    return self_->delegate(context_.coordinator, withdraw_atom::value, key);
+    if (key == 0) return false;
+    const auto sender = self_->current_sender();
+    const auto w = waits_.take(sender ? sender->address() : caf::actor_addr{}, key);
+    if (w.id == 0) return false;
+    auto promise = self_->make_response_promise<bool>();
+    self_->request(context_.coordinator, caf::infinite, withdraw_atom::value, 2 * w.where)
+        .then([promise](bool done) mutable { promise.deliver(done); },
+              [promise](caf::error&) mutable { promise.deliver(false); });
+    return promise;
   }
 
   // The coordinator answered generation `o.generation`.
   void outcome(const barrier_outcome& o) {
-    if (open_.erase(o.generation) == 0) return;
+    auto found = open_.find(o.generation);
+    if (found == open_.end()) return;
+    waits_.forget(found->second);
+    open_.erase(found);
     if (!o.error) {
       ++crossed_;
       device_waits_ += o.device_waits;
       metrics_->crossed(o.wait_ns);
-    } else if (o.error.code() != static_cast<std::uint8_t>(errc::cancelled)) {
+    } else if (!o.withdrawn) {
       (void)refuse(o.error);
     }
+  }
+
+  // The coordinator is gone: nothing open will be answered by it (its callers were told by
+  // CAF that it is down), and nothing more can be crossed.
+  void coordinator_down() {
+    closing_ = true;
+    for (const auto& [g, wait] : open_) {
+      (void)refuse(make_error(errc::shutting_down, label() + " generation " + std::to_string(g) +
+                                                       ": the coordinator is gone"));
+    }
+    open_.clear();
+    waits_.clear();
   }
 
   barrier_status status() const {
@@ -85,22 +114,25 @@ class barrier_state {
   }
 
   // Refuses new generations; the coordinator answers the open ones shutting_down (each
-  // withdrawn under the actor's own key, its generation) and tells their outcomes.
+  // withdrawn under 2g + 1) and tells their outcomes.
   void shut_down() {
     if (closing_ || self_ == nullptr) return;
     closing_ = true;
-    for (std::uint64_t g : open_) {
-      self_->request(context_.coordinator, caf::infinite, withdraw_atom::value, g)
+    for (const auto& [g, wait] : open_) {
+      self_->request(context_.coordinator, caf::infinite, withdraw_atom::value, 2 * g + 1)
           .then([](bool) {}, [](caf::error&) {});
     }
   }
 
   [[nodiscard]] const barrier_options& options() const noexcept { return options_; }
+  [[nodiscard]] const coordinator_actor& coordinator() const noexcept {
+    return context_.coordinator;
+  }
 
  private:
   // Counts an answer that is not a crossing.
   caf::error refuse(caf::error why) {
-    if (why.code() == static_cast<std::uint8_t>(errc::timeout)) {
+    if (why == errc::timeout) {
       ++timed_out_;
       metrics_->timed_out();
     } else {
@@ -117,7 +149,9 @@ class barrier_state {
   std::vector<barrier_member> members_;
   std::vector<stream_id> streams_;
   barrier_options options_;
-  std::set<std::uint64_t> open_;                 // generations handed on and not answered yet
+  // Generations handed on and not answered yet, each with its caller's withdraw key's id.
+  std::map<std::uint64_t, std::uint64_t> open_;
+  detail::wait_keys waits_;                      // callers' withdraw keys, by generation
   std::shared_ptr<metrics::registry> registry_;  // keeps metrics_' cells alive
   std::optional<detail::barrier_metrics> metrics_;
   std::uint64_t generations_ = 0, crossed_ = 0, timed_out_ = 0, failed_ = 0, device_waits_ = 0;
@@ -130,6 +164,8 @@ barrier_actor::behavior_type barrier_behavior(barrier_actor::stateful_pointer<ba
                                               barrier_options options) {
   self->state.init(self, std::move(context), std::move(members), std::move(options));
   auto& st = self->state;
+  self->monitor(self->state.coordinator());
+  self->set_down_handler([&st](caf::down_msg&) { st.coordinator_down(); });
   return {
       [&st](synchronize_atom) { return st.synchronize(st.options().mode, st.options().timeout); },
       [&st](synchronize_atom, barrier_mode mode) {
@@ -163,8 +199,9 @@ gpu::result<barrier_actor> spawn_barrier(caf::actor_system& system, const barrie
   for (std::size_t i = 0; i < members.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (members[j].id == members[i].id) {
-        return gpu::status{gpu::status_code::invalid_argument, "barrier '" + options.name + "': stream '" +
-                                                            members[i].name + "' is named twice"};
+        return gpu::status{
+            gpu::status_code::invalid_argument,
+            "barrier '" + options.name + "': stream '" + members[i].name + "' is named twice"};
       }
     }
   }

@@ -19,13 +19,13 @@
 //   device mode  every member waits for every other's mark on the device, so nothing handed
 //                to any of them afterwards starts before all have passed the barrier. Answered
 //                once the waits are placed: no host thread waits. When a stream's newest work
-//                before the barrier had failed, the answer is dependency_failed naming it, and
-//                the other streams' crossing points (not their next work) fail with it.
+//                before the barrier had failed by then, the answer is dependency_failed naming
+//                it; the waits are placed all the same and the streams go on.
 //
 // What the barrier actor adds: the generations' numbers, its defaults (mode, limit), its
-// counters and metrics, and words: each error names the barrier and the generation. It hands
-// each request on (delegates it, a withdraw too), so the coordinator answers the caller
-// directly and tells the barrier actor the outcome first (barrier_outcome).
+// counters and metrics, its callers' withdraw keys, and words: each error names the barrier
+// and the generation. It hands each request on (delegates it), so the coordinator answers the
+// caller directly and tells the barrier actor the outcome first (barrier_outcome).
 #pragma once
 
 #include <caf/actor_system.hpp>

@@ -63,13 +63,14 @@ typename Inspector::result_type inspect(Inspector& f, barrier_crossing& x) {
 struct barrier_outcome {
   std::uint64_t generation = 0;
   caf::error error;
+  bool withdrawn = false;          // the error is its caller's withdrawal (not counted)
   std::uint64_t device_waits = 0;  // crossed in device mode: the waits placed
   std::int64_t wait_ns = 0;        // crossed: request -> answer
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, barrier_outcome& x) {
-  return f(caf::meta::type_name("cudactor::barrier_outcome"), x.generation, x.error,
+  return f(caf::meta::type_name("cudactor::barrier_outcome"), x.generation, x.error, x.withdrawn,
            x.device_waits, x.wait_ns);
 }
 
@@ -77,7 +78,7 @@ struct barrier_status {
   std::string name;
   std::vector<std::string> members;
   barrier_mode mode = barrier_mode::host;  // what a plain synchronize does
-  caf::timespan timeout{0};                // a plain host synchronize's limit; 0: none
+  caf::timespan timeout{0};                // a plain synchronize's limit; 0: none
   std::uint64_t generations = 0;           // begun so far
   std::uint64_t crossed = 0;               // answered with a crossing
   std::uint64_t timed_out = 0;             // answered with errc::timeout

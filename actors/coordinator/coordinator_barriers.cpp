@@ -21,6 +21,7 @@
 #include <caf/all.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -251,16 +252,20 @@ caf::result<barrier_crossing> coordinator_state::synchronize(op_spec& spec, cons
   }
   barrier_run& b = found->second;
   a->work.assign(b.members.size(), 0);
+  a->deadline = barrier_deadlines_.end();
   if (wait_keys::bounded(limit)) {  // before the promise takes the sender over
     const auto& sender = self_->current_sender();
     a->wait = end_waits_.add(sender ? sender->address() : caf::actor_addr{}, limit.key, id.value);
     if (limit.limit.count() > 0) {
-      self_->delayed_send(self_, limit.limit, expire_atom::value, a->wait);
+      a->deadline = barrier_deadlines_.emplace(a->began_ns + limit.limit.count(),
+                                               std::make_pair(id, a->wait));
+      arm_barrier_timer();
     }
   }
   if (a->front) {
-    a->front_wait =
-        end_waits_.add(caf::actor_cast<caf::actor_addr>(a->front), a->generation, id.value);
+    const auto front = caf::actor_cast<caf::actor_addr>(a->front);
+    a->front_wait = end_waits_.add(front, 2 * a->generation, id.value);
+    a->front_stop = end_waits_.add(front, 2 * a->generation + 1, id.value);
   }
   a->promise = self_->make_response_promise<barrier_crossing>();
   b.answer = std::move(a);
@@ -274,7 +279,33 @@ caf::error coordinator_state::worded(const barrier_answer& a, caf::error why) co
 
 void coordinator_state::tell_front(const barrier_answer& a, const caf::error& why,
                                    std::uint64_t device_waits, std::int64_t wait_ns) {
-  if (a.front) self_->send(a.front, barrier_outcome{a.generation, why, device_waits, wait_ns});
+  if (a.front) {
+    self_->send(a.front, barrier_outcome{a.generation, why, a.withdrawn, device_waits, wait_ns});
+  }
+}
+
+void coordinator_state::arm_barrier_timer() {
+  if (barrier_deadlines_.empty()) return;
+  const std::int64_t first = barrier_deadlines_.begin()->first;
+  if (barrier_timer_at_ != 0 && barrier_timer_at_ <= first) return;  // armed for it already
+  barrier_timer_at_ = first;
+  barrier_timer_token_ = end_waits_.reserve();
+  self_->delayed_send(self_, std::chrono::nanoseconds{std::max<std::int64_t>(first - now_ns(), 0)},
+                      expire_atom::value, barrier_timer_token_);
+}
+
+void coordinator_state::barrier_timer_fired() {
+  barrier_timer_at_ = 0;
+  const std::int64_t now = now_ns();
+  while (!barrier_deadlines_.empty() && barrier_deadlines_.begin()->first <= now) {
+    const auto [id, wait] = barrier_deadlines_.begin()->second;
+    // abandon_barrier erases it (answer_barrier); anything else left here is gone already.
+    if (!abandon_barrier(id, wait, true) && !barrier_deadlines_.empty() &&
+        barrier_deadlines_.begin()->second == std::make_pair(id, wait)) {
+      barrier_deadlines_.erase(barrier_deadlines_.begin());
+    }
+  }
+  arm_barrier_timer();
 }
 
 caf::error coordinator_state::failed_before(const barrier_run& b, std::size_t i) const {
@@ -312,6 +343,11 @@ void coordinator_state::answer_barrier(barrier_run& b, caf::error why) {
   a.given = true;
   if (a.wait != 0) end_waits_.forget(a.wait);
   if (a.front_wait != 0) end_waits_.forget(a.front_wait);
+  if (a.front_stop != 0) end_waits_.forget(a.front_stop);
+  if (a.deadline != barrier_deadlines_.end()) {
+    barrier_deadlines_.erase(a.deadline);
+    a.deadline = barrier_deadlines_.end();
+  }
   const std::int64_t now = now_ns();
   if (why) {
     why = worded(a, std::move(why));
@@ -337,15 +373,18 @@ bool coordinator_state::abandon_barrier(op_id id, std::uint64_t wait, bool timer
   auto found = barriers_.find(id);
   if (found == barriers_.end() || !found->second.answer) return false;
   barrier_run& b = found->second;
-  const barrier_answer& a = *b.answer;
-  if (a.given || wait == 0 || (wait != a.wait && wait != a.front_wait)) return false;
+  barrier_answer& a = *b.answer;
+  if (a.given || wait == 0 || (wait != a.wait && wait != a.front_wait && wait != a.front_stop)) {
+    return false;
+  }
   // A barrier actor's generation is named by its words (worded); a plain one by its id.
   const std::string who = a.label.empty() ? to_string(id) + ": " : std::string{};
   caf::error why;
-  if (!timer && wait == a.front_wait) {
+  if (!timer && wait == a.front_stop) {
     why = make_error(errc::shutting_down, who + "the barrier shut down first");
   } else if (!timer) {
     why = make_error(errc::cancelled, who + "withdrawn by its caller");
+    a.withdrawn = true;
   } else {
     const std::string within = " within " + readable(a.limit);
     std::string late = not_arrived(b, within);

@@ -459,9 +459,12 @@ caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeo
 }
 
 void coordinator_state::expire(std::uint64_t token) {
+  if (token == barrier_timer_token_ && barrier_timer_at_ != 0) {
+    barrier_timer_fired();
+    return;
+  }
   if (const std::uint64_t* where = end_waits_.find(token)) {
     const op_id id{*where};
-    if (abandon_barrier(id, token, true)) return;
     end_waits_.forget(token);
     auto range = end_waiters_.equal_range(id);
     for (auto i = range.first; i != range.second; ++i) {

@@ -239,7 +239,12 @@ class coordinator_state {
     std::string label;
     std::uint64_t generation = 0;
     barrier_actor front;
-    std::uint64_t front_wait = 0;
+    // The barrier actor's waits: under 2g its caller withdrew it (cancelled), under 2g + 1 the
+    // barrier actor shut down (shutting_down).
+    std::uint64_t front_wait = 0, front_stop = 0;
+    bool withdrawn = false;  // answered cancelled for its caller
+    // Its limit's place among barrier_deadlines_ (end() when none).
+    std::multimap<std::int64_t, std::pair<op_id, std::uint64_t>>::iterator deadline;
   };
   // A barrier operation: its members and where it stands.
   struct barrier_run {
@@ -371,6 +376,16 @@ class coordinator_state {
   [[nodiscard]] caf::error worded(const barrier_answer& a, caf::error why) const;
   void tell_front(const barrier_answer& a, const caf::error& why, std::uint64_t device_waits,
                   std::int64_t wait_ns);
+  // Synchronizes' limits, by deadline: (operation, its wait). One timer is armed, for the
+  // earliest (barrier_timer_at_, under barrier_timer_token_), not one per synchronize: a
+  // generation crossed in microseconds set a timer of seconds each time, a thread woken per
+  // crossing.
+  std::multimap<std::int64_t, std::pair<op_id, std::uint64_t>> barrier_deadlines_;
+  std::int64_t barrier_timer_at_ = 0;
+  std::uint64_t barrier_timer_token_ = 0;
+  void arm_barrier_timer();
+  // The timer fired: the synchronizes past their limit time out; the next one is armed.
+  void barrier_timer_fired();
   // A synchronize's wait `wait` ran past its limit (`timer`: timeout) or was withdrawn (by its
   // caller: cancelled; by its barrier actor: shutting_down): it is answered so and its
   // operation ends, giving its members back. False: not a barrier's.

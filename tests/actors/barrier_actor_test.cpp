@@ -317,6 +317,37 @@ BOOST_AUTO_TEST_CASE(a_generation_given_up_gives_its_streams_back) {
   BOOST_TEST(metrics().live == 0u);
 }
 
+// A withdraw key names a generation of the barrier it was given to: the same key given to
+// another barrier by the same caller is another wait, which the withdraw leaves alone.
+BOOST_AUTO_TEST_CASE(a_withdraw_key_belongs_to_its_barrier) {
+  auto one = barrier({0, 1}, barrier_options{"one", barrier_mode::host, 10s});
+  auto two = barrier({0, 1}, barrier_options{"two", barrier_mode::host, 10s});
+  gate g;
+  on(1, g.hold());
+  const wait_limit key_5{caf::timespan{0}, 5};
+  auto first = self()->request(one, 10s, synchronize_atom::value, barrier_mode::host, key_5);
+  auto second = self()->request(two, 10s, synchronize_atom::value, barrier_mode::host, key_5);
+  BOOST_REQUIRE(status_of(one).pending == 1u);
+  BOOST_REQUIRE(status_of(two).pending == 1u);
+  auto withdrawn = ask<bool>(two, withdraw_atom::value, std::uint64_t{5});
+  BOOST_REQUIRE_MESSAGE(withdrawn, why(withdrawn));
+  BOOST_TEST(*withdrawn);
+  const caf::error why_not = refusal_of(second, "crossed though withdrawn");
+  BOOST_TEST(why_not.code() == static_cast<std::uint8_t>(errc::cancelled), render(why_not));
+  BOOST_TEST(says(render(why_not), "barrier 'two' generation 1"), render(why_not));
+  g.open();
+  first.receive(
+      [](barrier_crossing& c) { BOOST_TEST(c.generation == 1u); },
+      [&](caf::error& e) { BOOST_FAIL("the other barrier's generation: " << render(e)); });
+  const auto s = status_of(two);
+  BOOST_TEST(s.pending == 0u);
+  BOOST_TEST(s.failed == 0u);  // a withdrawal is not a failure
+  BOOST_TEST(status_of(one).crossed == 1u);
+  auto again = ask<bool>(one, withdraw_atom::value, std::uint64_t{5});
+  BOOST_REQUIRE_MESSAGE(again, why(again));
+  BOOST_TEST(!*again);  // answered: nothing left to withdraw
+}
+
 BOOST_AUTO_TEST_CASE(bad_member_lists_are_refused) {
   auto none = rt().spawn_barrier({});
   BOOST_REQUIRE(!none.ok());

@@ -249,6 +249,9 @@ BOOST_FIXTURE_TEST_CASE(a_barrier_counts_crossings_timeouts_and_waits, runtime_f
       ask<barrier_crossing>(*b, synchronize_atom::value, barrier_mode::host, caf::timespan{30ms});
   g.open();
   BOOST_REQUIRE(!late);
+  // The coordinator answers the caller and tells the barrier actor, which counts, at once: a
+  // status asked now is answered after it has counted.
+  BOOST_REQUIRE(ask<barrier_status>(*b, status_atom::value));
   const metric_reader r{rt().metrics()};
   const label_map step{{"gpu", gpu_label()}, {"barrier", "step"}};
   BOOST_TEST(r.counter("cudactor_barrier_crossings_total", step) == 2);
