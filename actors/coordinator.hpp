@@ -91,7 +91,8 @@ struct coordinator_options {
 };
 
 namespace detail {
-class device_clock;  // actors/detail/device_clock.hpp
+class device_clock;      // actors/detail/device_clock.hpp
+class stream_directory;  // actors/detail/stream_directory.hpp
 }  // namespace detail
 
 // A stream the coordinator schedules onto: one of the runtime's stream actors.
@@ -99,7 +100,6 @@ struct coordinated_stream {
   stream_actor actor;
   stream_id id;  // the runtime's id of the stream (rt.stream(id.value))
   std::string name;
-  gpu::stream_ref view;  // the actor's backend stream: where other streams' waits point
   gpu::stream_priority priority = gpu::stream_priority::normal;
   // The stream actor's published ledger (spawned_stream::ledger): its cap and its load.
   std::shared_ptr<detail::stream_ledger> ledger;
@@ -117,6 +117,9 @@ struct coordinator_context {
   // The device's clock, for timing and the trace (the runtime's); empty: the coordinator
   // starts one of its own when it times.
   std::shared_ptr<const detail::device_clock> clock;
+  // The backend streams behind the streams' ids (the runtime's, written by the stream actors):
+  // a caller-launched operation's lease, and a barrier member's timeline.
+  std::shared_ptr<const detail::stream_directory> directory;
 };
 
 // Spawns the coordinator over context.streams; invalid_argument without any.

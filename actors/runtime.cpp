@@ -2,6 +2,7 @@
 
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/device_clock.hpp"
+#include "cudactor/actors/detail/stream_directory.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
@@ -88,6 +89,8 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
                          "did not complete within 2 s"};
     }
   }
+  rt->directory_ = std::make_shared<detail::stream_directory>(options.streams);
+  context.directory = rt->directory_;
   for (std::size_t i = 0; i < options.streams; ++i) {
     stream_actor_options stream_options = options.stream;
     stream_options.id = stream_id{static_cast<std::uint32_t>(i)};
@@ -99,17 +102,16 @@ gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
     rt->streams_.push_back(spawned->actor);
     rt->stream_ledgers_.push_back(spawned->ledger);
     rt->stream_members_.push_back({spawned->name, stream_id{static_cast<std::uint32_t>(i)}});
-    rt->stream_views_.push_back(spawned->stream);
   }
   // The coordinator schedules onto these same stream actors: one set of streams.
   coordinator_context coordination;
   coordination.device = context.device;
+  coordination.directory = rt->directory_;
   for (std::size_t i = 0; i < rt->streams_.size(); ++i) {
     coordinated_stream s;
     s.actor = rt->streams_[i];
     s.id = stream_id{static_cast<std::uint32_t>(i)};
     s.name = rt->stream_members_[i].name;
-    s.view = rt->stream_views_[i];
     s.priority = priority_of(options, i);
     s.ledger = rt->stream_ledgers_[i];
     coordination.streams.push_back(std::move(s));

@@ -114,9 +114,10 @@ class runtime {
   std::vector<stream_actor> streams_;
   // What each stream actor publishes of its ledger; the coordinator reads them.
   std::vector<std::shared_ptr<detail::stream_ledger>> stream_ledgers_;
+  // The backend stream behind each stream id (written by the stream actors).
+  std::shared_ptr<detail::stream_directory> directory_;
   std::shared_ptr<front_door> door_;
   std::vector<barrier_member> stream_members_;  // the streams' names and ids
-  std::vector<gpu::stream_ref> stream_views_;   // their backend streams
   std::mutex barriers_mutex_;
   std::vector<caf::actor_addr> barriers_;  // weak: a barrier nobody holds may go
   bool barriers_closed_ = false;           // set by shutdown(), under barriers_mutex_

@@ -54,8 +54,9 @@ struct stream_actor_options {
                                                     const gpu::backend& device) noexcept;
 
 namespace detail {
-class device_clock;   // actors/detail/device_clock.hpp
-class stream_ledger;  // actors/detail/stream_ledger.hpp
+class device_clock;      // actors/detail/device_clock.hpp
+class stream_ledger;     // actors/detail/stream_ledger.hpp
+class stream_directory;  // actors/detail/stream_directory.hpp
 }  // namespace detail
 
 // What every stream actor of a runtime shares. The backend and the poller must outlive the
@@ -70,13 +71,14 @@ struct stream_context {
   // The device's clock, for timing (the runtime's, started before any actor); empty: an actor
   // with timing on starts one of its own on its new stream.
   std::shared_ptr<const detail::device_clock> clock;
+  // Where each stream actor publishes its backend stream, and looks up the others' for the
+  // device-side waits it places (one entry per stream of the runtime).
+  std::shared_ptr<detail::stream_directory> directory;
 };
 
-// A stream actor and a view of the backend stream it owns: barriers wait on the stream's
-// timeline without going through the actor.
+// A stream actor, its name and its published ledger.
 struct spawned_stream {
   stream_actor actor;
-  gpu::stream_ref stream;
   std::string name;
   // What the actor publishes of its ledger (its cap, the load on it, how far it got): the
   // coordinator reads it rather than keep a count of its own.

@@ -8,7 +8,7 @@
 
 namespace cudactor::gpu::detail {
 
-cuda_timeline::slot::~slot() {
+cuda_timeline::marker_event::~marker_event() {
   if (event == nullptr || abandoned) return;
   if (select_device(device).ok()) (void)cudaEventDestroy(event);
 }
@@ -93,7 +93,7 @@ status cuda_timeline::wait(timeline_point value, std::chrono::milliseconds timeo
   const auto deadline = clock::now() + timeout;
   auto backoff = std::chrono::microseconds{1};
   for (;;) {
-    std::shared_ptr<slot> target;
+    std::shared_ptr<marker_event> target;
     {
       std::lock_guard<std::mutex> lock{mutex_};
       retire_locked();
@@ -136,7 +136,7 @@ status cuda_timeline::wait(timeline_point value, std::chrono::milliseconds timeo
 status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
                                    const std::string& waiter_label, bool carry_failure,
                                    status* carried) {
-  std::shared_ptr<slot> target;
+  std::shared_ptr<marker_event> target;
   {
     std::lock_guard<std::mutex> lock{mutex_};
     if (value > signalled_.load(std::memory_order_acquire)) {
@@ -182,7 +182,7 @@ status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
 
 result<timeline_point> cuda_timeline::signal() {
   std::lock_guard<std::mutex> ordered{signal_mutex_};
-  std::shared_ptr<slot> marker;
+  std::shared_ptr<marker_event> marker;
   {
     std::lock_guard<std::mutex> lock{mutex_};
     if (!poison_.ok()) return poison_;
@@ -202,7 +202,7 @@ result<timeline_point> cuda_timeline::signal() {
   // stream's queue is full (the bound above keeps it from filling with our own events).
   if (auto selected = select_device(device_); !selected.ok()) return selected;
   if (!marker) {
-    marker = std::make_shared<slot>();
+    marker = std::make_shared<marker_event>();
     marker->device = device_;
     const cudaError_t made = cudaEventCreateWithFlags(&marker->event, cudaEventDisableTiming);
     if (made != cudaSuccess) {
@@ -253,7 +253,7 @@ void cuda_timeline::abandon(status why) {
   std::lock_guard<std::mutex> lock{mutex_};
   poison_locked(std::move(why));
   const bool selected = select_device(device_).ok();
-  auto release = [selected](std::shared_ptr<slot>& marker) {
+  auto release = [selected](std::shared_ptr<marker_event>& marker) {
     // One a waiter holds is left alone: destroying it under the waiter is worse than a leak.
     if (marker.use_count() == 1 && selected && marker->event != nullptr) {
       (void)cudaEventDestroy(marker->event);

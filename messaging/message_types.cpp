@@ -33,7 +33,6 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<stream_callback>("cudactor::stream_callback")
       .add_message_type<stream_dispatch>("cudactor::stream_dispatch")
       .add_message_type<stream_hold>("cudactor::stream_hold")
-      .add_message_type<stream_view>("cudactor::stream_view")
       .add_message_type<completion_listener>("cudactor::completion_listener")
       .add_message_type<stream_actor>("cudactor::stream_actor")
       .add_message_type<event_pool_actor>("cudactor::event_pool_actor")

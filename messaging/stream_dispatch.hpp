@@ -3,15 +3,15 @@
 // What the coordinator hands a stream actor: every operation one scheduling pass puts on that
 // stream, in order, each with the device-side waits it needs (a point on another stream's
 // timeline), and the hold a caller-launched operation takes on a stream between begin and
-// complete. Local only (messaging/work.hpp): the payloads carry closures and views of
-// backend streams, so they never leave their process.
+// complete. Local only (messaging/work.hpp): the payloads carry closures, so they never leave their
+// process. Streams are named by their runtime id; the stream actor looks up the backend stream
+// behind it (actors/detail/stream_directory.hpp).
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "cudactor/gpu/launch_context.hpp"
-#include "cudactor/gpu/stream.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/messaging/point_cell.hpp"
 #include "cudactor/messaging/work.hpp"
@@ -24,7 +24,7 @@ namespace cudactor {
 // With `pending` the point is not known yet: it is the one that cell gets once the operation
 // waited for is issued on `stream` (the stream actor holds the waiting operation until then).
 struct point_wait {
-  gpu::stream_ref stream;
+  stream_id stream;
   gpu::timeline_point point = 0;
   bool order_only = false;
   std::shared_ptr<point_cell> pending;
@@ -57,8 +57,5 @@ struct hold_request {
   std::vector<point_wait> waits;
 };
 using stream_hold = local_only<hold_request>;
-
-// A view of the backend stream a stream actor owns (after a reset, its new stream).
-using stream_view = local_only<gpu::stream_ref>;
 
 }  // namespace cudactor

@@ -13,7 +13,8 @@
 // held, with the point the operation takes when the hold ends); hold_end ends it, the error
 // charged to that point. Work submitted here directly and work the coordinator dispatches
 // share the one timeline. reset makes the stream anew after the backend was reset (a lost
-// host device) and answers a view of it.
+// host device), publishes it in the stream directory and answers whether it made it anew
+// (false: the stream it had goes on).
 //
 // The last entries are the runtime's and the completion poller's: shutdown begins an orderly
 // stop, progress carries the poller's per-tick report.
@@ -72,7 +73,7 @@ using stream_actor = caf::typed_actor<
     caf::replies_to<dispatch_atom, stream_dispatch>::with<std::vector<ticket>>,
     caf::replies_to<hold_atom, stream_hold>::with<ticket>,
     caf::replies_to<hold_end_atom, timeline_point, caf::error>::with<ticket>,
-    caf::replies_to<reset_atom>::with<stream_view>,
+    caf::replies_to<reset_atom>::with<bool>,
     // another stream actor issued an operation this one waits for (point_cell)
     caf::reacts_to<issued_atom>,
     // runtime and poller

@@ -91,15 +91,15 @@ class family final : public family_base {
   [[nodiscard]] Cell& add(const label_values& values) {
     check(values);
     std::lock_guard<std::mutex> lock{mutex_};
-    auto& slot = series_[values];
-    if (!slot) {
+    auto& cell = series_[values];
+    if (!cell) {
       if constexpr (std::is_same_v<Cell, duration_histogram>) {
-        slot = std::make_unique<Cell>(bounds_);
+        cell = std::make_unique<Cell>(bounds_);
       } else {
-        slot = std::make_unique<Cell>();
+        cell = std::make_unique<Cell>();
       }
     }
-    return *slot;
+    return *cell;
   }
 
   [[nodiscard]] std::size_t size() const override {

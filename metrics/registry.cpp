@@ -100,19 +100,19 @@ F& registry::find_or_make(const std::string& name, metric_kind kind,
                           const std::vector<std::string>& label_names,
                           const std::function<std::unique_ptr<F>()>& make) {
   std::lock_guard<std::mutex> lock{families_mutex_};
-  auto& slot = families_[name];
-  if (!slot) {
-    slot = make();
-    return static_cast<F&>(*slot);
+  auto& known = families_[name];
+  if (!known) {
+    known = make();
+    return static_cast<F&>(*known);
   }
-  auto* same = dynamic_cast<F*>(slot.get());
-  if (same == nullptr || slot->kind() != kind || slot->label_names() != label_names) {
+  auto* same = dynamic_cast<F*>(known.get());
+  if (same == nullptr || known->kind() != kind || known->label_names() != label_names) {
     std::string labels;
     for (const auto& l : label_names) labels += (labels.empty() ? "" : ",") + l;
     std::string theirs;
-    for (const auto& l : slot->label_names()) theirs += (theirs.empty() ? "" : ",") + l;
-    throw std::logic_error{"metric family " + name + " exists as a " +
-                           std::string{to_string(slot->kind())} + " {" + theirs +
+    for (const auto& l : known->label_names()) theirs += (theirs.empty() ? "" : ",") + l;
+    throw std::logic_error{"metric known " + name + " exists as a " +
+                           std::string{to_string(known->kind())} + " {" + theirs +
                            "}; asked for a " + std::string{to_string(kind)} + " {" + labels + "}"};
   }
   return *same;

@@ -33,7 +33,7 @@ class buffer_table {
     bool used = false;  // the slot holds a buffer
     phase state = phase::live;
     buffer_handle handle;
-    std::uint32_t home = 0;  // the pool slot of the stream it was allocated on (allocated ones)
+    std::uint32_t home = 0;  // the pool index of the stream it was allocated on (allocated ones)
     buffer_ref memory;       // the stream actor's allocation; empty when adopted
     op_id release;           // its release operation, once released
     std::optional<buffer_uses> uses;

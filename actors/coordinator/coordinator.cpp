@@ -85,12 +85,13 @@ coordinator_actor::behavior_type coordinator_behavior(
 gpu::result<coordinator_actor> spawn_coordinator(caf::actor_system& system,
                                                  const coordinator_context& context,
                                                  coordinator_options options) {
-  if (context.device == nullptr || context.streams.empty()) {
+  if (context.device == nullptr || context.streams.empty() || !context.directory) {
     return gpu::status{gpu::status_code::invalid_argument,
-                       "coordinator: needs the backend and at least one stream actor"};
+                       "coordinator: needs the backend, at least one stream actor and the stream "
+                       "directory"};
   }
   for (const auto& s : context.streams) {
-    if (!s.actor || s.view.empty()) {
+    if (!s.actor || context.directory->view(s.id).empty()) {
       return gpu::status{gpu::status_code::invalid_argument,
                          "coordinator: stream '" + s.name + "' has no actor or no stream"};
     }

@@ -41,19 +41,19 @@ caf::error coordinator_state::members_of(const op_spec& spec,
   }
   std::vector<bool> seen(pool_.size(), false);
   for (stream_id id : spec.barrier.streams) {
-    const auto slot = slot_of(id);
-    if (!slot) {
+    const auto index = index_of(id);
+    if (!index) {
       return make_error(errc::invalid_argument,
                         "a barrier names stream " + std::to_string(id.value) +
                             ", which the coordinator does not schedule onto (it has " +
                             std::to_string(pool_.size()) + " streams)");
     }
-    if (seen[*slot]) {
+    if (seen[*index]) {
       return make_error(errc::invalid_argument,
                         "a barrier names stream " + std::to_string(id.value) + " twice");
     }
-    seen[*slot] = true;
-    out.push_back(*slot);
+    seen[*index] = true;
+    out.push_back(*index);
   }
   return {};
 }
@@ -112,7 +112,7 @@ bool coordinator_state::start_barrier(op_id id, op_record& r) {
     crossing.fn = no_work;
     for (std::uint32_t k = 0; k < n; ++k) {
       if (k == i) continue;
-      crossing.waits.push_back(point_wait{pool_.at(b.members[k]).view, 0, false, marks[k]});
+      crossing.waits.push_back(point_wait{pool_.at(b.members[k]).id, 0, false, marks[k]});
       ++b.device_waits;
     }
     // Dependents on other streams wait for the first crossing, in this pass or a later one.
@@ -131,22 +131,22 @@ bool coordinator_state::start_barrier(op_id id, op_record& r) {
   return true;
 }
 
-void coordinator_state::note_barrier_point(std::uint32_t slot, timeline_point point) {
-  auto& s = pool_.at(slot);
+void coordinator_state::note_barrier_point(std::uint32_t index, timeline_point point) {
+  auto& s = pool_.at(index);
   if (s.barrier_point == 0 || point - 1 != s.barrier_point) s.before_barrier = point - 1;
   s.barrier_point = point;
 }
 
-void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t slot,
+void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t index,
                                        timeline_point point) {
   barrier_run& b = barriers_.at(id);
   ++b.points_left;
-  note_barrier_point(slot, point);
-  const auto member = static_cast<std::size_t>(std::find(b.members.begin(), b.members.end(), slot) -
-                                               b.members.begin());
+  note_barrier_point(index, point);
+  const auto member = static_cast<std::size_t>(
+      std::find(b.members.begin(), b.members.end(), index) - b.members.begin());
   if (b.tickets_of.at(member)++ == 0) {  // its mark (a member's crossing comes after it)
     b.arrivals[member].point = point;
-    if (b.answer) b.answer->work[member] = pool_.at(slot).before_barrier;
+    if (b.answer) b.answer->work[member] = pool_.at(index).before_barrier;
     if (member == 0 && b.mode == barrier_mode::host) r.point = point;
   } else if (member == 0) {  // the first member's crossing: where dependents wait
     r.point = point;
@@ -164,7 +164,7 @@ void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t slo
   barrier_settle(id, b, caf::error{});
 }
 
-void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_point point,
+void coordinator_state::barrier_reached(op_id id, std::uint32_t index, timeline_point point,
                                         caf::error why, std::int64_t when) {
   auto found = barriers_.find(id);
   const op_graph::node* n = graph_.find(id);
@@ -176,7 +176,7 @@ void coordinator_state::barrier_reached(op_id id, std::uint32_t slot, timeline_p
   for (std::uint32_t i = 0; i < b.members.size(); ++i) {
     // A stream reaches its mark before its crossing, and a mark may be reached before its
     // ticket is back: the member's first point reached is its mark.
-    if (b.members[i] != slot || b.arrivals[i].arrived_ns != 0) continue;
+    if (b.members[i] != index || b.arrivals[i].arrived_ns != 0) continue;
     if (b.arrivals[i].point == point || b.arrivals[i].point == 0) {
       b.arrivals[i].point = point;
       b.arrivals[i].arrived_ns = when;
@@ -311,7 +311,7 @@ void coordinator_state::barrier_timer_fired() {
 caf::error coordinator_state::failed_before(const barrier_run& b, std::size_t i) const {
   const timeline_point work = b.answer ? b.answer->work[i] : 0;
   if (work == 0) return {};
-  auto line = context_.device->timeline_of(pool_.at(b.members[i]).view);
+  auto line = context_.device->timeline_of(context_.directory->view(pool_.at(b.members[i]).id));
   if (!line) return {};
   const gpu::query_result q = (*line)->query(work);
   if (!q.failed() || q.error.code() == gpu::status_code::device_lost) return {};

@@ -22,16 +22,16 @@ caf::result<buffer_handle> coordinator_state::allocate_buffer(std::optional<stre
                                                               std::uint64_t bytes) {
   if (auto why = refusal()) return why;
   if (bytes == 0) return make_error(errc::invalid_argument, "allocate: a buffer of 0 bytes");
-  std::uint32_t slot = 0;
+  std::uint32_t index = 0;
   if (on) {
-    const auto found = pool_.slot_of(*on);
+    const auto found = pool_.index_of(*on);
     if (!found) {
       return make_error(errc::invalid_argument, "allocate: stream " + std::to_string(on->value) +
                                                     " is not one the coordinator schedules onto");
     }
-    slot = *found;
+    index = *found;
   } else if (auto chosen = pool_.choose(op_priority::normal, op_workload::memory)) {
-    slot = *chosen;
+    index = *chosen;
   }
   if (buffers_->size() + allocating_ >= options_.max_buffers) {
     return make_error(errc::resource_exhausted,
@@ -41,23 +41,23 @@ caf::result<buffer_handle> coordinator_state::allocate_buffer(std::optional<stre
   ++allocating_;
   auto promise = self_->make_response_promise<buffer_handle>();
   const std::uint64_t epoch = epoch_;
-  self_->request(actors_[slot], caf::infinite, alloc_atom::value, bytes)
+  self_->request(actors_[index], caf::infinite, alloc_atom::value, bytes)
       .then(
-          [this, promise, slot, epoch](const buffer_ref& memory) mutable {
+          [this, promise, index, epoch](const buffer_ref& memory) mutable {
             --allocating_;
             if (epoch != epoch_ || closing_) {
               // Lost or shut down meanwhile: the memory goes back in the stream's order.
-              self_->request(actors_[slot], caf::infinite, free_atom::value, memory)
+              self_->request(actors_[index], caf::infinite, free_atom::value, memory)
                   .then([](const ticket&) {}, [this](caf::error&) { ++failed_frees_; });
               caf::error why = refusal();
               promise.deliver(why ? why : make_error(errc::device_lost, "allocate: device lost"));
               return;
             }
             buffer_table::entry* e = buffers_->add(memory.size, memory.address, false);
-            e->home = slot;
+            e->home = index;
             e->memory = memory;
-            e->handle.stream = pool_.at(slot).id;
-            buffer_metrics_[slot].allocated(memory.size);
+            e->handle.stream = pool_.at(index).id;
+            buffer_metrics_[index].allocated(memory.size);
             promise.deliver(e->handle);
           },
           [this, promise](caf::error& why) mutable {
@@ -139,8 +139,8 @@ caf::result<op_id> coordinator_state::release_buffer(const buffer_id& id) {
   return release;
 }
 
-void coordinator_state::free_released(std::uint32_t slot, const buffer_ref& memory) {
-  frees_[slot].push_back(memory);
+void coordinator_state::free_released(std::uint32_t index, const buffer_ref& memory) {
+  frees_[index].push_back(memory);
 }
 
 void coordinator_state::drop_kept_buffers() {
@@ -413,11 +413,11 @@ coordinator_state::after_state coordinator_state::after_op(op_id op, op_position
   return after_state::placed;
 }
 
-void coordinator_state::after_waits(op_id id, std::uint32_t slot) {
+void coordinator_state::after_waits(op_id id, std::uint32_t index) {
   for_each_after(id, [&](after_state st, const op_position& at) {
     if (st != after_state::placed) return;
-    assert(at.point != 0 || at.stream == slot);  // place() keeps it so
-    if (at.point != 0 && at.stream != slot) waits_work_.emplace_back(at, true);
+    assert(at.point != 0 || at.stream == index);  // place() keeps it so
+    if (at.point != 0 && at.stream != index) waits_work_.emplace_back(at, true);
   });
 }
 

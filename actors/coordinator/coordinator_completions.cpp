@@ -14,7 +14,7 @@
 namespace cudactor::detail {
 
 void coordinator_state::on_progress(const completion_batch& batch) {
-  const auto found = slot_of(batch.stream);
+  const auto found = index_of(batch.stream);
   // Only a stream actor of ours speaks for its stream.
   if (!found || lost_ || closing_ ||
       self_->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(actors_[*found])) {

@@ -188,7 +188,7 @@ caf::error order_of(const graph_spec& graph, const std::vector<std::uint32_t>& e
 
 caf::error coordinator_state::check_placement(const op_spec& spec) const {
   const op_placement& p = spec.placement;
-  if (p.pinned && !pool_.slot_of(p.stream)) {
+  if (p.pinned && !pool_.index_of(p.stream)) {
     return make_error(errc::invalid_argument,
                       "the operation names stream " + std::to_string(p.stream.value) +
                           ", which the coordinator does not schedule onto (it has " +

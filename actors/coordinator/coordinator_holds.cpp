@@ -87,21 +87,21 @@ caf::error coordinator_state::end_hold(op_id id, const caf::error& why,
   }
   op_record& r = *found;
   r.completing = true;
-  const std::uint32_t slot = r.stream;
+  const std::uint32_t index = r.stream;
   const timeline_point point = r.point;
   const std::uint64_t epoch = epoch_;
   // The stream actor takes nothing of ours before the hold's end (one mailbox, in order): the
-  // slot is free again for the next pass.
-  pool_.at(slot).reserved_by = op_id{};
-  self_->request(actors_[slot], caf::infinite, hold_end_atom::value, point, why)
+  // index is free again for the next pass.
+  pool_.at(index).reserved_by = op_id{};
+  self_->request(actors_[index], caf::infinite, hold_end_atom::value, point, why)
       .then(
-          [this, epoch, id, slot, why, answer](const ticket& done) {
+          [this, epoch, id, index, why, answer](const ticket& done) {
             if (epoch == epoch_) {
               auto r = records_.find(id.value);
               if (r != nullptr) {
                 // A failure the caller reports is this operation's; the point still passes.
-                on_stream(*r, slot, done.point);
-                graph_.submitted(id, op_position{slot, done.point});
+                on_stream(*r, index, done.point);
+                graph_.submitted(id, op_position{index, done.point});
                 // The stream names the point as the operation's only when it ended well.
                 if (why) graph_.fail(id, why, ended_);
               }
@@ -128,25 +128,25 @@ void coordinator_state::serve_begin_waiters() {
     }
     op_record& r = records_.at(it->id.value);
     // No stream free, or a dependency's ticket not back: later waiters wait as well, in order.
-    const auto slot = place(it->id, r);
-    if (!slot) return;
+    const auto index = place(it->id, r);
+    if (!index) return;
     auto promise = std::move(it->promise);
     const op_id id = it->id;
     it = begin_waiters_.erase(it);
-    start_hold(id, r, *slot, std::move(promise));
+    start_hold(id, r, *index, std::move(promise));
   }
 }
 
-void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
+void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t index,
                                    caf::typed_response_promise<op_lease> promise) {
   if (auto bad = graph_.begin(id)) {
     promise.deliver(bad);
     return;
   }
-  auto waits = waits_for(id, slot);
-  auto& s = pool_.at(slot);
+  auto waits = waits_for(id, index);
+  auto& s = pool_.at(index);
   s.reserved_by = id;
-  r.stream = slot;
+  r.stream = index;
   r.dispatched_ns = now_ns();
   op_metrics_->dispatched(r.type, r.priority);
   ++dispatched_;
@@ -155,23 +155,23 @@ void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
   // Answered once the stream is the caller's: everything before it on the backend, its waits
   // placed. Then the lease goes out.
   self_
-      ->request(actors_[slot], caf::infinite, hold_atom::value,
+      ->request(actors_[index], caf::infinite, hold_atom::value,
                 stream_hold{hold_request{id, std::move(waits)}})
       .then(
-          [this, epoch, id, slot, promise](const ticket& held) mutable {
+          [this, epoch, id, index, promise](const ticket& held) mutable {
             auto found = records_.find(id.value);
             const op_graph::node* n = graph_.find(id);
             if (epoch != epoch_ || found == nullptr || n == nullptr ||
                 n->state != op_state::running) {
               // It ended while the hold was on its way: the stream goes back at once.
-              if (epoch == epoch_) release_hold(slot, held.point, n ? n->cause : caf::error{});
+              if (epoch == epoch_) release_hold(index, held.point, n ? n->cause : caf::error{});
               promise.deliver(make_error(errc::invalid_state, to_string(id) + " ended"));
               return;
             }
             found->point = held.point;
-            const gpu::handle_id handle = pool_.at(slot).view.id();
+            const gpu::handle_id handle = context_.directory->view(pool_.at(index).id).id();
             promise.deliver(
-                op_lease{id, pool_.at(slot).id, handle.instance, handle.slot, handle.generation});
+                op_lease{id, pool_.at(index).id, handle.instance, handle.slot, handle.generation});
           },
           [this, epoch, id, promise](caf::error& why) mutable {
             promise.deliver(why);
@@ -181,11 +181,11 @@ void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t slot,
           });
 }
 
-void coordinator_state::release_hold(std::uint32_t slot, timeline_point point,
+void coordinator_state::release_hold(std::uint32_t index, timeline_point point,
                                      const caf::error& why) {
   // With a cause, the stream names the point as no operation's.
   self_
-      ->request(actors_[slot], caf::infinite, hold_end_atom::value, point,
+      ->request(actors_[index], caf::infinite, hold_end_atom::value, point,
                 why ? why : make_error(errc::cancelled, "the operation ended before complete"))
       .then([](const ticket&) {}, [](caf::error&) {});  // a broken stream tells its subscribers
 }

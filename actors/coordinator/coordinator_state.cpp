@@ -28,7 +28,7 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
   graph_ = op_graph{options_.failures_kept};
   pool_ = stream_pool{options_.strategy};
   for (const auto& s : context_.streams) {
-    pool_.add(s.id, s.view, s.priority, s.ledger);
+    pool_.add(s.id, s.priority, s.ledger);
     actors_.push_back(s.actor);
   }
   staged_.resize(actors_.size());
@@ -62,8 +62,8 @@ void coordinator_state::subscribe_streams() {
   for (const auto& actor : actors_) self_->send(actor, subscribe_atom::value, me);
 }
 
-std::optional<std::uint32_t> coordinator_state::slot_of(stream_id id) const {
-  // Slots are in the runtime's order, usually slot i is stream i; a look-up otherwise.
+std::optional<std::uint32_t> coordinator_state::index_of(stream_id id) const {
+  // Indexes are in the runtime's order, usually index i is stream i; a look-up otherwise.
   if (id.value < pool_.size() && pool_.at(id.value).id == id) return id.value;
   for (std::uint32_t i = 0; i < pool_.size(); ++i) {
     if (pool_.at(i).id == id) return i;
@@ -115,7 +115,7 @@ coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& s
   r.priority = spec.priority;
   r.workload = spec.workload;
   r.manual = manual;
-  r.pinned = spec.placement.pinned ? *pool_.slot_of(spec.placement.stream) : no_stream;
+  r.pinned = spec.placement.pinned ? *pool_.index_of(spec.placement.stream) : no_stream;
   r.strict = spec.placement.strict;
   r.strategy = spec.placement.own_strategy ? spec.placement.strategy : options_.strategy;
   r.description = std::move(spec.description);
@@ -161,13 +161,13 @@ void coordinator_state::pump() {
         if (lost_ || closing_ || !start_barrier(id, *found)) unplaced_.push_back(id);
         continue;
       }
-      const auto slot = lost_ || closing_ ? std::nullopt : place(id, *found);
-      if (!slot) {
+      const auto index = lost_ || closing_ ? std::nullopt : place(id, *found);
+      if (!index) {
         unplaced_.push_back(id);
         continue;
       }
       if (n++ % stamp_reuse == 0) now = now_ns();
-      stage(id, *slot, now);
+      stage(id, *index, now);
     }
   }
   for (; !lost_ && !closing_ && pool_.any_available(); ++n) {
@@ -186,13 +186,13 @@ void coordinator_state::pump() {
       if (!start_barrier(*next, r)) unplaced_.push_back(*next);
       continue;
     }
-    const auto slot = place(*next, r);
-    if (!slot) {
+    const auto index = place(*next, r);
+    if (!index) {
       unplaced_.push_back(*next);
       continue;
     }
     if (n % stamp_reuse == 0) now = now_ns();
-    stage(*next, *slot, now);
+    stage(*next, *index, now);
   }
   send_staged();
   serve_begin_waiters();
@@ -285,11 +285,11 @@ void coordinator_state::pass_or_later() {
   }
 }
 
-std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slot) {
+std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t index) {
   waits_work_.clear();
   std::vector<point_wait> out;
   graph_.for_each_unfinished_dep(id, [&](op_id dep, const op_position& at, bool order_only) {
-    if (at.stream == slot) return;  // stream order suffices
+    if (at.stream == index) return;  // stream order suffices
     if (at.point != 0) {
       waits_work_.emplace_back(at, order_only);
       return;
@@ -301,15 +301,15 @@ std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slo
     if (const timeline_point known = cell->point(); known != 0 && known != point_cell::never) {
       waits_work_.emplace_back(op_position{at.stream, known}, order_only);
     } else if (known == 0) {
-      out.push_back(point_wait{pool_.at(at.stream).view, 0, order_only, cell});
+      out.push_back(point_wait{pool_.at(at.stream).id, 0, order_only, cell});
       ++device_waits_;
       op_metrics_->device_waits(1);
     }  // never: it will not run, and its end cancels or releases this one
   });
-  after_waits(id, slot);
+  after_waits(id, index);
   const auto wait = [&](const op_position& at, bool order_only) {
-    if (!pool_.needs_wait(slot, at.stream, at.point, order_only)) return;
-    out.push_back(point_wait{pool_.at(at.stream).view, at.point, order_only, nullptr});
+    if (!pool_.needs_wait(index, at.stream, at.point, order_only)) return;
+    out.push_back(point_wait{pool_.at(at.stream).id, at.point, order_only, nullptr});
     ++device_waits_;
     op_metrics_->device_waits(1);
   };
@@ -323,11 +323,11 @@ std::vector<point_wait> coordinator_state::waits_for(op_id id, std::uint32_t slo
   return out;
 }
 
-void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
+void coordinator_state::stage(op_id id, std::uint32_t index, std::int64_t now) {
   op_record& r = records_.at(id.value);
   dispatched_op op;
   op.fn = std::move(r.fn);
-  op.waits = waits_for(id, slot);
+  op.waits = waits_for(id, index);
   op.timed = timing_;
   // Dependents on other streams go out with it, in this pass or a later one before its ticket
   // is back, and wait for the point its stream actor publishes. A buffer user may get
@@ -338,26 +338,26 @@ void coordinator_state::stage(op_id id, std::uint32_t slot, std::int64_t now) {
     r.cell = std::make_shared<point_cell>();
     op.cell = r.cell;
   }
-  r.stream = slot;
+  r.stream = index;
   r.dispatched_ns = now;
-  pool_.note_dispatch(slot, now);
-  send_to(slot, id, std::move(op));
+  pool_.note_dispatch(index, now);
+  send_to(index, id, std::move(op));
   if (r.type == op_type::release) {
     caf::error why;
     const buffer_table::entry* e = buffers_->find(r.bufs->releases, why);
-    if (e != nullptr && !e->handle.adopted) free_released(slot, e->memory);
+    if (e != nullptr && !e->handle.adopted) free_released(index, e->memory);
   }
   op_metrics_->dispatched(r.type, r.priority);
   ++dispatched_;
   coordination_ns_ += r.dispatched_ns - r.registered_ns;
   // On its way: dependents may follow it onto this stream before its ticket is back.
-  graph_.submitted(id, op_position{slot, 0});
+  graph_.submitted(id, op_position{index, 0});
 }
 
-void coordinator_state::send_to(std::uint32_t slot, op_id id, dispatched_op op) {
-  pool_.reserve(slot);  // one of the stream's cap, given back by the stream actor
+void coordinator_state::send_to(std::uint32_t index, op_id id, dispatched_op op) {
+  pool_.reserve(index);  // one of the stream's cap, given back by the stream actor
   op.op = id;           // the stream names it when it is reached
-  staged_pass& pass = staged_[slot];
+  staged_pass& pass = staged_[index];
   if (pass.ops.empty()) {
     // The last pass's size is the best guess for this one: room for it at once, rather than
     // the message's vector grown (and its work moved) by doubling.
@@ -369,37 +369,37 @@ void coordinator_state::send_to(std::uint32_t slot, op_id id, dispatched_op op) 
 }
 
 void coordinator_state::send_staged() {
-  for (std::uint32_t slot = 0; slot < staged_.size(); ++slot) {
-    staged_pass& pass = staged_[slot];
+  for (std::uint32_t index = 0; index < staged_.size(); ++index) {
+    staged_pass& pass = staged_[index];
     if (pass.ops.empty()) continue;
     ++passes_;
-    pool_.publish(slot);  // before the message: the stream actor gives each back when reached
+    pool_.publish(index);  // before the message: the stream actor gives each back when reached
     pass.last_size = pass.ops.size();
     auto ids = std::make_shared<std::vector<op_id>>(std::move(pass.ids));
     pass.ids.clear();
     const std::uint64_t epoch = epoch_;
     self_
-        ->request(actors_[slot], caf::infinite, dispatch_atom::value,
+        ->request(actors_[index], caf::infinite, dispatch_atom::value,
                   stream_dispatch{std::move(pass.ops)})
-        .then([this, epoch, slot,
-               ids](const std::vector<ticket>& tickets) { dispatched(epoch, slot, *ids, tickets); },
-              [this, epoch, slot, ids](caf::error& why) { dispatch_refused(epoch, slot, why); });
+        .then([this, epoch, index, ids](
+                  const std::vector<ticket>& tickets) { dispatched(epoch, index, *ids, tickets); },
+              [this, epoch, index, ids](caf::error& why) { dispatch_refused(epoch, index, why); });
     pass.ops.clear();
     // Released buffers' memory, freed right after their release's point (it waits for every
     // stream's last use): reusable once the stream has passed the free.
-    for (auto& memory : frees_[slot]) {
-      self_->request(actors_[slot], caf::infinite, free_atom::value, memory)
+    for (auto& memory : frees_[index]) {
+      self_->request(actors_[index], caf::infinite, free_atom::value, memory)
           .then([](const ticket&) {}, [this](caf::error&) { ++failed_frees_; });
     }
-    frees_[slot].clear();
+    frees_[index].clear();
   }
 }
 
-void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
+void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t index,
                                    const std::vector<op_id>& ids,
                                    const std::vector<ticket>& tickets) {
   if (epoch != epoch_) return;  // sent before a loss, which ended them all
-  const auto& s = pool_.at(slot);
+  const auto& s = pool_.at(index);
   if (tickets.size() != ids.size()) {
     lose(make_error(errc::backend_error, "stream " + std::to_string(s.id.value) + " answered " +
                                              std::to_string(tickets.size()) + " tickets for " +
@@ -416,20 +416,20 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t slot,
       continue;
     }
     if (found->type == op_type::barrier) {
-      barrier_ticket(ids[i], *found, slot, tickets[i].point);
+      barrier_ticket(ids[i], *found, index, tickets[i].point);
       continue;
     }
-    on_stream(*found, slot, tickets[i].point);
+    on_stream(*found, index, tickets[i].point);
     graph_.placed(ids[i], tickets[i].point);
   }
   finish();
   pass_or_later();
 }
 
-void coordinator_state::dispatch_refused(std::uint64_t epoch, std::uint32_t slot,
+void coordinator_state::dispatch_refused(std::uint64_t epoch, std::uint32_t index,
                                          const caf::error& why) {
   if (epoch != epoch_) return;
-  const auto& s = pool_.at(slot);
+  const auto& s = pool_.at(index);
   if (closing_) return;
   // A stream that refuses a pass is broken (its device lost) or going away: either way nothing
   // more can run on it, and the operations of the pass may be partly on it.
@@ -505,17 +505,13 @@ caf::result<bool> coordinator_state::reset() {
     }
     state->promise.deliver(!lost_);
   };
-  for (std::uint32_t slot = 0; slot < actors_.size(); ++slot) {
-    self_->request(actors_[slot], caf::infinite, reset_atom::value)
-        .then(
-            [this, slot, done](const stream_view& view) {
-              pool_.at(slot).view = view.get();
-              done();
-            },
-            [state, done](caf::error& why) {
-              if (!state->failed) state->failed = std::move(why);
-              done();
-            });
+  for (std::uint32_t index = 0; index < actors_.size(); ++index) {
+    self_->request(actors_[index], caf::infinite, reset_atom::value)
+        .then([done](bool) { done(); },
+              [state, done](caf::error& why) {
+                if (!state->failed) state->failed = std::move(why);
+                done();
+              });
   }
   return state->promise;
 }

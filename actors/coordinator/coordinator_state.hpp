@@ -35,6 +35,7 @@
 #include "cudactor/actors/coordinator/op_profile.hpp"
 #include "cudactor/actors/coordinator/stream_pool.hpp"
 #include "cudactor/actors/detail/actor_metrics.hpp"
+#include "cudactor/actors/detail/stream_directory.hpp"
 #include "cudactor/actors/detail/wait_keys.hpp"
 
 namespace cudactor::detail {
@@ -183,19 +184,19 @@ class coordinator_state {
     op_priority priority = op_priority::normal;
     op_workload workload = op_workload::compute;
     bool manual = false;
-    std::uint32_t pinned = no_stream;  // the slot it must run on (op_placement::pinned)
+    std::uint32_t pinned = no_stream;  // the stream it must run on (op_placement::pinned)
     bool strict = false;
     pool_strategy strategy = pool_strategy::load_balanced;  // its own, or the coordinator's
     bool completing = false;  // a caller-launched one: complete() came, the hold is ending
     // The device finished it before a dependency's own report came (deferred): its outcome
     // (`report`), told once every dependency has ended.
     bool deferred = false;
-    std::uint32_t stream = no_stream;  // the pool's slot
+    std::uint32_t stream = no_stream;  // the pool's index of its stream
     gpu::work_fn fn;
     std::int64_t registered_ns = 0;
     std::int64_t dispatched_ns = 0;
-    // Its buffer side, only for an operation that uses buffers or releases one: alone, or a
-    // slot of its graph's block. The record of every other stays as small as before buffers
+    // Its buffer side, only for an operation that uses buffers or releases one: alone, or an
+    // entry of its graph's block. The record of every other stays as small as before buffers
     // (held in the record, the side cost the stated graph 2.5%: every record grew by 96
     // bytes).
     buffers_ptr bufs;
@@ -248,7 +249,7 @@ class coordinator_state {
   };
   // A barrier operation: its members and where it stands.
   struct barrier_run {
-    std::vector<std::uint32_t> members;  // slots, in the order the operation named them
+    std::vector<std::uint32_t> members;  // stream indexes, in the order the operation named them
     barrier_mode mode = barrier_mode::device;
     std::size_t tickets_left = 0;  // of the marks (and, device mode, crossings) on their way
     std::vector<std::uint8_t> tickets_of;  // by member: its tickets back (mark, then crossing)
@@ -259,11 +260,11 @@ class coordinator_state {
     std::uint64_t device_waits = 0;          // its crossings' waits on other members' marks
     std::unique_ptr<barrier_answer> answer;  // a synchronize's; none for a graph's barrier
   };
-  // A pass for one slot being gathered (what pump() will send it).
+  // A pass for one stream being gathered (what pump() will send it).
   struct staged_pass {
     std::vector<dispatched_op> ops;
     std::vector<op_id> ids;
-    std::size_t last_size = 16;  // of the slot's last pass
+    std::size_t last_size = 16;  // of the stream's last pass
   };
 
   // Why nothing new is taken now (shut down, device lost), or an empty error.
@@ -306,13 +307,13 @@ class coordinator_state {
   void pass();
   bool pump_pending_ = false;
   bool in_pass_ = false;
-  void stage(op_id id, std::uint32_t slot, std::int64_t now);
-  // Puts `op` (of operation `id`) in the pass being gathered for `slot`.
-  void send_to(std::uint32_t slot, op_id id, dispatched_op op);
+  void stage(op_id id, std::uint32_t index, std::int64_t now);
+  // Puts `op` (of operation `id`) in the pass being gathered for stream `index`.
+  void send_to(std::uint32_t index, op_id id, dispatched_op op);
   void send_staged();
   // Waits for `id`'s unreached deps on other streams: each stream's top point (+ top data one),
   // and a pending wait on the cell of each dependency whose point is not known yet.
-  [[nodiscard]] std::vector<point_wait> waits_for(op_id id, std::uint32_t slot);
+  [[nodiscard]] std::vector<point_wait> waits_for(op_id id, std::uint32_t index);
   std::vector<std::pair<op_position, bool>> waits_work_;  // its scratch: (where, order only)
   // The cell of `dep`, a dependency on its way to a stream, if it has one.
   [[nodiscard]] point_cell* cell_of(op_id dep) const {
@@ -320,12 +321,12 @@ class coordinator_state {
     return r != nullptr ? r->cell.get() : nullptr;
   }
   // A pass's tickets came back (the operations are on their stream), or it was refused.
-  void dispatched(std::uint64_t epoch, std::uint32_t slot, const std::vector<op_id>& ids,
+  void dispatched(std::uint64_t epoch, std::uint32_t index, const std::vector<op_id>& ids,
                   const std::vector<ticket>& tickets);
-  void dispatch_refused(std::uint64_t epoch, std::uint32_t slot, const caf::error& why);
-  // Bookkeeping once `id`'s ticket says it is on `slot` at `point`.
-  static void on_stream(op_record& r, std::uint32_t slot, timeline_point point) {
-    r.stream = slot;
+  void dispatch_refused(std::uint64_t epoch, std::uint32_t index, const caf::error& why);
+  // Bookkeeping once `id`'s ticket says it is on stream `index` at `point`.
+  static void on_stream(op_record& r, std::uint32_t index, timeline_point point) {
+    r.stream = index;
     r.point = point;
   }
   // The stream `id` goes to now, or nothing: no stream has room, or a dependency is on its
@@ -338,14 +339,14 @@ class coordinator_state {
   // A stream could not take `id`: a loss fails everything, anything else fails `id`.
   void launch_failed(op_id id, const caf::error& why);
   void serve_begin_waiters();
-  void start_hold(op_id id, op_record& r, std::uint32_t slot,
+  void start_hold(op_id id, op_record& r, std::uint32_t index,
                   caf::typed_response_promise<op_lease> promise);
   // Ends the hold of a caller-launched operation that ended without complete.
-  void release_hold(std::uint32_t slot, timeline_point point, const caf::error& why);
+  void release_hold(std::uint32_t index, timeline_point point, const caf::error& why);
   // complete() and complete_failed(): the hold ends, the operation takes its point.
   caf::error end_hold(op_id id, const caf::error& why,
                       std::function<void(const caf::expected<ticket>&)> answer);
-  // Barrier operations (coordinator_barriers.cpp). The slots a barrier spans, checked: every
+  // Barrier operations (coordinator_barriers.cpp). The streams a barrier spans, checked: every
   // stream it names is one of ours, named once; none named: all of them.
   [[nodiscard]] caf::error members_of(const op_spec& spec, std::vector<std::uint32_t>& out) const;
   void add_barrier(op_id id, const op_spec& spec);
@@ -353,17 +354,17 @@ class coordinator_state {
   // stream, or a member is held (a caller-launched operation, another barrier).
   [[nodiscard]] bool start_barrier(op_id id, op_record& r);
   // The ticket of one of its marks or crossings came back.
-  void barrier_ticket(op_id id, op_record& r, std::uint32_t slot, timeline_point point);
+  void barrier_ticket(op_id id, op_record& r, std::uint32_t index, timeline_point point);
   // One of its points was reached (`why`: it failed), seen at `when`.
-  void barrier_reached(op_id id, std::uint32_t slot, timeline_point point, caf::error why,
+  void barrier_reached(op_id id, std::uint32_t index, timeline_point point, caf::error why,
                        std::int64_t when);
   // It ends once every point is ticketed and reached (or with `why`, one failed).
   void barrier_settle(op_id id, barrier_run& b, caf::error why);
   // It ended: the notice says where it sat, its members go back, a synchronize is answered.
   void end_barrier(op_id id, op_notice& notice);
-  // A ticket of `b` came back at `point` on `slot`: the newest barrier point there, and the
+  // A ticket of `b` came back at `point` on stream `index`: the newest barrier point there, and the
   // newest work before it (a barrier point right after another stands for the same work).
-  void note_barrier_point(std::uint32_t slot, timeline_point point);
+  void note_barrier_point(std::uint32_t index, timeline_point point);
   // A synchronize's member `i` reached the barrier with failed work: dependency_failed naming
   // the stream; empty otherwise.
   [[nodiscard]] caf::error failed_before(const barrier_run& b, std::size_t i) const;
@@ -461,7 +462,7 @@ class coordinator_state {
   template <class F>
   void for_each_after(op_id id, F&& f) const;
   // The places of `id`'s after_ops_ on other streams, added to waits_work_ (order only).
-  void after_waits(op_id id, std::uint32_t slot);
+  void after_waits(op_id id, std::uint32_t index);
   // `id` comes after `ops` on the device only: its after_ops_, and its dependencies as
   // describe() shows them.
   void add_after_ops(op_id id, op_record& r, const std::vector<op_id>& ops);
@@ -481,8 +482,8 @@ class coordinator_state {
   // with one search of its history where the operation's uses allow it.
   void infer_and_record_uses(const std::vector<buffer_use>& uses, const byte_range* ranges,
                              buffer_uses* const* histories, op_id user, use_inference& out);
-  // The frees to send after this pass's dispatch to each slot (released buffers' memory).
-  void free_released(std::uint32_t slot, const buffer_ref& memory);
+  // The frees to send after this pass's dispatch to each stream (released buffers' memory).
+  void free_released(std::uint32_t index, const buffer_ref& memory);
   // After a reset: buffers kept back by the loss are dropped.
   void drop_kept_buffers();
   // The users that `ghost` (a buffer user that ended before it ran) came after and that are
@@ -513,9 +514,9 @@ class coordinator_state {
   };
   caf::error infer_graph_uses(const graph_spec& graph, op_id first, graph_uses& out);
 
-  // Ends the operations the batch names as reached on `slot` (by operation, from the stream
+  // Ends the operations the batch names as reached on stream `index` (by operation, from the stream
   // actor's own ledger), oldest first, each with its failure and device times.
-  void retire(std::uint32_t slot, const completion_batch& batch);
+  void retire(std::uint32_t index, const completion_batch& batch);
   // The device finished `id`: completed, failed (`why`), or cancelled (its wait reported a
   // failed dependency).
   void settle(op_id id, const caf::error& why);
@@ -541,8 +542,8 @@ class coordinator_state {
   void flush();
   void serve_ready_waiters();
   void subscribe_streams();
-  // The slot of the stream actor that sent the current message, if it is one of ours.
-  [[nodiscard]] std::optional<std::uint32_t> slot_of(stream_id id) const;
+  // The index of the stream actor that sent the current message, if it is one of ours.
+  [[nodiscard]] std::optional<std::uint32_t> index_of(stream_id id) const;
   [[nodiscard]] const op_info* find_ended(op_id id) const;
   // unknown_op for an id that is not live and not among the ended kept, saying which.
   [[nodiscard]] caf::error gone(op_id id) const;
@@ -557,8 +558,8 @@ class coordinator_state {
   coordinator_options options_;
   op_graph graph_;
   stream_pool pool_{pool_strategy::load_balanced};
-  std::vector<stream_actor> actors_;  // by slot
-  std::vector<staged_pass> staged_;   // by slot
+  std::vector<stream_actor> actors_;  // by stream index
+  std::vector<staged_pass> staged_;   // by stream index
   std::vector<op_id> unplaced_;       // taken from the ready queue, waiting for place()
   std::uint64_t epoch_ = 1;  // bumped by a loss: answers to passes sent before it are stale
 
@@ -578,8 +579,8 @@ class coordinator_state {
   // an operation read it, and a look at the side was a cache miss per buffer user. Goes with
   // the operation's end.
   std::unordered_map<op_id, std::vector<op_id>> after_ops_;
-  std::vector<std::vector<buffer_ref>> frees_;  // by slot: sent after the slot's next dispatch
-  std::vector<buffer_metrics> buffer_metrics_;  // by slot
+  std::vector<std::vector<buffer_ref>> frees_;  // by stream index: sent after its next dispatch
+  std::vector<buffer_metrics> buffer_metrics_;  // by stream index
   std::size_t allocating_ = 0;  // allocations asked of stream actors, not yet answered
   std::unordered_map<op_id, barrier_run> barriers_;
   std::vector<ended_op> ended_;  // ended during the current handler, not yet told

@@ -42,7 +42,7 @@
 
 namespace cudactor::detail {
 
-// Where a submitted operation sits: the coordinator's stream slot and the point its
+// Where a submitted operation sits: the coordinator's index of its stream and the point its
 // timeline reaches when the operation has run (0 while on its way to the stream).
 struct op_position {
   std::uint32_t stream = 0;

@@ -15,7 +15,7 @@ namespace {
 constexpr double ewma_weight = 0.2;
 
 // Workloads are checked where they enter (messaging/input_check.hpp).
-std::size_t index_of(op_workload w) {
+std::size_t workload_index(op_workload w) {
   assert(in_range(w));
   return static_cast<std::size_t>(w);
 }
@@ -24,25 +24,24 @@ std::size_t index_of(op_workload w) {
 
 stream_pool::stream_pool(pool_strategy strategy) : strategy_(strategy) {}
 
-void stream_pool::add(stream_id id, gpu::stream_ref view, gpu::stream_priority priority,
+void stream_pool::add(stream_id id, gpu::stream_priority priority,
                       std::shared_ptr<stream_ledger> ledger) {
-  slot added;
+  entry added;
   added.id = id;
-  added.view = view;
   added.priority = priority;
   added.ledger = ledger ? std::move(ledger) : std::make_shared<stream_ledger>(1);
-  slots_.push_back(std::move(added));
-  for (auto& each : slots_) {
-    each.waited.resize(slots_.size(), 0);
-    each.ordered.resize(slots_.size(), 0);
+  entries_.push_back(std::move(added));
+  for (auto& each : entries_) {
+    each.waited.resize(entries_.size(), 0);
+    each.ordered.resize(entries_.size(), 0);
   }
   assign_roles();
 }
 
-// One slot: it does everything. Two: compute / memory and coordination. More: the last one
+// One stream: it does everything. Two: compute / memory and coordination. More: the last one
 // coordinates, the rest split into compute (first half, rounded up) and memory.
 void stream_pool::assign_roles() {
-  const std::size_t n = slots_.size();
+  const std::size_t n = entries_.size();
   for (std::size_t i = 0; i < n; ++i) {
     op_workload role = op_workload::mixed;
     if (n == 2) {
@@ -52,12 +51,12 @@ void stream_pool::assign_roles() {
       role = i == n - 1 ? op_workload::coordination
                         : (i < compute ? op_workload::compute : op_workload::memory);
     }
-    slots_[i].role = role;
+    entries_[i].role = role;
   }
 }
 
 void stream_pool::clear_work() {
-  for (auto& s : slots_) {
+  for (auto& s : entries_) {
     s.reserved_by = op_id{};
     s.barrier_point = s.before_barrier = 0;
     std::fill(s.waited.begin(), s.waited.end(), 0);
@@ -66,41 +65,41 @@ void stream_pool::clear_work() {
 }
 
 bool stream_pool::available(std::uint32_t index) const {
-  const slot& s = slots_[index];
+  const entry& s = entries_[index];
   return s.reserved_by.empty() && s.ledger->load() + s.staged < s.ledger->cap();
 }
 
 bool stream_pool::any_available() const {
-  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+  for (std::uint32_t i = 0; i < entries_.size(); ++i) {
     if (available(i)) return true;
   }
   return false;
 }
 
 bool stream_pool::idle(std::uint32_t index) const {
-  const slot& s = slots_[index];
+  const entry& s = entries_[index];
   return s.reserved_by.empty() && s.ledger->load() + s.staged == 0;
 }
 
 std::optional<std::uint32_t> stream_pool::any_idle() const {
-  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+  for (std::uint32_t i = 0; i < entries_.size(); ++i) {
     if (idle(i)) return i;
   }
   return std::nullopt;
 }
 
 std::uint64_t stream_pool::load_of(std::uint32_t index) const {
-  return slots_[index].ledger->load() + slots_[index].staged;
+  return entries_[index].ledger->load() + entries_[index].staged;
 }
 
 template <class Accept>
 std::optional<std::uint32_t> stream_pool::least_loaded(Accept&& accept) const {
-  // Each slot's load once (available() and the comparison each took it anew, three times a
-  // slot): every placement of every operation comes through here.
+  // Each stream's load once (available() and the comparison each took it anew, three times a
+  // stream): every placement of every operation comes through here.
   std::optional<std::uint32_t> best;
   std::uint64_t best_load = 0;
-  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
-    const slot& s = slots_[i];
+  for (std::uint32_t i = 0; i < entries_.size(); ++i) {
+    const entry& s = entries_[i];
     if (!s.reserved_by.empty()) continue;
     const std::uint64_t load = s.ledger->load() + s.staged;
     if (load >= s.ledger->cap() || !accept(i)) continue;  // not available()
@@ -123,7 +122,7 @@ gpu::stream_priority stream_pool::class_of(op_priority priority) noexcept {
 }
 
 bool stream_pool::matches(std::uint32_t index, op_priority priority, op_workload workload) const {
-  const slot& s = slots_.at(index);
+  const entry& s = entries_.at(index);
   return s.priority == class_of(priority) &&
          (workload == op_workload::mixed || s.role == op_workload::mixed || s.role == workload);
 }
@@ -134,12 +133,12 @@ std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_worklo
 
 std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_workload workload,
                                                  pool_strategy strategy, bool strict) {
-  // Strict: only the slots of the operation's class and role; the fallbacks below stay among
+  // Strict: only the streams of the operation's class and role; the fallbacks below stay among
   // them too.
   auto any = [&](std::uint32_t i) { return !strict || matches(i, priority, workload); };
   switch (strategy) {
     case pool_strategy::round_robin: {
-      const auto n = static_cast<std::uint32_t>(slots_.size());
+      const auto n = static_cast<std::uint32_t>(entries_.size());
       for (std::uint32_t k = 0; k < n; ++k) {
         const std::uint32_t i = (next_ + k) % n;
         if (available(i) && any(i)) {
@@ -153,13 +152,13 @@ std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_worklo
     case pool_strategy::priority: {
       const gpu::stream_priority wanted = class_of(priority);
       if (auto own = least_loaded(
-              [&](std::uint32_t i) { return slots_[i].priority == wanted && any(i); })) {
+              [&](std::uint32_t i) { return entries_[i].priority == wanted && any(i); })) {
         return own;
       }
       // Another class: normal first, so urgent work does not land behind low-priority work
       // and background work does not take the high-priority streams while others are free.
       if (auto normal = least_loaded([&](std::uint32_t i) {
-            return slots_[i].priority == gpu::stream_priority::normal && any(i);
+            return entries_[i].priority == gpu::stream_priority::normal && any(i);
           })) {
         return normal;
       }
@@ -168,20 +167,20 @@ std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_worklo
     case pool_strategy::workload: {
       if (workload != op_workload::mixed) {
         if (auto own = least_loaded(
-                [&](std::uint32_t i) { return slots_[i].role == workload && any(i); })) {
+                [&](std::uint32_t i) { return entries_[i].role == workload && any(i); })) {
           return own;
         }
       }
       return least_loaded(any);
     }
     case pool_strategy::adaptive: {
-      const std::size_t w = index_of(workload);
+      const std::size_t w = workload_index(workload);
       std::optional<std::uint32_t> best;
       double best_cost = std::numeric_limits<double>::infinity();
-      for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+      for (std::uint32_t i = 0; i < entries_.size(); ++i) {
         if (!available(i) || !any(i)) continue;
-        const slot& s = slots_[i];
-        // Unmeasured: cost 0, so each slot gets tried for each workload.
+        const entry& s = entries_[i];
+        // Unmeasured: cost 0, so each stream gets tried for each workload.
         const double cost =
             s.samples[w] == 0 ? 0.0 : static_cast<double>(load_of(i) + 1) * s.mean_interval_ns[w];
         if (!best || cost < best_cost || (cost == best_cost && load_of(i) < load_of(*best))) {
@@ -195,18 +194,18 @@ std::optional<std::uint32_t> stream_pool::choose(op_priority priority, op_worklo
   return std::nullopt;
 }
 
-std::optional<std::uint32_t> stream_pool::slot_of(stream_id id) const noexcept {
-  for (std::uint32_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].id == id) return i;
+std::optional<std::uint32_t> stream_pool::index_of(stream_id id) const noexcept {
+  for (std::uint32_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].id == id) return i;
   }
   return std::nullopt;
 }
 
 bool stream_pool::needs_wait(std::uint32_t waiter, std::uint32_t other, gpu::timeline_point point,
                              bool order_only) {
-  if (waiter == other || point <= slots_[other].ledger->completed()) return false;
-  auto& data = slots_[waiter].waited[other];
-  auto& any = slots_[waiter].ordered[other];
+  if (waiter == other || point <= entries_[other].ledger->completed()) return false;
+  auto& data = entries_[waiter].waited[other];
+  auto& any = entries_[waiter].ordered[other];
   if (point <= (order_only ? any : data)) {
     ++skipped_;
     return false;
@@ -217,14 +216,14 @@ bool stream_pool::needs_wait(std::uint32_t waiter, std::uint32_t other, gpu::tim
 }
 
 void stream_pool::note_dispatch(std::uint32_t index, std::int64_t now_ns) {
-  slot& s = slots_[index];
+  entry& s = entries_[index];
   if (s.ledger->load() + s.staged == 0) s.busy_since_ns = now_ns;
 }
 
 void stream_pool::record_completions(std::uint32_t index,
                                      const std::array<std::uint32_t, workloads>& ended,
                                      std::int64_t now_ns) {
-  slot& s = slots_[index];
+  entry& s = entries_[index];
   std::uint32_t total = 0;
   for (auto n : ended) total += n;
   if (total == 0) return;

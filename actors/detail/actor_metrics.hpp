@@ -137,10 +137,10 @@ class op_metrics {
   static constexpr std::size_t priorities = enum_count<op_priority>;
 
   op_cells& cells(op_type t, op_priority p) {
-    auto& slot =
+    auto& found =
         cells_[static_cast<std::size_t>(t) % types][static_cast<std::size_t>(p) % priorities];
-    if (!slot) slot = make(t, p);
-    return *slot;
+    if (!found) found = make(t, p);
+    return *found;
   }
   [[nodiscard]] std::unique_ptr<op_cells> make(op_type t, op_priority p);
 

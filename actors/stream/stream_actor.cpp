@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "cudactor/actors/detail/stream_directory.hpp"
 #include "cudactor/actors/detail/stream_ledger.hpp"
 #include "cudactor/actors/stream/stream_state.hpp"
 #include "cudactor/messaging/errc.hpp"
@@ -83,15 +84,16 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
 gpu::result<spawned_stream> spawn_stream_actor(caf::actor_system& system,
                                                const stream_context& context,
                                                stream_actor_options options) {
-  if (context.device == nullptr || context.poller == nullptr || !context.events) {
+  if (context.device == nullptr || context.poller == nullptr || !context.events ||
+      !context.directory || options.id.value >= context.directory->size()) {
     return gpu::status{gpu::status_code::invalid_argument, "stream actor: incomplete context"};
   }
   if (options.name.empty()) options.name = "stream-" + std::to_string(options.id.value);
   auto made = context.device->create_stream({options.name, options.priority});
   if (!made) return made.error();
   auto owned = std::make_shared<gpu::stream>(std::move(made.value()));
+  context.directory->publish(options.id, owned->ref());
   spawned_stream out;
-  out.stream = owned->ref();
   out.name = options.name;
   out.ledger = std::make_shared<detail::stream_ledger>(
       effective_max_in_flight(options, *context.device));

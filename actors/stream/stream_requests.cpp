@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cudactor/actors/detail/clock.hpp"
+#include "cudactor/actors/detail/stream_directory.hpp"
 #include "cudactor/actors/stream/stream_state.hpp"
 #include "cudactor/messaging/errc.hpp"
 
@@ -341,11 +342,11 @@ caf::result<ticket> stream_state::end_hold(timeline_point point, const caf::erro
   return ticket{options_.id, point};
 }
 
-caf::result<stream_view> stream_state::reset() {
+caf::result<bool> stream_state::reset() {
   if (closing_) return refusal();
   // A stream the backend still knows, on a stream actor that did not break, goes on. (A reset
   // of the host backend destroys every stream, used or not.)
-  if (!broken_ && context_.device->timeline_of(stream_.ref())) return stream_view{stream_.ref()};
+  if (!broken_ && context_.device->timeline_of(stream_.ref())) return false;
   if (auto health = context_.device->health(); !health.ok()) {
     return make_error(errc::device_lost, "stream '" + options_.name +
                                              "': the backend is still lost (" + health.message() +
@@ -364,6 +365,7 @@ caf::result<stream_view> stream_state::reset() {
   allocator_.reset();  // before the stream it orders its memory on
   give_back_in_flight_events();
   stream_ = std::move(made.value());
+  context_.directory->publish(options_.id, stream_.ref());
   allocator_.emplace(*context_.device, stream_.ref(), options_.reuse_limit);
   // A new stream, a new timeline: what the old one reached says nothing about it.
   last_point_ = issued_ = completed_ = watched_ = last_sync_ = 0;
@@ -378,7 +380,7 @@ caf::result<stream_view> stream_state::reset() {
   ledger_->restart(completed_);
   follow_stream();
   if (broken_) return broken_;
-  return stream_view{stream_.ref()};
+  return true;
 }
 
 }  // namespace cudactor::detail

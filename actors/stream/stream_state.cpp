@@ -16,6 +16,7 @@
 
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/actors/detail/progress.hpp"
+#include "cudactor/actors/detail/stream_directory.hpp"
 #include "cudactor/actors/detail/top_waits.hpp"
 #include "cudactor/messaging/errc.hpp"
 
@@ -33,7 +34,7 @@ void keep_top_waits(std::vector<point_wait>& waits) {
                   [](const point_wait& w) { return w.order_only && w.point == point_cell::never; }),
               waits.end());
   detail::keep_top_waits(
-      waits, [](const point_wait& w) { return w.stream.id().value(); },
+      waits, [](const point_wait& w) { return std::uint64_t{w.stream.value}; },
       [](const point_wait& w) { return w.point; },
       [](const point_wait& w) { return w.order_only; });
 }
@@ -270,8 +271,9 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
           gpu::status_code::dependency_failed,
           "stream '" + options_.name + "': an operation it waits for never reached its stream"};
     }
-    launched = w.order_only ? device.order_after(s, w.stream, w.point)
-                            : device.wait_point(s, w.stream, w.point);
+    const gpu::stream_ref other = context_.directory->view(w.stream);
+    launched =
+        w.order_only ? device.order_after(s, other, w.point) : device.wait_point(s, other, w.point);
     if (!launched.ok()) return launched;
   }
   // Timing events after the waits: the start is when the stream got to the work.

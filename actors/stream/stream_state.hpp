@@ -131,8 +131,9 @@ class stream_state {
   // `why` charged to it).
   caf::result<ticket> accept_hold(hold_request& request);
   caf::result<ticket> end_hold(timeline_point point, const caf::error& why);
-  // After the backend was reset: a new stream in place of the broken one.
-  caf::result<stream_view> reset();
+  // After the backend was reset: a new stream in place of the broken one (true), published in
+  // the directory; false when the stream it had goes on.
+  caf::result<bool> reset();
   caf::result<buffer_ref> allocate(std::uint64_t bytes);
   caf::result<ticket> free(const buffer_ref& buffer);
   [[nodiscard]] gpu::result<gpu::event_ref> resolve_event(const event_lease& ref) const;

@@ -66,15 +66,15 @@ class cuda_timeline final : public timeline {
   void abandon(status why);
 
  private:
-  struct slot {
+  struct marker_event {
     cudaEvent_t event = nullptr;
     int device = 0;
     bool abandoned = false;
-    ~slot();
+    ~marker_event();
   };
   struct entry {
     timeline_point value;
-    std::shared_ptr<slot> marker;
+    std::shared_ptr<marker_event> marker;
   };
 
   // Retires completed entries, oldest first. Mutex held.
@@ -96,7 +96,7 @@ class cuda_timeline final : public timeline {
   std::mutex signal_mutex_;
   mutable std::mutex mutex_;  // everything below
   std::deque<entry> in_flight_;
-  std::vector<std::shared_ptr<slot>> spare_;
+  std::vector<std::shared_ptr<marker_event>> spare_;
   status poison_;
   // Values whose work failed at launch, oldest first; the newest 256 are kept (older ones
   // read as reached), as host_timeline keeps its own.

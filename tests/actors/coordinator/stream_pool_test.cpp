@@ -19,14 +19,18 @@ stream_pool make(pool_strategy s, std::vector<prio> priorities, std::uint64_t ca
   stream_pool pool{s};
   std::uint32_t id = 0;
   for (auto p : priorities) {
-    pool.add(stream_id{id++}, gpu::stream_ref{}, p, std::make_shared<detail::stream_ledger>(cap));
+    pool.add(stream_id{id++}, p, std::make_shared<detail::stream_ledger>(cap));
   }
   return pool;
 }
 
-// `n` points on the slot's stream, as its stream actor would count them.
-void occupy(stream_pool& pool, std::uint32_t slot, std::size_t n) { pool.at(slot).ledger->reserve(n); }
-void reach(stream_pool& pool, std::uint32_t slot, std::size_t n) { pool.at(slot).ledger->release(n); }
+// `n` points on the stream at `index`, as its stream actor would count them.
+void occupy(stream_pool& pool, std::uint32_t index, std::size_t n) {
+  pool.at(index).ledger->reserve(n);
+}
+void reach(stream_pool& pool, std::uint32_t index, std::size_t n) {
+  pool.at(index).ledger->release(n);
+}
 
 std::uint32_t pick(stream_pool& pool, op_priority p = op_priority::normal,
                    op_workload w = op_workload::compute) {
@@ -187,8 +191,8 @@ BOOST_AUTO_TEST_CASE(strict_choices_stay_on_matching_streams_for_every_strategy)
   BOOST_TEST((stream_pool::class_of(op_priority::cleanup) == prio::low));
   BOOST_TEST((stream_pool::class_of(op_priority::normal) == prio::normal));
   auto pool = make(pool_strategy::round_robin, {prio::normal, prio::normal});
-  BOOST_TEST(pool.slot_of(stream_id{1}).value_or(9) == 1u);
-  BOOST_TEST(!pool.slot_of(stream_id{2}).has_value());
+  BOOST_TEST(pool.index_of(stream_id{1}).value_or(9) == 1u);
+  BOOST_TEST(!pool.index_of(stream_id{2}).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(strategies_have_names) {
