@@ -69,11 +69,11 @@ void coordinator_state::add_barrier(op_id id, const op_spec& spec) {
     a.name = context_.streams.at(b.members[i]).name;
     b.arrivals.push_back(std::move(a));
   }
-  barriers_.emplace(id, std::move(b));
+  barriers_.add(id, std::move(b));
 }
 
 bool coordinator_state::start_barrier(op_id id, op_record& r) {
-  barrier_run& b = barriers_.at(id);
+  barrier_run& b = *barriers_.find(id);  // added with its record
   // Each member waits on the device for every dependency still running: each needs a point.
   bool on_way = false;
   graph_.for_each_unfinished_dep(id,
@@ -139,7 +139,7 @@ void coordinator_state::note_barrier_point(std::uint32_t index, timeline_point p
 
 void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t index,
                                        timeline_point point) {
-  barrier_run& b = barriers_.at(id);
+  barrier_run& b = *barriers_.find(id);  // a barrier's record: its run is there
   ++b.points_left;
   note_barrier_point(index, point);
   const auto member = static_cast<std::size_t>(
@@ -166,12 +166,12 @@ void coordinator_state::barrier_ticket(op_id id, op_record& r, std::uint32_t ind
 
 void coordinator_state::barrier_reached(op_id id, std::uint32_t index, timeline_point point,
                                         caf::error why, std::int64_t when) {
-  auto found = barriers_.find(id);
+  barrier_run* found = barriers_.find(id);
   const op_graph::node* n = graph_.find(id);
-  if (found == barriers_.end() || n == nullptr || is_terminal(n->state) || is_deferred(id)) {
+  if (found == nullptr || n == nullptr || is_terminal(n->state) || is_deferred(id)) {
     return;  // ended already (a failure of one of its points, a failed dependency)
   }
-  barrier_run& b = found->second;
+  barrier_run& b = *found;
   --b.points_left;  // below zero while points are reached before their tickets are back
   for (std::uint32_t i = 0; i < b.members.size(); ++i) {
     // A stream reaches its mark before its crossing, and a mark may be reached before its
@@ -208,16 +208,16 @@ void coordinator_state::barrier_settle(op_id id, barrier_run& b, caf::error why)
 }
 
 void coordinator_state::end_barrier(op_id id, op_notice& notice) {
-  auto found = barriers_.find(id);
-  if (found == barriers_.end()) return;
-  if (found->second.answer) answer_barrier(found->second, notice.cause);
-  for (std::uint32_t m : found->second.members) {
+  barrier_run* found = barriers_.find(id);
+  if (found == nullptr) return;
+  if (found->answer) answer_barrier(*found, notice.cause);
+  for (std::uint32_t m : found->members) {
     if (m < pool_.size() && pool_.at(m).reserved_by == id) pool_.at(m).reserved_by = op_id{};
   }
-  for (auto& a : found->second.arrivals) {
+  for (auto& a : found->arrivals) {
     if (a.point != 0) notice.arrivals.push_back(std::move(a));
   }
-  barriers_.erase(found);
+  barriers_.ended(id);  // its tickets still on their way are expected (dispatched)
 }
 
 caf::result<barrier_crossing> coordinator_state::synchronize(op_spec& spec, const wait_limit& limit,
@@ -244,21 +244,20 @@ caf::result<barrier_crossing> coordinator_state::synchronize(op_spec& spec, cons
   if (auto bad = check_limit(limit, "synchronize")) return refuse(std::move(bad));
   op_id id;
   if (auto bad = add_op(spec, nullptr, 0, id)) return refuse(std::move(bad));
-  auto found = barriers_.find(id);
-  if (found == barriers_.end()) {  // ended at once: a dependency had failed
+  barrier_run* found = barriers_.find(id);
+  if (found == nullptr) {  // ended at once: a dependency had failed
     const op_info* ended = find_ended(id);
     if (ended != nullptr && ended->cause) return refuse(ended->cause);
     return refuse(make_error(errc::invalid_state, to_string(id) + " ended before it was crossed"));
   }
-  barrier_run& b = found->second;
+  barrier_run& b = *found;
   a->work.assign(b.members.size(), 0);
-  a->deadline = barrier_deadlines_.end();
+  a->deadline = barriers_.deadlines().none();
   if (wait_keys::bounded(limit)) {  // before the promise takes the sender over
     const auto& sender = self_->current_sender();
     a->wait = end_waits_.add(sender ? sender->address() : caf::actor_addr{}, limit.key, id.value);
     if (limit.limit.count() > 0) {
-      a->deadline = barrier_deadlines_.emplace(a->began_ns + limit.limit.count(),
-                                               std::make_pair(id, a->wait));
+      a->deadline = barriers_.deadlines().add(a->began_ns + limit.limit.count(), {id, a->wait});
       arm_barrier_timer();
     }
   }
@@ -285,25 +284,23 @@ void coordinator_state::tell_front(const barrier_answer& a, const caf::error& wh
 }
 
 void coordinator_state::arm_barrier_timer() {
-  if (barrier_deadlines_.empty()) return;
-  const std::int64_t first = barrier_deadlines_.begin()->first;
-  if (barrier_timer_at_ != 0 && barrier_timer_at_ <= first) return;  // armed for it already
-  barrier_timer_at_ = first;
-  barrier_timer_token_ = end_waits_.reserve();
-  self_->delayed_send(self_, std::chrono::nanoseconds{std::max<std::int64_t>(first - now_ns(), 0)},
-                      expire_atom::value, barrier_timer_token_);
+  const auto first = barriers_.deadlines().to_arm();
+  if (!first) return;
+  const std::uint64_t token = end_waits_.reserve();
+  barriers_.deadlines().armed(*first, token);
+  self_->delayed_send(self_, std::chrono::nanoseconds{std::max<std::int64_t>(*first - now_ns(), 0)},
+                      expire_atom::value, token);
 }
 
 void coordinator_state::barrier_timer_fired() {
-  barrier_timer_at_ = 0;
   const std::int64_t now = now_ns();
-  while (!barrier_deadlines_.empty() && barrier_deadlines_.begin()->first <= now) {
-    const auto [id, wait] = barrier_deadlines_.begin()->second;
-    // abandon_barrier erases it (answer_barrier); anything else left here is gone already.
-    if (!abandon_barrier(id, wait, true) && !barrier_deadlines_.empty() &&
-        barrier_deadlines_.begin()->second == std::make_pair(id, wait)) {
-      barrier_deadlines_.erase(barrier_deadlines_.begin());
+  while (const auto due = barriers_.deadlines().take_due(now)) {
+    // Taken out of the queue already: the answer's handle to it goes before it is answered.
+    barrier_run* b = barriers_.find(due->first);
+    if (b != nullptr && b->answer && b->answer->wait == due->second) {
+      b->answer->deadline = barriers_.deadlines().none();
     }
+    (void)abandon_barrier(due->first, due->second, true);
   }
   arm_barrier_timer();
 }
@@ -344,10 +341,7 @@ void coordinator_state::answer_barrier(barrier_run& b, caf::error why) {
   if (a.wait != 0) end_waits_.forget(a.wait);
   if (a.front_wait != 0) end_waits_.forget(a.front_wait);
   if (a.front_stop != 0) end_waits_.forget(a.front_stop);
-  if (a.deadline != barrier_deadlines_.end()) {
-    barrier_deadlines_.erase(a.deadline);
-    a.deadline = barrier_deadlines_.end();
-  }
+  barriers_.deadlines().remove(a.deadline);
   const std::int64_t now = now_ns();
   if (why) {
     why = worded(a, std::move(why));
@@ -370,9 +364,9 @@ void coordinator_state::answer_barrier(barrier_run& b, caf::error why) {
 }
 
 bool coordinator_state::abandon_barrier(op_id id, std::uint64_t wait, bool timer) {
-  auto found = barriers_.find(id);
-  if (found == barriers_.end() || !found->second.answer) return false;
-  barrier_run& b = found->second;
+  barrier_run* found = barriers_.find(id);
+  if (found == nullptr || !found->answer) return false;
+  barrier_run& b = *found;
   barrier_answer& a = *b.answer;
   if (a.given || wait == 0 || (wait != a.wait && wait != a.front_wait && wait != a.front_stop)) {
     return false;

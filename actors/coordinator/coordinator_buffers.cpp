@@ -153,20 +153,6 @@ void coordinator_state::drop_kept_buffers() {
 
 // --- uses -------------------------------------------------------------------------------------
 
-void coordinator_state::buffers_block::release(buffers_block* block) noexcept {
-  if (--block->live == 0) delete block;
-}
-
-void coordinator_state::buffers_release::operator()(op_buffers* b) const noexcept {
-  buffers_block* block = b->block;
-  if (block == nullptr) {
-    delete b;
-    return;
-  }
-  *b = op_buffers{};  // what it holds goes now, not with the block
-  buffers_block::release(block);
-}
-
 caf::error coordinator_state::check_uses(const std::vector<buffer_use>& uses,
                                          std::size_t graph_index, byte_range* ranges,
                                          buffer_uses** histories) {

@@ -94,7 +94,7 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
     if (next_failure < batch.failures.size() && batch.failures[next_failure].point == point) {
       why = batch.failures[next_failure].error;
     }
-    if (!barriers_.empty() && barriers_.count(id) != 0) {
+    if (!barriers_.empty() && barriers_.find(id) != nullptr) {
       barrier_reached(id, index, point, std::move(why), when);
       continue;
     }

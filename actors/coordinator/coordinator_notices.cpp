@@ -42,7 +42,7 @@ void coordinator_state::finish() {
     if (r.stream != no_stream) ++left_streams_;
     profile(e.id, r, e.state, now);
     if (r.bufs) buffer_user_ended(e.id, r, e.state, e.cause);
-    if (options_.ended_kept > 0) keep_ended(e, r, now);
+    if (op_info* kept = ended_kept_.next()) keep_ended(e, r, now, *kept);
     op_notice notice;
     notice.id = e.id;
     notice.state = e.state;
@@ -74,7 +74,7 @@ void coordinator_state::finish() {
       notify(all_listeners_[k], last ? std::move(notice) : op_notice{notice});
     }
     if (!end_waiters_.empty()) tell_end_waiters(notice);
-    if (r.run != 0) ran(r, std::move(notice));  // the last to need it
+    if (r.run != 0) runs_.ended(r.run, r.run_index, std::move(notice));  // the last to need it
     if (r.manual) {
       for (auto it = begin_waiters_.begin(); it != begin_waiters_.end(); ++it) {
         if (it->id == e.id) {
@@ -140,50 +140,31 @@ void coordinator_state::prefetch_ending(std::size_t i) const {
       prefetch_items(r->bufs->uses);
       prefetch_items(r->bufs->inferred);
     }
-    // The ring slot it will overwrite: the slots come in order, the room of their lists does
-    // not.
-    if (ended_kept_.size() == options_.ended_kept && !ended_kept_.empty()) {
-      const op_info& slot = ended_kept_[(ended_next_ + 1) % ended_kept_.size()];
-      prefetch_items(slot.uses);
-      prefetch_items(slot.inferred);
+    // The ring's entry it will overwrite: the entries come in order, the room of their lists
+    // does not.
+    if (const op_info* kept = ended_kept_.after_next()) {
+      prefetch_items(kept->uses);
+      prefetch_items(kept->inferred);
     }
   }
 }
 
-void coordinator_state::keep_ended(const ended_op& e, op_record& r, std::int64_t now) {
-  // The record goes now; the ring's slot is overwritten in place, its lists refilled in the
-  // room the slot's last operation left (a fresh op_info moved in freed that room and the
+void coordinator_state::keep_ended(const ended_op& e, op_record& r, std::int64_t now,
+                                   op_info& kept) {
+  // The record goes now; the ring's entry is overwritten in place, its lists refilled in the
+  // room the entry's last operation left (a fresh op_info moved in freed that room and the
   // next end allocated it again). The inferred dependencies stay in the record: the notice
   // takes them.
-  op_info* slot = nullptr;
-  if (ended_kept_.size() < options_.ended_kept) {
-    slot = &ended_kept_.emplace_back();
-  } else {
-    slot = &ended_kept_[ended_next_];
-    ended_next_ = (ended_next_ + 1) % ended_kept_.size();
-  }
-  fill_info(e.id, r, *slot);
-  slot->description = std::move(r.description);  // moved, not copied: the record goes now
-  slot->state = e.state;
-  slot->cause = e.cause;
-  slot->ended_ns = now;
+  fill_info(e.id, r, kept);
+  kept.description = std::move(r.description);  // moved, not copied: the record goes now
+  kept.state = e.state;
+  kept.cause = e.cause;
+  kept.ended_ns = now;
 }
 
 void coordinator_state::notify(const op_listener& listener, op_notice notice) {
   pump_later();  // whose handler flushes the outbox
-  // Found before inserting: emplace would allocate a node for every notice, only to drop it.
-  auto at = outbox_index_.find(listener.address());
-  if (at == outbox_index_.end()) {
-    at = outbox_index_.emplace(listener.address(), outbox_.size()).first;
-    // Room for every end of this handler at once: grown one by one, a graph's notices were
-    // moved over and over. A busy mailbox runs several handlers before the pass that sends
-    // the outbox: the last outbox's longest list is the better guess then (bounded, so that
-    // one burst does not make every later list large).
-    std::vector<op_notice> notices;
-    notices.reserve(std::max({ended_.size(), std::size_t{1}, outbox_last_}));
-    outbox_.emplace_back(listener, std::move(notices));
-  }
-  outbox_[at->second].second.push_back(std::move(notice));
+  outbox_.add(listener, std::move(notice), ended_.size());
 }
 
 void coordinator_state::report_levels() {
@@ -195,13 +176,9 @@ void coordinator_state::report_levels() {
 
 void coordinator_state::flush() {
   report_levels();
-  outbox_last_ = 0;
-  for (auto& [listener, notices] : outbox_) {
-    outbox_last_ = std::max(outbox_last_, std::min(notices.size(), outbox_guess_limit));
+  outbox_.send_all([this](const op_listener& listener, std::vector<op_notice> notices) {
     self_->send(listener, std::move(notices));
-  }
-  outbox_.clear();
-  outbox_index_.clear();
+  });
 }
 
 }  // namespace cudactor::detail

@@ -32,16 +32,7 @@ op_notice notice_of(const op_info& ended) {
 
 }  // namespace
 
-const op_info* coordinator_state::find_ended(op_id id) const {
-  // Newest first: the slot before ended_next_, back round the ring (the ring fills from 0,
-  // ended_next_ staying 0 until it is full).
-  const std::size_t n = ended_kept_.size();
-  for (std::size_t k = 1; k <= n; ++k) {
-    const op_info& info = ended_kept_[(ended_next_ + n - k) % n];
-    if (info.id == id) return &info;
-  }
-  return nullptr;
-}
+const op_info* coordinator_state::find_ended(op_id id) const { return ended_kept_.find(id); }
 
 op_info coordinator_state::info_of(op_id id, const op_record& r) const {
   op_info out;
@@ -55,7 +46,7 @@ op_info coordinator_state::info_of(op_id id, const op_record& r) const {
 }
 
 void coordinator_state::fill_info(op_id id, const op_record& r, op_info& out) const {
-  // Assigned field by field: an ended ring slot keeps the room its lists had.
+  // Assigned field by field: an entry of the ended ring keeps the room its lists had.
   out.id = id;
   out.type = r.type;
   out.priority = r.priority;
@@ -459,7 +450,7 @@ caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeo
 }
 
 void coordinator_state::expire(std::uint64_t token) {
-  if (token == barrier_timer_token_ && barrier_timer_at_ != 0) {
+  if (barriers_.deadlines().fired(token)) {
     barrier_timer_fired();
     return;
   }
@@ -473,8 +464,8 @@ void coordinator_state::expire(std::uint64_t token) {
       std::string text = to_string(id) + " did not end in time (it is " +
                          std::string{n != nullptr ? to_string(n->state) : "gone"} + ")";
       // A barrier says which of its streams it still waits for.
-      if (auto b = barriers_.find(id); b != barriers_.end()) {
-        if (std::string late = not_arrived(b->second, ""); !late.empty()) text += ": " + late;
+      if (const barrier_run* b = barriers_.find(id)) {
+        if (std::string late = not_arrived(*b, ""); !late.empty()) text += ": " + late;
       }
       i->second.promise.deliver(make_error(errc::timeout, std::move(text)));
       end_waiters_.erase(i);

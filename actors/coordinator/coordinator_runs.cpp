@@ -23,14 +23,10 @@ op_notice never_ran(caf::error why) {
 
 caf::error coordinator_state::start_run(op_spec& spec,
                                         std::function<void(std::vector<op_notice>)> done) {
-  const std::uint64_t key = next_run_++;
-  run_waiter& w = runs_[key];
-  w.ends.resize(1);
-  w.left = 1;
-  w.done = std::move(done);
+  const std::uint64_t key = runs_.open(1, std::move(done));
   op_id id;
   if (auto bad = add_op(spec, nullptr, key, id)) {
-    runs_.erase(key);
+    runs_.drop(key);
     return bad;
   }
   return {};
@@ -44,14 +40,10 @@ caf::error coordinator_state::start_run(graph_spec& graph,
     done({});
     return {};
   }
-  const std::uint64_t key = next_run_++;
-  run_waiter& w = runs_[key];
-  w.ends.resize(graph.ops.size());
-  w.left = graph.ops.size();
-  w.done = std::move(done);
+  const std::uint64_t key = runs_.open(graph.ops.size(), std::move(done));
   std::vector<op_id> ids;
   if (auto bad = add_graph(graph, nullptr, key, ids)) {
-    runs_.erase(key);
+    runs_.drop(key);
     return bad;
   }
   return {};
@@ -92,18 +84,6 @@ void coordinator_state::run_graph(graph_spec& graph, graph_callback& done) {
   if (!f) return;
   const std::size_t n = graph.ops.size();
   if (auto bad = start_run(graph, f)) f(std::vector<op_notice>(n, never_ran(bad)));
-}
-
-void coordinator_state::ran(const op_record& r, op_notice notice) {
-  auto it = runs_.find(r.run);
-  if (it == runs_.end()) return;
-  run_waiter& w = it->second;
-  w.ends[r.run_index] = std::move(notice);
-  if (--w.left != 0) return;
-  auto done = std::move(w.done);
-  auto ends = std::move(w.ends);
-  runs_.erase(it);
-  done(std::move(ends));
 }
 
 }  // namespace cudactor::detail

@@ -26,6 +26,7 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
   gpu_ = gpu_label(*context_.device);
   op_metrics_.emplace(*registry_, gpu_);
   graph_ = op_graph{options_.failures_kept};
+  ended_kept_ = ended_ring{options_.ended_kept};
   pool_ = stream_pool{options_.strategy};
   for (const auto& s : context_.streams) {
     pool_.add(s.id, s.priority, s.ledger);
@@ -106,10 +107,8 @@ caf::error coordinator_state::resolve(const work& w, const std::vector<buffer_us
                       out);
 }
 
-coordinator_state::op_record& coordinator_state::add_record(op_id id, op_spec& spec,
-                                                            const std::vector<op_id>& deps,
-                                                            gpu::work_fn fn, bool manual,
-                                                            std::int64_t now) {
+op_record& coordinator_state::add_record(op_id id, op_spec& spec, const std::vector<op_id>& deps,
+                                         gpu::work_fn fn, bool manual, std::int64_t now) {
   op_record& r = records_.add(id.value);
   r.type = spec.type;
   r.priority = spec.priority;
@@ -357,26 +356,16 @@ void coordinator_state::stage(op_id id, std::uint32_t index, std::int64_t now) {
 void coordinator_state::send_to(std::uint32_t index, op_id id, dispatched_op op) {
   pool_.reserve(index);  // one of the stream's cap, given back by the stream actor
   op.op = id;           // the stream names it when it is reached
-  staged_pass& pass = staged_[index];
-  if (pass.ops.empty()) {
-    // The last pass's size is the best guess for this one: room for it at once, rather than
-    // the message's vector grown (and its work moved) by doubling.
-    pass.ops.reserve(pass.last_size);
-    pass.ids.reserve(pass.last_size);
-  }
-  pass.ops.push_back(std::move(op));
-  pass.ids.push_back(id);
+  staged_.add(index, id, std::move(op));
 }
 
 void coordinator_state::send_staged() {
   for (std::uint32_t index = 0; index < staged_.size(); ++index) {
-    staged_pass& pass = staged_[index];
-    if (pass.ops.empty()) continue;
+    if (staged_.empty(index)) continue;
     ++passes_;
     pool_.publish(index);  // before the message: the stream actor gives each back when reached
-    pass.last_size = pass.ops.size();
+    staged_passes::pass pass = staged_.take(index);
     auto ids = std::make_shared<std::vector<op_id>>(std::move(pass.ids));
-    pass.ids.clear();
     const std::uint64_t epoch = epoch_;
     self_
         ->request(actors_[index], caf::infinite, dispatch_atom::value,
@@ -384,7 +373,6 @@ void coordinator_state::send_staged() {
         .then([this, epoch, index, ids](
                   const std::vector<ticket>& tickets) { dispatched(epoch, index, *ids, tickets); },
               [this, epoch, index, ids](caf::error& why) { dispatch_refused(epoch, index, why); });
-    pass.ops.clear();
     // Released buffers' memory, freed right after their release's point (it waits for every
     // stream's last use): reusable once the stream has passed the free.
     for (auto& memory : frees_[index]) {
@@ -413,6 +401,9 @@ void coordinator_state::dispatched(std::uint64_t epoch, std::uint32_t index,
       // after it by its buffer uses waits for its point.
       if (auto tail = tails_.find(ids[i]); tail != tails_.end())
         tail->second.point = tickets[i].point;
+      // A barrier ended (timed out, withdrawn) before its tickets came back: its points are
+      // still its streams' newest barrier points.
+      if (barriers_.late_ticket(ids[i])) note_barrier_point(index, tickets[i].point);
       continue;
     }
     if (found->type == op_type::barrier) {
@@ -464,14 +455,12 @@ void coordinator_state::lose(caf::error why) {
   for (auto& frees : frees_) frees.clear();
   pool_.clear_work();
   unplaced_.clear();
-  for (auto& pass : staged_) {
-    pass.ops.clear();
-    pass.ids.clear();
-  }
+  staged_.clear();
   pool_.drop_staged();
   for (auto& [token, promise] : ready_waiters_) promise.deliver(why);
   ready_waiters_.clear();
   finish();
+  barriers_.lost();  // after the ends: no ticket of an ended barrier comes back now
 }
 
 caf::result<bool> coordinator_state::reset() {

@@ -28,11 +28,17 @@
 #include <vector>
 
 #include "cudactor/actors/coordinator.hpp"
+#include "cudactor/actors/coordinator/barrier_book.hpp"
 #include "cudactor/actors/coordinator/buffer_table.hpp"
+#include "cudactor/actors/coordinator/ended_ring.hpp"
 #include "cudactor/actors/coordinator/id_list.hpp"
 #include "cudactor/actors/coordinator/id_table.hpp"
+#include "cudactor/actors/coordinator/notice_outbox.hpp"
 #include "cudactor/actors/coordinator/op_graph.hpp"
 #include "cudactor/actors/coordinator/op_profile.hpp"
+#include "cudactor/actors/coordinator/op_record.hpp"
+#include "cudactor/actors/coordinator/run_table.hpp"
+#include "cudactor/actors/coordinator/staged_passes.hpp"
 #include "cudactor/actors/coordinator/stream_pool.hpp"
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/stream_directory.hpp"
@@ -129,142 +135,9 @@ class coordinator_state {
   [[nodiscard]] const coordinator_options& options() const noexcept { return options_; }
 
  private:
-  static constexpr std::uint32_t no_stream = ~std::uint32_t{0};
-
-  struct buffers_block;
-  // What an operation has to do with buffers.
-  struct op_buffers {
-    std::vector<buffer_use> uses;        // declared
-    std::vector<inferred_dep> inferred;  // the dependencies inferred from them
-    buffer_id releases;                  // a release operation: the buffer it releases
-    buffers_block* block = nullptr;      // the graph's block it is part of; null: allocated alone
-  };
-  // The buffer sides of a graph's buffer users, allocated at once: one allocation each cost
-  // every buffer user a malloc and a free, a tenth of what registering it cost. `live` counts
-  // the sides still held, and the registration's own hold while it runs; the block goes with
-  // the last. A long-running user keeps its graph's block (about 100 bytes a user).
-  struct buffers_block {
-    std::unique_ptr<op_buffers[]> items;
-    std::size_t live = 1;
-    // Gives up one hold; the block goes with the last. Never throws (a deleter's share).
-    static void release(buffers_block* block) noexcept;
-  };
-  // Frees a buffer side alone, or gives its block a hold back.
-  struct buffers_release {
-    void operator()(op_buffers* b) const noexcept;
-  };
-  using buffers_ptr = std::unique_ptr<op_buffers, buffers_release>;
-  // An operation's listeners, each once. Nearly every operation has one (its graph's, or its
-  // registrar's), held without an allocation: a vector per record cost one per operation.
-  class listener_list {
-   public:
-    void add(const op_listener& listener) {
-      if (!first_) {
-        first_ = listener;
-      } else if (listener != first_ &&
-                 std::find(rest_.begin(), rest_.end(), listener) == rest_.end()) {
-        rest_.push_back(listener);
-      }
-    }
-    [[nodiscard]] std::size_t size() const noexcept { return first_ ? 1 + rest_.size() : 0; }
-    [[nodiscard]] const op_listener& operator[](std::size_t k) const {
-      return k == 0 ? first_ : rest_[k - 1];
-    }
-
-   private:
-    op_listener first_;
-    std::vector<op_listener> rest_;
-  };
-  struct op_record {
-    // What a scheduling pass reads comes first, in 64 bytes (at most two cache lines, the
-    // rest of a record four): a random DAG's pass finds most records out of cache and asks
-    // for the next one ahead (pump). Aligning records to cache lines as well cost the
-    // independent graph 13% (10 alternated coordinator_bench runs), the random DAG nothing.
-    op_type type = op_type::kernel;
-    op_priority priority = op_priority::normal;
-    op_workload workload = op_workload::compute;
-    bool manual = false;
-    std::uint32_t pinned = no_stream;  // the stream it must run on (op_placement::pinned)
-    bool strict = false;
-    pool_strategy strategy = pool_strategy::load_balanced;  // its own, or the coordinator's
-    bool completing = false;  // a caller-launched one: complete() came, the hold is ending
-    // The device finished it before a dependency's own report came (deferred): its outcome
-    // (`report`), told once every dependency has ended.
-    bool deferred = false;
-    std::uint32_t stream = no_stream;  // the pool's index of its stream
-    gpu::work_fn fn;
-    std::int64_t registered_ns = 0;
-    std::int64_t dispatched_ns = 0;
-    // Its buffer side, only for an operation that uses buffers or releases one: alone, or an
-    // entry of its graph's block. The record of every other stays as small as before buffers
-    // (held in the record, the side cost the stated graph 2.5%: every record grew by 96
-    // bytes).
-    buffers_ptr bufs;
-    timeline_point point = 0;  // its ticket's (a caller-launched one's: once its hold is held)
-    // Where its stream actor publishes its point once issued, made when it is sent and may
-    // have dependents on other streams: they go out in the same pass and wait for it there.
-    std::shared_ptr<point_cell> cell;
-    std::int64_t started_ns = 0, finished_ns = 0;  // on the device (timing)
-    caf::error report;
-    std::uint64_t run = 0;        // the run request it belongs to (0: none)
-    std::uint32_t run_index = 0;  // its place in that request's answer
-    listener_list listeners;
-    std::string description;
-    id_list deps;  // as named and inferred (what describe() and the ended ring show)
-  };
-  // A run request: the notices of its operations, gathered until the last has ended, then
-  // handed to whoever asked (a response promise, or a client's function).
-  struct run_waiter {
-    std::function<void(std::vector<op_notice>)> done;
-    std::vector<op_notice> ends;
-    std::size_t left = 0;
-  };
   struct begin_waiter {
     op_id id;
     caf::typed_response_promise<op_lease> promise;
-  };
-  // What a synchronize (a barrier actor's generation) is owed: its crossing, in device mode
-  // once its crossings are placed, in host mode once every member arrived; or the first of
-  // its limit, its withdrawal, a failure. The newest work before each member's mark is what
-  // a member "reached the barrier with" (barrier_work).
-  struct barrier_answer {
-    caf::typed_response_promise<barrier_crossing> promise;
-    std::int64_t began_ns = 0;
-    caf::timespan limit{0};
-    std::uint64_t wait = 0;            // its id in end_waits_ (its timer, its key), or 0
-    std::vector<timeline_point> work;  // by member: the newest work before its mark
-    bool given = false;
-    // A barrier actor's generation: the words its answers carry ("barrier 'step' generation
-    // 3: ..."), its number, the actor told of the outcome, and the wait under which that actor
-    // withdraws it (shutting down).
-    std::string label;
-    std::uint64_t generation = 0;
-    barrier_actor front;
-    // The barrier actor's waits: under 2g its caller withdrew it (cancelled), under 2g + 1 the
-    // barrier actor shut down (shutting_down).
-    std::uint64_t front_wait = 0, front_stop = 0;
-    bool withdrawn = false;  // answered cancelled for its caller
-    // Its limit's place among barrier_deadlines_ (end() when none).
-    std::multimap<std::int64_t, std::pair<op_id, std::uint64_t>>::iterator deadline;
-  };
-  // A barrier operation: its members and where it stands.
-  struct barrier_run {
-    std::vector<std::uint32_t> members;  // stream indexes, in the order the operation named them
-    barrier_mode mode = barrier_mode::device;
-    std::size_t tickets_left = 0;  // of the marks (and, device mode, crossings) on their way
-    std::vector<std::uint8_t> tickets_of;  // by member: its tickets back (mark, then crossing)
-    // Ticketed and not yet reached; below zero while points were reached before their
-    // tickets came back (the stream reports ends by operation, the tickets come with a pass).
-    std::ptrdiff_t points_left = 0;
-    std::vector<barrier_arrival> arrivals;   // by member: its mark, and when it was reached
-    std::uint64_t device_waits = 0;          // its crossings' waits on other members' marks
-    std::unique_ptr<barrier_answer> answer;  // a synchronize's; none for a graph's barrier
-  };
-  // A pass for one stream being gathered (what pump() will send it).
-  struct staged_pass {
-    std::vector<dispatched_op> ops;
-    std::vector<op_id> ids;
-    std::size_t last_size = 16;  // of the stream's last pass
   };
 
   // Why nothing new is taken now (shut down, device lost), or an empty error.
@@ -289,8 +162,6 @@ class coordinator_state {
   // Registers a run request; the error when nothing was registered (`done` is then not kept).
   caf::error start_run(op_spec& spec, std::function<void(std::vector<op_notice>)> done);
   caf::error start_run(graph_spec& graph, std::function<void(std::vector<op_notice>)> done);
-  // An operation of run request `r` ended: its notice goes in, the answer once it is full.
-  void ran(const op_record& r, op_notice notice);
   void add_listener(op_record& r, const op_listener& listener);
 
   // Hands ready operations to streams while they have room (one message per stream per
@@ -377,13 +248,7 @@ class coordinator_state {
   [[nodiscard]] caf::error worded(const barrier_answer& a, caf::error why) const;
   void tell_front(const barrier_answer& a, const caf::error& why, std::uint64_t device_waits,
                   std::int64_t wait_ns);
-  // Synchronizes' limits, by deadline: (operation, its wait). One timer is armed, for the
-  // earliest (barrier_timer_at_, under barrier_timer_token_), not one per synchronize: a
-  // generation crossed in microseconds set a timer of seconds each time, a thread woken per
-  // crossing.
-  std::multimap<std::int64_t, std::pair<op_id, std::uint64_t>> barrier_deadlines_;
-  std::int64_t barrier_timer_at_ = 0;
-  std::uint64_t barrier_timer_token_ = 0;
+  // Arms a timer for the earliest synchronize limit unless one is armed for it already.
   void arm_barrier_timer();
   // The timer fired: the synchronizes past their limit time out; the next one is armed.
   void barrier_timer_fired();
@@ -536,9 +401,9 @@ class coordinator_state {
   void notify(const op_listener& listener, op_notice notice);
   // Asks for what the ends after ended_[i] will read, a few ends ahead (finish's loop).
   void prefetch_ending(std::size_t i) const;
-  // Writes an ended operation's record into the ended ring (describe answers from it once the
-  // record has gone), over the oldest once the ring is full.
-  void keep_ended(const ended_op& e, op_record& r, std::int64_t now);
+  // Writes an ended operation's record into `kept`, its entry of the ended ring (describe
+  // answers from it once the record has gone).
+  void keep_ended(const ended_op& e, op_record& r, std::int64_t now, op_info& kept);
   void flush();
   void serve_ready_waiters();
   void subscribe_streams();
@@ -559,7 +424,7 @@ class coordinator_state {
   op_graph graph_;
   stream_pool pool_{pool_strategy::load_balanced};
   std::vector<stream_actor> actors_;  // by stream index
-  std::vector<staged_pass> staged_;   // by stream index
+  staged_passes staged_;              // what this pass sends each stream
   std::vector<op_id> unplaced_;       // taken from the ready queue, waiting for place()
   std::uint64_t epoch_ = 1;  // bumped by a loss: answers to passes sent before it are stale
 
@@ -582,7 +447,7 @@ class coordinator_state {
   std::vector<std::vector<buffer_ref>> frees_;  // by stream index: sent after its next dispatch
   std::vector<buffer_metrics> buffer_metrics_;  // by stream index
   std::size_t allocating_ = 0;  // allocations asked of stream actors, not yet answered
-  std::unordered_map<op_id, barrier_run> barriers_;
+  barrier_book barriers_;       // barrier operations while they run, synchronizes' limits
   std::vector<ended_op> ended_;  // ended during the current handler, not yet told
   // Ops the device finished whose dependencies' reports have not come yet: their records hold
   // the outcome (op_record::deferred). The ids, some stale, for wake_deferred() to walk; a
@@ -590,20 +455,11 @@ class coordinator_state {
   std::vector<op_id> deferred_;
   std::size_t deferred_count_ = 0;  // records deferred now
   std::vector<op_id> wake_;         // settle_and_wake()'s work list, kept for its capacity
-  // The newest ended operations, a ring of up to options_.ended_kept: each end overwrites the
-  // oldest in place (a deque allocated and freed a block every other operation).
-  std::vector<op_info> ended_kept_;
-  std::size_t ended_next_ = 0;  // the slot the next end goes to once the ring is full
+  ended_ring ended_kept_;           // the newest ended operations (options_.ended_kept of them)
   std::vector<op_listener> all_listeners_;
-  std::vector<std::pair<op_listener, std::vector<op_notice>>> outbox_;
-  std::unordered_map<caf::actor_addr, std::size_t> outbox_index_;
-  // The longest list of the last outbox sent (at most outbox_guess_limit): the room a new
-  // list gets.
-  std::size_t outbox_last_ = 0;
-  static constexpr std::size_t outbox_guess_limit = 1024;
+  notice_outbox outbox_;  // sent at the end of the pass (flush)
 
-  std::unordered_map<std::uint64_t, run_waiter> runs_;
-  std::uint64_t next_run_ = 1;
+  run_table runs_;  // the run requests still owed an answer
   // Arms on_shed() once the coordinator holds no operation (options_.keep_memory_for).
   void arm_shed();
   bool shed_armed_ = false;

@@ -436,3 +436,35 @@ BOOST_FIXTURE_TEST_CASE(failed_work_is_named_with_timing_on, timed_streams) {
   BOOST_TEST(failed.code() == static_cast<std::uint8_t>(errc::dependency_failed));
   BOOST_TEST(says(render(failed), "kernel 0 failed"), render(failed));
 }
+
+// A generation given up while its points were still held back (the cap) leaves its mark and
+// crossing on the streams once they go out. They are not work: the next generation reads the
+// work before the barrier from before them, and names a stream whose newest work failed.
+BOOST_FIXTURE_TEST_CASE(a_generation_given_up_before_its_tickets_hides_no_failed_work,
+                        capped_streams) {
+  auto b = barrier({0, 1}, barrier_options{"late", barrier_mode::device, scaled(50ms)});
+  auto log = std::make_shared<work_log>(1);
+  const ticket failing = on(0, log->record(0, 0us, true));
+  (void)ask<completion>(rt().stream(0), await_atom::value, failing.point);  // failed, reached
+  gate g;
+  on(1, g.hold());  // stream 1's cap (1) is taken: its mark, and so stream 0's crossing, wait
+  auto late = ask<barrier_crossing>(b, synchronize_atom::value);
+  BOOST_REQUIRE(!late);
+  BOOST_TEST(late.error().code() == static_cast<std::uint8_t>(errc::timeout), render(late.error()));
+  g.open();
+  for (std::size_t s = 0; s < 2; ++s) {
+    auto drained = ask<stream_status>(rt().stream(s), status_atom::value);
+    for (int i = 0; i < 2000 && drained && drained->completed < drained->accepted; ++i) {
+      std::this_thread::sleep_for(1ms);
+      drained = ask<stream_status>(rt().stream(s), status_atom::value);
+    }
+    BOOST_REQUIRE(drained);
+    BOOST_REQUIRE(drained->completed == drained->accepted);  // the given-up points went out
+  }
+  auto next = ask<barrier_crossing>(b, synchronize_atom::value);
+  BOOST_REQUIRE_MESSAGE(!next, "crossed though stream 0's newest work failed");
+  BOOST_TEST(next.error().code() == static_cast<std::uint8_t>(errc::dependency_failed),
+             render(next.error()));
+  BOOST_TEST(says(render(next.error()), "stream 'stream-0' reached the barrier with failed work"),
+             render(next.error()));
+}
