@@ -118,7 +118,7 @@ struct coordinator_context {
   // starts one of its own when it times.
   std::shared_ptr<const detail::device_clock> clock;
   // The backend streams behind the streams' ids (the runtime's, written by the stream actors):
-  // a caller-launched operation's lease, and a barrier member's timeline.
+  // where a synchronize reads the work a member reached the barrier with.
   std::shared_ptr<const detail::stream_directory> directory;
 };
 

@@ -32,6 +32,10 @@ gpu::stream_priority priority_of(const runtime_options& options, std::size_t ind
 
 }  // namespace
 
+gpu::stream_ref runtime::backend_stream(stream_id id) const {
+  return directory_ ? directory_->view(id) : gpu::stream_ref{};
+}
+
 gpu::result<std::unique_ptr<runtime>> runtime::start(runtime_config& config) {
   auto settings = config.runtime_settings();
   if (!settings) return settings.error();

@@ -80,6 +80,10 @@ class runtime {
   [[nodiscard]] gpu::result<barrier_actor> spawn_barrier(const std::vector<std::size_t>& members,
                                                          barrier_options options = {});
   [[nodiscard]] gpu::backend& device() noexcept { return *device_; }
+  // The backend stream behind the runtime's stream `id` now (after a reset, its new one);
+  // empty for an id the runtime does not have. Where a caller-launched operation's work goes
+  // (op_lease::stream).
+  [[nodiscard]] gpu::stream_ref backend_stream(stream_id id) const;
   [[nodiscard]] gpu::completion_poller& poller() noexcept { return *poller_; }
   // Where every actor's metrics go; its exposer (when serving) stops with shutdown(). Valid
   // until shutdown() returns.

@@ -219,22 +219,17 @@ typename Inspector::result_type inspect(Inspector& f, op_info& x) {
            x.registered_ns, x.ready_ns, x.dispatched_ns, x.ended_ns, x.uses, x.inferred);
 }
 
-// begin(op): the stream reserved for a caller-launched operation until complete(op). The
-// backend handle is meaningful only in the coordinator's process.
+// begin(op): the stream reserved for a caller-launched operation until complete(op), named
+// by its runtime id; in the coordinator's process runtime::backend_stream(stream) is the
+// backend stream to enqueue the operation's work on.
 struct op_lease {
   op_id op;
   stream_id stream;
-  std::uint32_t instance = 0, slot = 0, generation = 0;
-
-  [[nodiscard]] gpu::stream_ref handle() const noexcept {
-    return gpu::stream_ref{gpu::handle_id{instance, slot, generation}};
-  }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_lease& x) {
-  return f(caf::meta::type_name("cudactor::op_lease"), x.op, x.stream, x.instance, x.slot,
-           x.generation);
+  return f(caf::meta::type_name("cudactor::op_lease"), x.op, x.stream);
 }
 
 struct coordinator_metrics {

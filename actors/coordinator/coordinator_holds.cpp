@@ -169,9 +169,7 @@ void coordinator_state::start_hold(op_id id, op_record& r, std::uint32_t index,
               return;
             }
             found->point = held.point;
-            const gpu::handle_id handle = context_.directory->view(pool_.at(index).id).id();
-            promise.deliver(
-                op_lease{id, pool_.at(index).id, handle.instance, handle.slot, handle.generation});
+            promise.deliver(op_lease{id, pool_.at(index).id});
           },
           [this, epoch, id, promise](caf::error& why) mutable {
             promise.deliver(why);

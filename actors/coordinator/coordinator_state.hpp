@@ -1,9 +1,13 @@
 // actors/coordinator/coordinator_state.hpp
 //
-// What the coordinator actor owns and how it moves: the dependency graph (op_graph), a record
-// per live operation (its work, listeners and times), the stream pool (its view of the stream
-// actors it schedules onto), and the answers still owed (begin waiting for a ready operation,
-// wait_for_any_ready). The behaviour in coordinator.cpp only unpacks messages and calls in here.
+// What ties the coordinator's parts together, each of which owns its own state: the dependency
+// graph (op_graph), a record per live operation (op_record), the stream pool (its view of the
+// stream actors it schedules onto), the pass being gathered (staged_passes), the run requests
+// (run_table), the ends kept and the notices owed (ended_ring, notice_outbox), the barrier
+// operations (barrier_book), the buffers (buffer_table). Here: placement, holds, the waits
+// still owed (begin waiting for a ready operation, await, wait_for_any_ready) and what a
+// buffer user leaves behind it. The behaviour in coordinator.cpp only unpacks messages and
+// calls in here; each coordinator_*.cpp holds one concept's share.
 //
 // Notices are flushed in one place: a handler that ends an operation, readies one or frees a
 // stream asks for a pass (pump_later: a message to itself, handled once the messages already

@@ -41,7 +41,7 @@ BOOST_AUTO_TEST_CASE(a_begun_operation_that_never_completes_leaves_its_stream_cl
   auto second_lease = ask<op_lease>(co(), begin_atom::value, second);
   BOOST_REQUIRE_MESSAGE(second_lease, why(second_lease));
   BOOST_REQUIRE(rt().device()
-                    .enqueue(second_lease->handle(),
+                    .enqueue(rt().backend_stream(second_lease->stream),
                              [](const gpu::launch_context&) {
                                return gpu::status{gpu::status_code::op_failed, "the caller's kernel"};
                              })
@@ -76,7 +76,8 @@ BOOST_AUTO_TEST_CASE(a_lost_device_fails_everything_and_work_is_refused_until_re
   auto lease = ask<op_lease>(co(), begin_atom::value, manual);
   BOOST_REQUIRE_MESSAGE(lease, why(lease));
   auto& host = static_cast<gpu::host_backend&>(rt().device());
-  BOOST_REQUIRE(host.inject_device_fault(lease->handle(), "illegal address").ok());
+  BOOST_REQUIRE(
+      host.inject_device_fault(rt().backend_stream(lease->stream), "illegal address").ok());
   // The coordinator learns of it from the poller once the stream reaches the next point.
   BOOST_REQUIRE(ask<ticket>(co(), enqueued_atom::value, manual) || true);
   auto notices = collect({manual, waiting});
@@ -105,7 +106,8 @@ BOOST_AUTO_TEST_CASE(a_report_about_the_stream_before_a_reset_does_not_break_the
   auto lease = ask<op_lease>(co(), begin_atom::value, manual);
   BOOST_REQUIRE_MESSAGE(lease, why(lease));
   auto& host = static_cast<gpu::host_backend&>(rt().device());
-  BOOST_REQUIRE(host.inject_device_fault(lease->handle(), "illegal address").ok());
+  BOOST_REQUIRE(
+      host.inject_device_fault(rt().backend_stream(lease->stream), "illegal address").ok());
   BOOST_REQUIRE(ask<ticket>(co(), enqueued_atom::value, manual) || true);
   (void)collect({manual});
   BOOST_REQUIRE(rt().device().reset().ok());

@@ -206,7 +206,8 @@ BOOST_FIXTURE_TEST_CASE(random_dags_match_the_reference_model, coordinator_fixtu
     if (d.lose_device) {
       auto lease = ask<op_lease>(co(), begin_atom::value, (*ids)[d.hang]);
       if (lease) {
-        BOOST_REQUIRE(host->inject_device_fault(lease->handle(), "injected loss").ok());
+        BOOST_REQUIRE(
+            host->inject_device_fault(rt().backend_stream(lease->stream), "injected loss").ok());
         injected = true;
         ++sum.lost_dags;
         (void)ask<ticket>(co(), enqueued_atom::value, (*ids)[d.hang]);

@@ -296,7 +296,7 @@ BOOST_AUTO_TEST_CASE(a_caller_launched_operation_holds_its_stream_from_begin_to_
   auto info = ask<op_info>(co(), describe_atom::value, manual);
   BOOST_TEST((info && info->state == op_state::running && info->manual));
   // The caller enqueues its own work on the stream it was handed.
-  auto enqueued = rt().device().enqueue(lease->handle(), log->launch(0, 5ms));
+  auto enqueued = rt().device().enqueue(rt().backend_stream(lease->stream), log->launch(0, 5ms));
   BOOST_REQUIRE(enqueued.ok());
   auto done = ask<ticket>(co(), enqueued_atom::value, manual);
   BOOST_REQUIRE_MESSAGE(done, why(done));
