@@ -111,7 +111,7 @@ F& registry::find_or_make(const std::string& name, metric_kind kind,
     for (const auto& l : label_names) labels += (labels.empty() ? "" : ",") + l;
     std::string theirs;
     for (const auto& l : known->label_names()) theirs += (theirs.empty() ? "" : ",") + l;
-    throw std::logic_error{"metric known " + name + " exists as a " +
+    throw std::logic_error{"metric family " + name + " exists as a " +
                            std::string{to_string(known->kind())} + " {" + theirs +
                            "}; asked for a " + std::string{to_string(kind)} + " {" + labels + "}"};
   }

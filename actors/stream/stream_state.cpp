@@ -271,6 +271,9 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
           gpu::status_code::dependency_failed,
           "stream '" + options_.name + "': an operation it waits for never reached its stream"};
     }
+    // The other stream as it is now. A wait sent before that stream was made anew (a reset)
+    // belongs to an operation the coordinator failed with the loss: on the new stream it is
+    // refused (a point not signalled there) or passes at once, either way harmless.
     const gpu::stream_ref other = context_.directory->view(w.stream);
     launched =
         w.order_only ? device.order_after(s, other, w.point) : device.wait_point(s, other, w.point);

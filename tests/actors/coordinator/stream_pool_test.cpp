@@ -1,7 +1,6 @@
 // Each allocation strategy's choice of stream, the in-flight cap and reservations, and the
-// redundant-wait table, on a pool driven directly (no actor, no device: slots hold empty
-// stream views, which choosing never touches; the tests play the stream actors' part on their
-// ledgers).
+// redundant-wait table, on a pool driven directly (no actor, no device: the tests play the
+// stream actors' part on their ledgers).
 #define BOOST_TEST_MODULE stream_pool
 #include <boost/test/unit_test.hpp>
 
@@ -170,7 +169,7 @@ BOOST_AUTO_TEST_CASE(a_wait_covered_by_a_newer_one_on_the_same_pair_is_skipped) 
 }
 
 BOOST_AUTO_TEST_CASE(strict_choices_stay_on_matching_streams_for_every_strategy) {
-  // Four slots: high, normal, normal, low; roles compute, compute, memory, coordination.
+  // Four streams: high, normal, normal, low; roles compute, compute, memory, coordination.
   for (auto strategy : {pool_strategy::round_robin, pool_strategy::load_balanced,
                         pool_strategy::priority, pool_strategy::workload,
                         pool_strategy::adaptive}) {
@@ -184,7 +183,7 @@ BOOST_AUTO_TEST_CASE(strict_choices_stay_on_matching_streams_for_every_strategy)
       BOOST_TEST(*chosen == 0u, to_string(strategy));
       occupy(pool, 0, 1);
     }
-    // Slot 0 at its cap: a strict choice has none, a loose one goes elsewhere.
+    // Stream 0 at its cap: a strict choice has none, a loose one goes elsewhere.
     BOOST_TEST(!pool.choose(op_priority::high, op_workload::compute, strategy, true).has_value());
     BOOST_TEST(pool.choose(op_priority::high, op_workload::compute, strategy, false).has_value());
   }
