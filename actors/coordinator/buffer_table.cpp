@@ -69,7 +69,7 @@ buffer_table::entry* buffer_table::find_live(const buffer_id& id, caf::error& wh
 caf::error buffer_table::check(const buffer_use& use, byte_range& out, entry*& found) {
   caf::error why;
   entry* e = find_live(use.buffer, why);
-  if (e == nullptr) return make_error(static_cast<errc>(why.code()), ": " + to_string(why));
+  if (e == nullptr) return make_error(static_cast<errc>(why.code()), ": " + error_context(why));
   const std::uint64_t size = e->handle.size;
   const std::uint64_t bytes = use.bytes == 0 && use.offset < size ? size - use.offset : use.bytes;
   if (use.offset >= size || bytes > size - use.offset) {

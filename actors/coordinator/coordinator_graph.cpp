@@ -94,6 +94,14 @@ caf::result<std::vector<op_id>> coordinator_state::submit_graph(graph_spec& grap
 
 namespace {
 
+// What `bad` says, after a label of its own ("graph op 3: ..."), for an error that carries its
+// code already: a cudactor error's words, any other described in full; never CAF's
+// error(...) tuple.
+std::string words_of(const caf::error& bad) {
+  std::string context = error_context(bad);
+  return context.empty() ? describe(bad) : context;
+}
+
 // The graph's operations in an order where each comes after those it names in `after`
 // (Kahn), or the cycle that makes one impossible, named. Linear in operations and edges.
 // `extra`: more edges by index (inferred from buffer uses), op i's at
@@ -223,24 +231,24 @@ caf::error coordinator_state::check_graph(const graph_spec& graph, const graph_u
     if (graph.ops[i].spec.is_barrier()) {
       if (auto bad = members_of(graph.ops[i].spec, members)) {
         return make_error(static_cast<errc>(bad.code()),
-                          "graph op " + std::to_string(i) + ": " + to_string(bad));
+                          "graph op " + std::to_string(i) + ": " + words_of(bad));
       }
     }
     if (auto bad = check_placement(graph.ops[i].spec)) {
       return make_error(static_cast<errc>(bad.code()),
-                        "graph op " + std::to_string(i) + ": " + to_string(bad));
+                        "graph op " + std::to_string(i) + ": " + words_of(bad));
     }
     for (op_id dep : graph.ops[i].spec.deps) {
       if (auto bad = graph_.check_dep(dep)) {
         return make_error(static_cast<errc>(bad.code()),
-                          "graph op " + std::to_string(i) + ": " + to_string(bad));
+                          "graph op " + std::to_string(i) + ": " + words_of(bad));
       }
     }
     if (!graph.ops[i].spec.body.empty()) {
       if (auto bad =
               resolve(graph.ops[i].spec.body, graph.ops[i].spec.uses, uses.ranges_of(i), fns[i])) {
         return make_error(static_cast<errc>(bad.code()),
-                          "graph op " + std::to_string(i) + ": " + to_string(bad));
+                          "graph op " + std::to_string(i) + ": " + words_of(bad));
       }
     }
   }
@@ -324,7 +332,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
         graph_.cancel(added, bad, ended_);
       }
       finish();
-      return make_error(errc::backend_error, "graph submission: " + to_string(bad));
+      return make_error(errc::backend_error, "graph submission: " + cudactor::describe(bad));
     }
     deps.insert(deps.end(), order_deps.begin(), order_deps.end());
     op_record& r = add_record(id, spec, deps, std::move(fns[i]), manual, arrived);

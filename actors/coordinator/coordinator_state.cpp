@@ -428,7 +428,7 @@ void coordinator_state::dispatch_refused(std::uint64_t epoch, std::uint32_t inde
            ? why
            : make_error(errc::device_lost,
                         "stream " + std::to_string(s.id.value) +
-                            " refused the coordinator's operations: " + to_string(why)));
+                            " refused the coordinator's operations: " + cudactor::describe(why)));
 }
 
 void coordinator_state::launch_failed(op_id id, const caf::error& why) {
@@ -436,9 +436,10 @@ void coordinator_state::launch_failed(op_id id, const caf::error& why) {
     lose(why);
     return;
   }
-  graph_.fail(
-      id, make_error(errc::op_failed, to_string(id) + " could not be launched: " + to_string(why)),
-      ended_);
+  graph_.fail(id,
+              make_error(errc::op_failed,
+                         to_string(id) + " could not be launched: " + cudactor::describe(why)),
+              ended_);
 }
 
 void coordinator_state::lose(caf::error why) {

@@ -194,6 +194,20 @@ BOOST_AUTO_TEST_CASE(buffers_order_their_users_and_are_released_after_the_last) 
   const failure why = failure_of(refused);
   BOOST_TEST_MESSAGE(why.what());
   BOOST_TEST((why == errc::invalid_state));
+  BOOST_TEST(mentions(why, "the operation: buffer"));
+  BOOST_TEST(mentions(why, "was released and its memory reclaimed"));
+  BOOST_TEST(!mentions(why, "error("));  // never CAF's tuple form
+  // The same use inside a graph names the graph's operation, in words too.
+  graph_spec with_late;
+  with_late.add(op_of(ok));
+  with_late.add(late);
+  auto refused_graph = c.submit(with_late);
+  const failure graph_why = failure_of(refused_graph);
+  BOOST_TEST_MESSAGE(graph_why.what());
+  BOOST_TEST((graph_why == errc::invalid_state));
+  BOOST_TEST(mentions(graph_why, "graph op 1: buffer"));
+  BOOST_TEST(mentions(graph_why, "was released and its memory reclaimed"));
+  BOOST_TEST(!mentions(graph_why, "error("));
   // Memory of the caller's, and a buffer on a named stream.
   std::vector<std::uint8_t> mine(64);
   auto fa = c.adopt(mine.data(), mine.size());
