@@ -44,8 +44,13 @@ void coordinator::depend_with(op_id op, op_id on, on_done<op_state> done) const 
   ask<op_state>(std::move(done), depend_atom::value, op, on);
 }
 
-void coordinator::begin_with(op_id op, on_done<op_lease> done) const {
-  ask<op_lease>(std::move(done), begin_atom::value, op);
+void coordinator::begin_with(op_id op, on_done<launch_lease> done) const {
+  ask<op_lease>(
+      [door = door_, done = std::move(done)](outcome<op_lease> r) {
+        if (!r) return done(r.error());
+        done(launch_lease{door, *r});
+      },
+      begin_atom::value, op);
 }
 
 void coordinator::complete_with(op_id op, on_done<ticket> done) const {

@@ -25,6 +25,7 @@
 #include "cudactor/facade/address.hpp"
 #include "cudactor/facade/cancellation.hpp"
 #include "cudactor/facade/completion.hpp"
+#include "cudactor/facade/launch_lease.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/report_types.hpp"
 
@@ -113,13 +114,16 @@ class coordinator {
   }
 
   // --- work the caller launches itself (op_spec::manual) -----------------------------------
-  // Answered once the operation is ready and a stream is held for it: launch on lease.stream.
+  // Answered once the operation is ready and a stream is held for it: the lease launches the
+  // operation's work on that stream and ends the operation (facade/launch_lease.hpp).
   template <class Token = use_future_t>
   auto begin(op_id op, Token&& token = {}) const {
-    return complete<op_lease>(std::forward<Token>(token), [c = *this, op](on_done<op_lease> d) {
-      c.begin_with(op, std::move(d));
-    });
+    return complete<launch_lease>(
+        std::forward<Token>(token),
+        [c = *this, op](on_done<launch_lease> d) { c.begin_with(op, std::move(d)); });
   }
+  // The same as lease.complete() and lease.fail(), by the operation's id. Asked of the
+  // coordinator, not through the lease: wait for the lease's launches to be answered first.
   // The launch is done: the end is tracked from the stream (the ticket it is tracked by).
   template <class Token = use_future_t>
   auto complete_launch(op_id op, Token&& token = {}) const {
@@ -229,7 +233,7 @@ class coordinator {
                      on_done<buffer_handle> done) const;
   void adopt_with(std::uint64_t at, std::uint64_t bytes, on_done<buffer_handle> done) const;
   void release_with(buffer_id buffer, on_done<op_id> done) const;
-  void begin_with(op_id op, on_done<op_lease> done) const;
+  void begin_with(op_id op, on_done<launch_lease> done) const;
   void complete_with(op_id op, on_done<ticket> done) const;
   void fail_with(op_id op, std::string why, on_done<op_state> done) const;
   void on_end_with(op_id op, std::chrono::nanoseconds limit,

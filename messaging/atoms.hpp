@@ -82,6 +82,7 @@ using issued_atom = caf::atom_constant<caf::atom("issued")>;
 using choose_atom = caf::atom_constant<caf::atom("choose")>;
 using hold_atom = caf::atom_constant<caf::atom("hold")>;
 using hold_end_atom = caf::atom_constant<caf::atom("holdend")>;
+using launch_atom = caf::atom_constant<caf::atom("launch")>;
 // Internal: the coordinator's scheduling pass, sent to itself so that everything already in
 // its mailbox (registrations, tickets, completions) joins one pass.
 using pump_atom = caf::atom_constant<caf::atom("pump")>;

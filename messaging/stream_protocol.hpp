@@ -10,11 +10,13 @@
 // The coordinator schedules onto stream actors (messaging/stream_dispatch.hpp): dispatch puts
 // one pass's operations on the stream, each with its device-side waits, and answers their
 // tickets; hold keeps the stream for a caller-launched operation (answered once the stream is
-// held, with the point the operation takes when the hold ends); hold_end ends it, the error
-// charged to that point. Work submitted here directly and work the coordinator dispatches
-// share the one timeline. reset makes the stream anew after the backend was reset (a lost
-// host device), publishes it in the stream directory and answers whether it made it anew
-// (false: the stream it had goes on).
+// held, with the point the operation takes when the hold ends); launch puts the holding
+// operation's work on the stream inside the hold (the caller's launch call on its lease);
+// hold_end ends it, the error charged to that point. Anything else sent to a held stream
+// waits in the actor and goes on after the hold's point, as after any operation before it. Work
+// submitted here directly and work the coordinator dispatches share the one timeline. reset makes
+// the stream anew after the backend was reset (a lost host device), publishes it in the stream
+// directory and answers whether it made it anew (false: the stream it had goes on).
 //
 // The last entries are the runtime's and the completion poller's: shutdown begins an orderly
 // stop, progress carries the poller's per-tick report.
@@ -73,6 +75,9 @@ using stream_actor = caf::typed_actor<
     caf::replies_to<dispatch_atom, stream_dispatch>::with<std::vector<ticket>>,
     caf::replies_to<hold_atom, stream_hold>::with<ticket>,
     caf::replies_to<hold_end_atom, timeline_point, caf::error>::with<ticket>,
+    // work of the caller-launched operation holding the stream, inside its hold (before its
+    // point); answered with the hold's ticket, refused when the stream is not held for it
+    caf::replies_to<launch_atom, op_id, work>::with<ticket>,
     caf::replies_to<reset_atom>::with<bool>,
     // another stream actor issued an operation this one waits for (point_cell)
     caf::reacts_to<issued_atom>,

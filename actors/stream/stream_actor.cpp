@@ -40,8 +40,9 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
       [&st](fill_atom, std::uint64_t dst, std::uint8_t value, std::uint64_t bytes) {
         return st.accept_fill(dst, value, bytes);
       },
-      [&st](prefetch_atom, std::uint64_t data, std::uint64_t bytes,
-            gpu::prefetch_target target) { return st.accept_prefetch(data, bytes, target); },
+      [&st](prefetch_atom, std::uint64_t data, std::uint64_t bytes, gpu::prefetch_target target) {
+        return st.accept_prefetch(data, bytes, target);
+      },
       [&st](alloc_atom, std::uint64_t bytes) { return st.allocate(bytes); },
       [&st](free_atom, const buffer_ref& buffer) { return st.free(buffer); },
       [&st](await_atom, timeline_point point) { return st.await(point); },
@@ -70,6 +71,7 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
       [&st](hold_end_atom, timeline_point point, const caf::error& why) {
         return st.end_hold(point, why);
       },
+      [&st](launch_atom, op_id op, const work& w) { return st.accept_launch(op, w); },
       [&st](reset_atom) { return st.reset(); },
       [&st](issued_atom) { st.on_issued(); },
       [&st](shutdown_atom) { st.shut_down(); },

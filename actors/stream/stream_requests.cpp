@@ -329,17 +329,44 @@ caf::result<ticket> stream_state::end_hold(timeline_point point, const caf::erro
   // coordinator charges to it itself, and a released hold's point is nobody's.
   if (!why) record.op = held_for_;
   held_for_ = op_id{};
+  const caf::error launch_failed = std::exchange(held_failure_, caf::error{});
   record.issued_ns = now_ns();
   // The caller's own work on the stream may have failed: that is charged to this point too.
   if (auto broke = issue(point, std::move(record), gpu::status{})) {
     break_stream(broke);
     return broke;
   }
-  // The caller's failure is this point's (and so is whatever its work left on the stream).
+  // The caller's failure is this point's (and so is whatever its work left on the stream); a
+  // launch that failed is, whatever the caller said.
   if (why) note_failure(point, why);
+  if (launch_failed) note_failure(point, launch_failed);
   flush_watches();
   drain();
   return ticket{options_.id, point};
+}
+
+caf::result<ticket> stream_state::accept_launch(op_id op, const work& w) {
+  if (auto refused = refusal()) return refused;
+  if (held_ == 0 || op.empty() || held_for_ != op) {
+    return make_error(errc::invalid_state,
+                      "stream '" + options_.name + "' is not held for " + to_string(op) +
+                          ": launch only between begin and complete, on the lease begin gave");
+  }
+  const ticket out{options_.id, held_};
+  gpu::work_fn fn;
+  if (auto bad = resolve(w, fn)) {
+    if (!held_failure_) held_failure_ = bad;
+    return bad;
+  }
+  // Straight to the backend: everything before the hold is there already, and nothing else
+  // goes on until the hold's point is signalled after this.
+  const gpu::status launched = context_.device->enqueue(stream_.ref(), std::move(fn));
+  if (!launched.ok()) {
+    caf::error why = to_error(launched);
+    if (!held_failure_) held_failure_ = why;
+    return why;
+  }
+  return out;
 }
 
 caf::result<bool> stream_state::reset() {
@@ -376,6 +403,7 @@ caf::result<bool> stream_state::reset() {
   reached_times_.assign(options_.times_kept, completion{});
   held_ = 0;
   held_for_ = op_id{};
+  held_failure_ = caf::error{};
   broken_ = caf::error{};
   ledger_->restart(completed_);
   follow_stream();

@@ -690,6 +690,7 @@ void stream_state::fail_outstanding(const caf::error& why) {
   }
   queue_.clear();
   held_ = 0;
+  held_failure_ = caf::error{};
   for (auto& reply : record_replies_) answer_record(reply, {}, why);
   record_replies_.clear();
   for (auto& [point, waiter] : awaiters_) waiter.promise.deliver(why);

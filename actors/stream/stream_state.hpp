@@ -131,6 +131,9 @@ class stream_state {
   // `why` charged to it).
   caf::result<ticket> accept_hold(hold_request& request);
   caf::result<ticket> end_hold(timeline_point point, const caf::error& why);
+  // The holding operation's work, on the backend at once, before the hold's point; a work
+  // that cannot go on fails that point (the operation) whatever complete says.
+  caf::result<ticket> accept_launch(op_id op, const work& w);
   // After the backend was reset: a new stream in place of the broken one (true), published in
   // the directory; false when the stream it had goes on.
   caf::result<bool> reset();
@@ -248,6 +251,7 @@ class stream_state {
   std::deque<pending_op> queue_;      // accepted, held back by the cap or waiting for events
   timeline_point held_ = 0;           // a hold's point: nothing goes on the stream until it ends
   op_id held_for_;                    // the operation holding it
+  caf::error held_failure_;           // the first launch into the hold that failed
   std::uint64_t incarnation_ = 0;     // of the stream owned: one more at every new stream
   ring_queue<point_record> records_;  // one per point in (completed_, issued_]
 

@@ -340,7 +340,7 @@ BOOST_AUTO_TEST_CASE(only_the_control_plane_that_claimed_the_node_holds_it) {
   // Another may not hold it.
   control_plane intruder;
   auto reached = connect_node(intruder.system, "127.0.0.1", node.port, connect_limit());
-  BOOST_REQUIRE(reached);
+  BOOST_REQUIRE_MESSAGE(reached, intruder.why(reached));
   auto refused = intruder.ask<node_arrival>(reached->actor, synchronize_atom::value,
                                             barrier_call{"x", 1, 5s, {}});
   BOOST_REQUIRE(!refused);

@@ -57,8 +57,8 @@ BOOST_AUTO_TEST_CASE(operations_registered_in_a_row_keep_their_order_and_depende
   auto end_b = c.on_end(b);
   BOOST_TEST((get_within(dep) == op_state::pending));
   auto lease = c.begin(g);
-  const op_lease l = get_within(lease);
-  BOOST_TEST((l.op == g));
+  const launch_lease l = get_within(lease);
+  BOOST_TEST((l.op() == g));
   auto launched = c.complete_launch(g);
   get_within(launched);
   const op_notice nb = get_within(end_b);
@@ -174,7 +174,7 @@ BOOST_AUTO_TEST_CASE(buffers_order_their_users_and_are_released_after_the_last) 
   const op_id w = get_within(fw);
   auto end_r = c.run(read);  // registered before the launch below: one sender, in order
   auto lease = c.begin(h);
-  BOOST_TEST((get_within(lease).op == h));
+  BOOST_TEST((get_within(lease).op() == h));
   auto launched = c.complete_launch(h);
   get_within(launched);
   const op_notice nr = get_within(end_r);
