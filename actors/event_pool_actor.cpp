@@ -198,6 +198,22 @@ event_pool_actor::behavior_type event_pool(event_pool_actor::stateful_pointer<po
         return caf::unit;
       },
       [self](utilization_atom) { return self->state.utilization(); },
+      [self](elapsed_atom, const event_lease& start,
+             const event_lease& end) -> caf::result<caf::timespan> {
+        if (start.empty() || end.empty()) {
+          return make_error(errc::invalid_argument, "elapsed: an empty event names nothing");
+        }
+        auto between = self->state.events->elapsed(start, end);
+        if (!between) {
+          // A handle the table does not know is a released lease here, not a lost stream.
+          const auto code = between.error().code();
+          return make_error(
+              code == gpu::status_code::invalid_handle ? errc::stale_event : to_errc(code),
+              "elapsed between " + describe(start) + " and " + describe(end) + ": " +
+                  between.error().message());
+        }
+        return caf::timespan{*between};
+      },
       [self, arm_shrink](shrink_atom) {
         auto& st = self->state;
         st.shrink_armed = false;

@@ -107,6 +107,17 @@ gpu::result<gpu::event_ref> event_table::resolve(const event_lease& ref) const {
   return describe_stale(ref, e);
 }
 
+gpu::result<std::chrono::nanoseconds> event_table::elapsed(const event_lease& start,
+                                                           const event_lease& end) const {
+  // Under the lock: neither event can be destroyed (a shrink) while the backend reads it.
+  std::shared_lock lock{mutex_};
+  const entry* a = find(start);
+  if (!is_current(start, a)) return describe_stale(start, a);
+  const entry* b = find(end);
+  if (!is_current(end, b)) return describe_stale(end, b);
+  return device_->elapsed(a->event.ref(), b->event.ref());
+}
+
 std::size_t event_table::size() const {
   std::shared_lock lock{mutex_};
   return entries_.size() - free_slots_.size();

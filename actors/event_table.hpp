@@ -9,6 +9,7 @@
 // Thread-safe: the pool writes under an exclusive lock, stream actors read under a shared one.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <shared_mutex>
 #include <string>
@@ -41,6 +42,10 @@ class event_table {
   // --- anyone ----------------------------------------------------------------------------
   // The backend event a current lease names, or a status saying why not (stale, unknown).
   [[nodiscard]] gpu::result<gpu::event_ref> resolve(const event_lease& ref) const;
+  // end - start of two current timing leases (the backend's elapsed: not_ready until the
+  // device passed both, not_timing, not_recorded; stale for a released lease).
+  [[nodiscard]] gpu::result<std::chrono::nanoseconds> elapsed(const event_lease& start,
+                                                              const event_lease& end) const;
   [[nodiscard]] std::size_t size() const;
   [[nodiscard]] const gpu::backend& device() const noexcept { return *device_; }
 

@@ -6,17 +6,23 @@
 //   cudactor::event_pool pool{*rt};
 //   auto leased = pool.acquire(gpu::event_kind::timing, 4).get();
 //   pool.release(leased).get();
+//   auto took = pool.elapsed(start, end).get();   // two recorded timing events
+//
+// Events recorded through cudactor::stream::record are owned_events, given back on their
+// own; leases from acquire are the caller's until released (record and wait take them too).
 //
 // The pool is made with cudactor.pool.regular regular and cudactor.pool.timing timing events
 // up front; a request for regular events may be served with timing ones when the regular ones
 // run out, never the other way round.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "cudactor/facade/completion.hpp"
+#include "cudactor/facade/owned_event.hpp"
 #include "cudactor/messaging/types.hpp"
 
 namespace cudactor {
@@ -44,6 +50,23 @@ class event_pool {
                             p.release_with(std::move(events), std::move(d));
                           });
   }
+  // end - start of two timing events, as cudaEventElapsedTime: once the device has passed
+  // both (not_ready before: await the stream first), not_timing, not_recorded, stale_event.
+  template <class Token = use_future_t>
+  auto elapsed(const owned_event& start, const owned_event& end, Token&& token = {}) const {
+    return complete<std::chrono::nanoseconds>(
+        std::forward<Token>(token),
+        [p = *this, start, end](on_done<std::chrono::nanoseconds> d) {  // both kept leased
+          p.elapsed_with(start.lease(), end.lease(), [start, end, d](auto r) { d(std::move(r)); });
+        });
+  }
+  template <class Token = use_future_t>
+  auto elapsed(const event_lease& start, const event_lease& end, Token&& token = {}) const {
+    return complete<std::chrono::nanoseconds>(
+        std::forward<Token>(token), [p = *this, start, end](on_done<std::chrono::nanoseconds> d) {
+          p.elapsed_with(start, end, std::move(d));
+        });
+  }
   template <class Token = use_future_t>
   auto utilization(Token&& token = {}) const {
     return complete<pool_utilization>(
@@ -56,6 +79,8 @@ class event_pool {
                     on_done<std::vector<event_lease>> done) const;
   void release_with(std::vector<event_lease> events, on_done<void> done) const;
   void utilization_with(on_done<pool_utilization> done) const;
+  void elapsed_with(const event_lease& start, const event_lease& end,
+                    on_done<std::chrono::nanoseconds> done) const;
 
   std::shared_ptr<front_door> door_;
 };

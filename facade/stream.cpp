@@ -75,12 +75,47 @@ void stream::free_with(buffer_ref buffer, on_done<ticket> done) const {
   ask<ticket>(std::move(done), free_atom::value, buffer);
 }
 
-void stream::record_with(gpu::event_kind kind, on_done<event_lease> done) const {
-  ask<event_lease>(std::move(done), record_atom::value, kind);
+void stream::record_with(gpu::event_kind kind, on_done<owned_event> done) const {
+  ask<event_lease>(
+      [door = door_, done = std::move(done)](outcome<event_lease> r) {
+        if (!r) return done(r.error());
+        done(owned_event{door, *r});  // owned from here: a failed done still gives it back
+      },
+      record_atom::value, kind);
+}
+
+void stream::record_into_with(const owned_event& event, on_done<owned_event> done) const {
+  // The copy held here keeps the event leased until the stream has recorded it.
+  ask<event_lease>(
+      [event, done = std::move(done)](outcome<event_lease> r) {
+        if (!r) return done(r.error());
+        done(event.recorded_as(*r));
+      },
+      record_atom::value, event.lease());
+}
+
+void stream::record_lease_with(const event_lease& event, on_done<event_lease> done) const {
+  ask<event_lease>(std::move(done), record_atom::value, event);
 }
 
 void stream::wait_with(event_lease event, on_done<ticket> done) const {
   ask<ticket>(std::move(done), wait_atom::value, event);
+}
+
+void stream::wait_owned_with(const owned_event& event, on_done<ticket> done) const {
+  // The wait is ticketed when accepted but may reach the device later (behind the in-flight
+  // cap or a hold): the event stays leased, and so recorded as it was, until this stream has
+  // passed the wait. The await rides on this stream's lane, after the wait.
+  const stream me = *this;
+  ask<ticket>(
+      [me, event, done = std::move(done)](outcome<ticket> r) {
+        if (r) {
+          me.await_with(r->point, std::chrono::nanoseconds{0}, std::nullopt,
+                        [event](outcome<completion>) {});
+        }
+        done(std::move(r));
+      },
+      wait_atom::value, event.lease());
 }
 
 void stream::callback_with(std::function<void(outcome<void>)> fn, on_done<ticket> done) const {

@@ -27,6 +27,7 @@
 #include "cudactor/facade/address.hpp"
 #include "cudactor/facade/cancellation.hpp"
 #include "cudactor/facade/completion.hpp"
+#include "cudactor/facade/owned_event.hpp"
 #include "cudactor/gpu/launch_context.hpp"
 #include "cudactor/messaging/report_types.hpp"
 #include "cudactor/messaging/types.hpp"
@@ -97,12 +98,35 @@ class stream {
   }
 
   // Ordering between streams: an event recorded here, waited for on another stream (on the
-  // device: no host thread waits).
+  // device: no host thread waits). Answered once recorded after everything asked before; the
+  // event goes back to the pool when the last copy of it goes (facade/owned_event.hpp).
   template <class Token = use_future_t>
   auto record(gpu::event_kind kind = gpu::event_kind::regular, Token&& token = {}) const {
+    return complete<owned_event>(
+        std::forward<Token>(token),
+        [s = *this, kind](on_done<owned_event> d) { s.record_with(kind, std::move(d)); });
+  }
+  // An event the caller has recorded anew here (cudaEventRecord on an existing event): one
+  // recorded before, or one leased with event_pool::acquire (which the caller releases).
+  template <class Token = use_future_t>
+  auto record(const owned_event& event, Token&& token = {}) const {
+    return complete<owned_event>(
+        std::forward<Token>(token),
+        [s = *this, event](on_done<owned_event> d) { s.record_into_with(event, std::move(d)); });
+  }
+  template <class Token = use_future_t>
+  auto record(const event_lease& event, Token&& token = {}) const {
     return complete<event_lease>(
         std::forward<Token>(token),
-        [s = *this, kind](on_done<event_lease> d) { s.record_with(kind, std::move(d)); });
+        [s = *this, event](on_done<event_lease> d) { s.record_lease_with(event, std::move(d)); });
+  }
+  // This stream's later work waits for the event's recording (as it stood when the wait
+  // reached the stream).
+  template <class Token = use_future_t>
+  auto wait(const owned_event& event, Token&& token = {}) const {
+    return complete<ticket>(std::forward<Token>(token), [s = *this, event](on_done<ticket> d) {
+      s.wait_owned_with(event, std::move(d));
+    });
   }
   template <class Token = use_future_t>
   auto wait(event_lease event, Token&& token = {}) const {
@@ -189,8 +213,11 @@ class stream {
                      on_done<ticket> done) const;
   void alloc_with(std::uint64_t bytes, on_done<buffer_ref> done) const;
   void free_with(buffer_ref buffer, on_done<ticket> done) const;
-  void record_with(gpu::event_kind kind, on_done<event_lease> done) const;
+  void record_with(gpu::event_kind kind, on_done<owned_event> done) const;
+  void record_into_with(const owned_event& event, on_done<owned_event> done) const;
+  void record_lease_with(const event_lease& event, on_done<event_lease> done) const;
   void wait_with(event_lease event, on_done<ticket> done) const;
+  void wait_owned_with(const owned_event& event, on_done<ticket> done) const;
   void callback_with(std::function<void(outcome<void>)> fn, on_done<ticket> done) const;
   void await_with(timeline_point point, std::chrono::nanoseconds limit,
                   const std::optional<cancellation>& cancel, on_done<completion> done) const;

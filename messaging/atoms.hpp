@@ -37,6 +37,7 @@ using unsubscribe_atom = caf::atom_constant<caf::atom("unsubscr")>;
 using acquire_atom = caf::atom_constant<caf::atom("acquire")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using utilization_atom = caf::atom_constant<caf::atom("util")>;
+using elapsed_atom = caf::atom_constant<caf::atom("elapsed")>;
 
 // Coordinator.
 using register_atom = caf::atom_constant<caf::atom("register")>;

@@ -66,6 +66,8 @@ using stream_actor = caf::typed_actor<
     // `n` of them at once (1 to max_records_per_message)
     caf::replies_to<record_atom, gpu::event_kind>::with<event_lease>,
     caf::replies_to<record_atom, gpu::event_kind, std::uint32_t>::with<std::vector<event_lease>>,
+    // an event of the caller's (leased from the pool) recorded anew here, the same way
+    caf::replies_to<record_atom, event_lease>::with<event_lease>,
     caf::replies_to<wait_atom, event_lease>::with<ticket>,
     caf::replies_to<callback_atom, stream_callback>::with<ticket>,
     caf::replies_to<status_atom>::with<stream_status>,

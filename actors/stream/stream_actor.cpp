@@ -57,6 +57,7 @@ stream_actor::behavior_type stream_behavior(stream_actor::stateful_pointer<strea
       [&st](record_atom, gpu::event_kind kind, std::uint32_t n) {
         return st.accept_records(kind, n);
       },
+      [&st](record_atom, const event_lease& event) { return st.accept_record_into(event); },
       [&st](wait_atom, const event_lease& ref) { return st.accept_wait(ref); },
       [&st](callback_atom, const stream_callback& callback) {
         return st.accept_callback(callback);

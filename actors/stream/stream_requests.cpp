@@ -156,6 +156,22 @@ caf::result<std::vector<event_lease>> stream_state::accept_records(gpu::event_ki
   return promise;
 }
 
+caf::result<event_lease> stream_state::accept_record_into(const event_lease& event) {
+  if (auto why = refusal()) return why;
+  auto device = resolve_event(event);
+  if (!device) {
+    return make_error(event.empty() ? errc::invalid_argument : errc::stale_event,
+                      "record on stream '" + options_.name + "': " + device.error().message());
+  }
+  record_reply reply;
+  reply.one = self_->make_response_promise<event_lease>();
+  reply.given = event;
+  reply.given_device = *device;
+  auto promise = reply.one;
+  queue_record(event.kind, 0, std::move(reply));  // takes none of the cache's
+  return promise;
+}
+
 void stream_state::queue_record(gpu::event_kind kind, std::uint32_t n, record_reply reply) {
   record_replies_.push_back(std::move(reply));  // answered in the order records are dispatched
   pending_op op;
@@ -168,6 +184,21 @@ void stream_state::queue_record(gpu::event_kind kind, std::uint32_t n, record_re
 void stream_state::dispatch_record(pending_op& op) {
   record_reply reply = std::move(record_replies_.front());
   record_replies_.pop_front();
+  if (reply.given) {
+    std::optional<gpu::batch_scope> batch;
+    if (burst_ns_ == 0) batch.emplace(*context_.device);
+    const gpu::status launched = context_.device->record(reply.given_device, stream_.ref());
+    if (!launched.ok()) {
+      answer_record(reply, {}, to_error(launched));
+      return;
+    }
+    event_lease lease = *reply.given;
+    lease.stream = options_.id;
+    lease.point = op.point;
+    lease.on_stream = true;
+    answer_record(reply, {lease}, {});
+    return;
+  }
   auto& cache = cache_[op.mode];
   const auto n = static_cast<std::size_t>(op.a);
   if (cache.size() < n) {  // the pool said no (events_ready let it through to be answered)

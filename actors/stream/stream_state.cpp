@@ -172,6 +172,7 @@ bool stream_state::events_ready(const pending_op& op) {
   gpu::event_kind kind;
   std::size_t needed;
   if (op.kind == stream_op_kind::record) {
+    if (op.a == 0) return true;  // the caller's own event: none of the cache's
     kind = static_cast<gpu::event_kind>(op.mode);
     needed = static_cast<std::size_t>(op.a);
   } else if (timed(op)) {

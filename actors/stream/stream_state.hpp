@@ -81,6 +81,8 @@ struct record_reply {
   caf::typed_response_promise<event_lease> one;
   caf::typed_response_promise<std::vector<event_lease>> many;
   bool batched = false;
+  std::optional<event_lease> given;  // the caller's event, recorded instead of the cache's
+  gpu::event_ref given_device;       // what `given` resolved to when it was accepted
 };
 
 class stream_state {
@@ -125,6 +127,8 @@ class stream_state {
   // recorded (dispatched), not once reached.
   caf::result<event_lease> accept_record(gpu::event_kind kind);
   caf::result<std::vector<event_lease>> accept_records(gpu::event_kind kind, std::uint32_t n);
+  // The caller's own event (a current pool lease), recorded the same way.
+  caf::result<event_lease> accept_record_into(const event_lease& event);
   // The coordinator's pass onto this stream: one ticket per operation, in order.
   caf::result<std::vector<ticket>> accept_dispatch(std::vector<dispatched_op>& ops);
   // A caller-launched operation's hold (answered once held) and its end (the point it takes,

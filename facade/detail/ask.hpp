@@ -24,6 +24,8 @@ namespace cudactor::detail {
 // Everything asked of the coordinator goes through one lane, so that it arrives in the order
 // it was asked (an add, then a depend on its id).
 inline constexpr std::size_t coordinator_lane = 1;
+// The event pool's requests share one lane: a release is seen before an acquire asked after.
+inline constexpr std::size_t pool_lane = 0;
 
 [[nodiscard]] inline failure stopped() {
   return failure{errc::shutting_down, "the runtime has shut down"};

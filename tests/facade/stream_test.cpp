@@ -111,9 +111,9 @@ BOOST_AUTO_TEST_CASE(an_event_recorded_on_one_stream_orders_another_and_callback
   cudactor::stream a{rt(), 0};
   cudactor::stream b{rt(), 1};
   auto fe = a.record(gpu::event_kind::timing);
-  const event_lease e = get_within(fe);
-  BOOST_TEST(e.stream.value == 0u);
-  BOOST_TEST((e.kind == gpu::event_kind::timing));
+  const owned_event e = get_within(fe);
+  BOOST_TEST(e.stream().value == 0u);
+  BOOST_TEST((e.kind() == gpu::event_kind::timing));
   auto fw = b.wait(e);
   BOOST_TEST(get_within(fw).stream.value == 1u);
   std::promise<bool> passed;
@@ -160,10 +160,10 @@ BOOST_AUTO_TEST_CASE(bad_input_is_named_never_crashed_on) {
   BOOST_TEST((b == errc::invalid_argument || b == errc::out_of_range));
   // A released event is stale: waiting on it is refused, naming it.
   auto fe = s.record();
-  const event_lease e = get_within(fe);
+  const owned_event e = get_within(fe);
   auto synced = s.synchronize();
   get_within(synced);
-  event_lease forged = e;
+  event_lease forged = e.lease();
   forged.generation += 1000;
   auto stale = s.wait(forged);
   const failure st = failure_of(stale);
