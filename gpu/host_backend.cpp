@@ -405,6 +405,20 @@ status host_backend::copy(stream_ref s, void* dst, const void* src, std::size_t 
   if (auto bad = impl_->allocations.check_copy(dst, src, bytes, direction); !bad.ok()) {
     return bad;
   }
+  // CUDA refuses a copy from or to pageable host memory (it would block the calling thread):
+  // so does the host backend, or a program that passes here would fail on its first GPU. The
+  // host side must lie in pinned or managed memory of this backend (it has no
+  // cudaHostRegister).
+  if (direction != copy_kind::device_to_device) {
+    const void* host = direction == copy_kind::host_to_device ? src : dst;
+    if (!impl_->allocations.containing(host)) {
+      return {status_code::invalid_argument,
+              "copying " + std::to_string(bytes) + " bytes " + std::string{to_string(direction)} +
+                  ": the host memory at " + detail::format_address(host) +
+                  " is pageable, and a copy from or to it blocks the calling thread; use "
+                  "allocate_pinned()"};
+    }
+  }
   op o;
   o.body = [dst, src, bytes] {
     std::memcpy(dst, src, bytes);

@@ -116,7 +116,10 @@ caf::result<ticket> stream_state::accept_callback(const stream_callback& callbac
   pending_op op;
   op.kind = stream_op_kind::callback;
   op.callback = callback.get();
-  return accept(std::move(op));
+  op.a = last_callback_ + 1;  // answers for what failed since the callback before it
+  const ticket out = accept(std::move(op));
+  if (out.point != 0) last_callback_ = out.point;
+  return out;
 }
 
 namespace {
@@ -426,9 +429,10 @@ caf::result<bool> stream_state::reset() {
   context_.directory->publish(options_.id, stream_.ref());
   allocator_.emplace(*context_.device, stream_.ref(), options_.reuse_limit);
   // A new stream, a new timeline: what the old one reached says nothing about it.
-  last_point_ = issued_ = completed_ = watched_ = last_sync_ = 0;
+  last_point_ = issued_ = completed_ = watched_ = last_sync_ = last_callback_ = 0;
   if (auto tl = context_.device->timeline_of(stream_.ref())) {
-    last_point_ = issued_ = completed_ = watched_ = last_sync_ = (*tl)->signalled();
+    last_point_ = issued_ = completed_ = watched_ = last_sync_ = last_callback_ =
+        (*tl)->signalled();
   }
   failures_.clear();
   reached_times_.assign(options_.times_kept, completion{});

@@ -354,7 +354,7 @@ void stream_state::dispatch(pending_op& op) {
   }
   if (auto why = issue(op.point, std::move(record), launched, std::move(signalled))) {
     if (op.cell) op.cell->abandon();
-    if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
+    if (op.callback) callbacks_.emplace(op.point, placed_callback{op.a, std::move(op.callback)});
     if (op.kind == stream_op_kind::hold) op.hold.deliver(why);
     answer(op.reply, why);
     break_stream(why);
@@ -365,7 +365,7 @@ void stream_state::dispatch(pending_op& op) {
   if (op.kind == stream_op_kind::hold) {  // its waits could not be placed: it is not held
     op.hold.deliver(to_error(launched));
   }
-  if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
+  if (op.callback) callbacks_.emplace(op.point, placed_callback{op.a, std::move(op.callback)});
   // The poller learns of the point with the rest of the burst (flush_watches), or now, once
   // the work has gone to the backend's workers.
   batch.reset();
@@ -524,8 +524,8 @@ void stream_state::on_progress(const completion_batch& batch, std::uint64_t inca
 
   while (!callbacks_.empty() && callbacks_.begin()->first <= completed_) {
     auto node = callbacks_.extract(callbacks_.begin());
-    auto failed = failure_in(node.key(), node.key());
-    node.mapped()(failed);
+    auto failed = failure_in(node.mapped().from, node.key());
+    node.mapped().fn(failed);
   }
   while (!syncs_.empty() && syncs_.front().to <= completed_) {
     sync_waiter waiter = std::move(syncs_.front());
@@ -685,7 +685,7 @@ void stream_state::fail_outstanding(const caf::error& why) {
   // Operations never handed to the backend will not be reached.
   for (auto& op : queue_) {
     if (op.cell) op.cell->abandon();  // its dependents elsewhere go on without it
-    if (op.callback) callbacks_.emplace(op.point, std::move(op.callback));
+    if (op.callback) callbacks_.emplace(op.point, placed_callback{op.a, std::move(op.callback)});
     if (op.kind == stream_op_kind::hold) op.hold.deliver(why);
     answer(op.reply, why);
   }
@@ -701,7 +701,7 @@ void stream_state::fail_outstanding(const caf::error& why) {
   waits_.clear();
   auto callbacks = std::move(callbacks_);
   callbacks_.clear();
-  for (auto& [point, callback] : callbacks) callback(why);
+  for (auto& [point, callback] : callbacks) callback.fn(why);
 }
 
 void stream_state::give_back_events(std::vector<cached_event>& events, std::size_t keep) {

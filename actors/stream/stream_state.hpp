@@ -264,7 +264,14 @@ class stream_state {
   std::deque<sync_waiter> syncs_;  // ascending by `to`
   timeline_point last_sync_ = 0;
   std::deque<record_reply> record_replies_;  // one per record operation accepted, oldest first
-  std::multimap<timeline_point, std::function<void(const caf::error&)>> callbacks_;
+  // A callback by its point, with the first point it answers for: it is told the first
+  // failure since the callback before it (as CUDA's stream callbacks hear what failed before).
+  struct placed_callback {
+    timeline_point from = 0;
+    std::function<void(const caf::error&)> fn;
+  };
+  std::multimap<timeline_point, placed_callback> callbacks_;
+  timeline_point last_callback_ = 0;               // the newest callback's point
   std::map<timeline_point, caf::error> failures_;  // the newest failure_history ones
   // The times of the newest times_kept completed points, indexed by point modulo its size
   // (an entry whose ticket names another point has been overwritten).

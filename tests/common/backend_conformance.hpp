@@ -353,6 +353,35 @@ inline void copies_are_checked_against_their_allocations(conformance_target& t) 
   CUDACTOR_REQUIRE_OK(b.synchronize(s));
 }
 
+// What CUDA refuses, both refuse: a copy from or to pageable host memory (it would block the
+// caller), named as such; pinned and managed host memory are taken both ways.
+inline void copies_from_or_to_pageable_memory_are_refused(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b);
+  auto device = b.allocate(s, 256);
+  BOOST_REQUIRE(device.ok());
+  std::vector<std::uint8_t> pageable(256);
+  using gpu::copy_kind;
+  for (auto direction : {copy_kind::host_to_device, copy_kind::device_to_host}) {
+    const auto why = direction == copy_kind::host_to_device
+                         ? b.copy(s, device.value().data(), pageable.data(), 256, direction)
+                         : b.copy(s, pageable.data(), device.value().data(), 256, direction);
+    CUDACTOR_CHECK_ERRC(why, gpu::status_code::invalid_argument);
+    BOOST_TEST(why.message().find("pageable") != std::string::npos, why.message());
+    BOOST_TEST(why.message().find("allocate_pinned") != std::string::npos, why.message());
+  }
+  auto pinned = b.allocate_pinned(256);
+  auto managed = b.allocate_managed(256);
+  BOOST_REQUIRE(pinned.ok() && managed.ok());
+  std::fill(pinned.value().as<std::uint8_t>(), pinned.value().as<std::uint8_t>() + 256, 7);
+  CUDACTOR_REQUIRE_OK(
+      b.copy(s, device.value().data(), pinned.value().data(), 256, copy_kind::host_to_device));
+  CUDACTOR_REQUIRE_OK(
+      b.copy(s, managed.value().data(), device.value().data(), 256, copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  BOOST_TEST(managed.value().as<std::uint8_t>()[255] == 7);
+}
+
 inline void allocation_sizes_are_checked(conformance_target& t) {
   auto& b = t.backend();
   auto s = make_stream(b);
@@ -679,6 +708,7 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   CUDACTOR_CONFORMANCE_CASE(fixture, elapsed_needs_recorded_complete_timing_events)             \
   CUDACTOR_CONFORMANCE_CASE(fixture, copies_and_fills_round_trip)                               \
   CUDACTOR_CONFORMANCE_CASE(fixture, copies_are_checked_against_their_allocations)              \
+  CUDACTOR_CONFORMANCE_CASE(fixture, copies_from_or_to_pageable_memory_are_refused)             \
   CUDACTOR_CONFORMANCE_CASE(fixture, allocation_sizes_are_checked)                              \
   CUDACTOR_CONFORMANCE_CASE(fixture, stream_ordered_free_releases_in_stream_order)              \
   CUDACTOR_CONFORMANCE_CASE(fixture, prefetch_takes_managed_memory)                             \

@@ -26,6 +26,7 @@
 #include "cudactor/facade/cancellation.hpp"
 #include "cudactor/facade/coordinator.hpp"
 #include "cudactor/facade/event_pool.hpp"
+#include "cudactor/facade/host_memory.hpp"
 #include "cudactor/facade/stream.hpp"
 
 using namespace cudactor;

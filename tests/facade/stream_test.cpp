@@ -8,11 +8,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "cudactor/facade/host_memory.hpp"
 #include "cudactor/facade/stream.hpp"
 #include "facade/facade_fixture.hpp"
 
@@ -123,6 +125,60 @@ BOOST_AUTO_TEST_CASE(an_event_recorded_on_one_stream_orders_another_and_callback
   BOOST_TEST(get_within(fp));
   auto done = b.await(t.point);
   BOOST_TEST(get_within(done).op.point == t.point);
+}
+
+BOOST_AUTO_TEST_CASE(copies_take_pinned_or_managed_host_memory_and_refuse_pageable) {
+  // As on CUDA, on either backend: a std::vector is pageable, refused in words.
+  cudactor::stream s{rt(), 0};
+  auto f_buf = s.alloc(256);
+  const buffer_ref buf = get_within(f_buf);
+  std::vector<std::uint8_t> pageable(256, 1);
+  // Ticketed when asked; the copy's point fails when the stream launches it (as every launch
+  // the backend refuses), and a wait for it says why.
+  auto asked = s.copy(buf, pageable.data(), 256, gpu::copy_kind::host_to_device);
+  auto refused = s.await(get_within(asked).point);
+  const failure why = failure_of(refused);
+  BOOST_TEST((why == errc::invalid_argument));
+  BOOST_TEST(mentions(why, "is pageable"), why.what());
+  BOOST_TEST(mentions(why, "allocate_pinned"), why.what());
+  gpu::buffer pinned = cudactor::allocate_pinned(rt(), 256);
+  gpu::buffer managed = cudactor::allocate_managed(rt(), 256);
+  BOOST_TEST((pinned.kind() == gpu::memory_kind::pinned_host));
+  BOOST_TEST((managed.kind() == gpu::memory_kind::managed));
+  std::fill(pinned.as<std::uint8_t>(), pinned.as<std::uint8_t>() + 256, std::uint8_t{9});
+  auto in = s.copy(buf, pinned.data(), 256, gpu::copy_kind::host_to_device);
+  auto out = s.copy(managed.data(), buf, 256, gpu::copy_kind::device_to_host);
+  get_within(in);
+  auto t = get_within(out);
+  auto reached = s.await(t.point);
+  get_within(reached);
+  BOOST_TEST(managed.as<std::uint8_t>()[200] == 9);
+  BOOST_CHECK_THROW((void)cudactor::allocate_pinned(rt(), 0), failure);
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_after_failed_work_is_told_the_failure) {
+  // As CUDA's stream callbacks: what failed on the stream since the callback before it.
+  cudactor::stream s{rt(), 0};
+  auto failing = s.submit([](const gpu::launch_context&) {
+    return gpu::status{gpu::status_code::op_failed, "the kernel found a NaN"};
+  });
+  get_within(failing);
+  auto fine = s.submit([](const gpu::launch_context&) { return gpu::status{}; });
+  get_within(fine);
+  std::promise<outcome<void>> first;
+  auto placed = s.callback([&](outcome<void> r) { first.set_value(std::move(r)); });
+  get_within(placed);
+  auto told = first.get_future();
+  const outcome<void> r = get_within(told);
+  BOOST_REQUIRE(!r.ok());
+  BOOST_TEST(std::string{r.error().what()}.find("the kernel found a NaN") != std::string::npos,
+             r.error().what());
+  // Nothing failed since: the next one is told ok.
+  std::promise<bool> second;
+  auto again = s.callback([&](outcome<void> r2) { second.set_value(r2.ok()); });
+  get_within(again);
+  auto ok = second.get_future();
+  BOOST_TEST(get_within(ok));
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_is_named_never_crashed_on) {

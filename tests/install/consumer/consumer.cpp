@@ -26,10 +26,15 @@ int main() {
   if (!stream) return 2;
   auto memory = device.allocate(stream.value(), 16);
   if (!memory) return 3;
+  // Copies take pinned host memory (both backends refuse pageable memory, as CUDA does).
+  auto staging = device.allocate_pinned(32);
+  if (!staging) return 3;
   const char text[16] = "installed fine";
-  char back[16] = {};
-  if (!device.copy(stream.value(), memory.value().data(), text, 16,
-                   gpu::copy_kind::host_to_device) ||
+  char* in = staging.value().as<char>();
+  char* back = in + 16;
+  std::memcpy(in, text, 16);
+  std::memset(back, 0, 16);
+  if (!device.copy(stream.value(), memory.value().data(), in, 16, gpu::copy_kind::host_to_device) ||
       !device.copy(stream.value(), back, memory.value().data(), 16,
                    gpu::copy_kind::device_to_host) ||
       !device.synchronize(stream.value()) || std::strcmp(back, text) != 0) {
