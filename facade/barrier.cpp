@@ -10,7 +10,9 @@ namespace cudactor {
 struct barrier::held {
   std::shared_ptr<front_door> door;
   std::uint64_t key = 0;
-  held(std::shared_ptr<front_door> d, std::uint64_t k) : door(std::move(d)), key(k) {}
+  barrier_mode mode = barrier_mode::host;  // the options' mode, for a limit given alone
+  held(std::shared_ptr<front_door> d, std::uint64_t k, barrier_mode m)
+      : door(std::move(d)), key(k), mode(m) {}
   held(const held&) = delete;
   held& operator=(const held&) = delete;
   ~held() { door->forget(key); }
@@ -19,12 +21,15 @@ struct barrier::held {
 barrier::barrier(runtime& rt, const std::vector<std::size_t>& members, barrier_options options) {
   const auto& door = rt.door();
   if (!door || door->closed()) throw detail::stopped();
+  const barrier_mode mode = options.mode;
   auto spawned = rt.spawn_barrier(members, std::move(options));
   if (!spawned) throw failure{to_error(spawned.error())};
   auto key = door->keep(std::move(*spawned));
   if (!key) throw detail::stopped();
-  held_ = std::make_shared<held>(door, *key);
+  held_ = std::make_shared<held>(door, *key, mode);
 }
+
+barrier_mode barrier::mode() const noexcept { return held_->mode; }
 
 void barrier::synchronize_with(std::optional<barrier_mode> mode, std::chrono::nanoseconds limit,
                                const std::optional<cancellation>& cancel,

@@ -42,6 +42,22 @@ class barrier {
           b.synchronize_with(std::nullopt, {}, std::nullopt, std::move(d));
         });
   }
+  // The barrier's own mode, with this limit (and cancellation), as stream::synchronize takes.
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
+  auto synchronize(std::chrono::nanoseconds limit, Token&& token = {}) const {
+    return complete<barrier_crossing>(
+        std::forward<Token>(token), [b = *this, limit](on_done<barrier_crossing> d) {
+          b.synchronize_with(b.mode(), limit, std::nullopt, std::move(d));
+        });
+  }
+  template <class Token = use_future_t, std::enable_if_t<is_token_v<Token>, int> = 0>
+  auto synchronize(std::chrono::nanoseconds limit, const cancellation& cancel,
+                   Token&& token = {}) const {
+    return complete<barrier_crossing>(std::forward<Token>(token),
+                                      [b = *this, limit, cancel](on_done<barrier_crossing> d) {
+                                        b.synchronize_with(b.mode(), limit, cancel, std::move(d));
+                                      });
+  }
   // With this limit (zero: none; negative: refused): host mode until every stream arrived,
   // device mode until the waits are placed. With a cancellation: answered cancelled when it
   // is cancelled first, and the generation's operation ends at the coordinator.
@@ -73,6 +89,7 @@ class barrier {
                         const std::optional<cancellation>& cancel,
                         on_done<barrier_crossing> done) const;
   void status_with(on_done<barrier_status> done) const;
+  [[nodiscard]] barrier_mode mode() const noexcept;
 
   std::shared_ptr<held> held_;
 };

@@ -83,6 +83,17 @@ on_done<T> to_on_done(F&& f) {
   }
 }
 
+// A callable of one fixed signature (a lambda that is not generic, a function or a pointer to
+// one) that cannot take the outcome: a mistake (`[](completion c) {}` for
+// `[](outcome<completion> c) {}`), not an Asio token (whose call operators are templates).
+template <class F, class = void>
+inline constexpr bool has_fixed_call = std::is_function_v<std::remove_pointer_t<F>>;
+template <class F>
+inline constexpr bool has_fixed_call<F, std::void_t<decltype(&F::operator())>> = true;
+template <class Token, class T>
+inline constexpr bool is_wrong_callable =
+    has_fixed_call<std::decay_t<Token>> && !std::is_invocable_v<std::decay_t<Token>&, outcome<T>>;
+
 }  // namespace detail
 
 // Starts a request with `start(on_done<T>)` and hands its answer over in the form `token`
@@ -105,6 +116,13 @@ auto complete(Token&& token, Start start) {
     return future;
   } else if constexpr (detail::is_plain_callable<Token, T>) {
     start(detail::to_on_done<T>(std::forward<Token>(token)));
+  } else if constexpr (detail::is_wrong_callable<Token, T>) {
+    // Stops here, before Asio would take the callable for a token and fail deep inside.
+    static_assert(!detail::is_wrong_callable<Token, T>,
+                  "cudactor: a callable given to a facade call takes the call's outcome: "
+                  "void(cudactor::outcome<T>), e.g. [](cudactor::outcome<cudactor::completion> r) "
+                  "{ if (r) use(*r); else report(r.error()); } (T is the call's answer: see the "
+                  "table in docs/facade.md)");
   } else {
     return boost::asio::async_initiate<Token, void(outcome<T>)>(
         [start = std::move(start)](auto handler) mutable {

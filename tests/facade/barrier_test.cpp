@@ -28,8 +28,16 @@ BOOST_AUTO_TEST_CASE(every_stream_reaches_the_barrier_in_either_mode) {
   cudactor::barrier copy = b;  // the same barrier
   auto plain = copy.synchronize();
   BOOST_TEST(get_within(plain).generation == 3u);
+  // A limit alone (and with a cancellation), as stream::synchronize takes: the barrier's mode.
+  auto limited = b.synchronize(5s);
+  const barrier_crossing fourth = get_within(limited);
+  BOOST_TEST(fourth.generation == 4u);
+  BOOST_TEST((fourth.mode == barrier_mode::host));
+  cudactor::cancellation never;
+  auto cancellable = b.synchronize(5s, never);
+  BOOST_TEST(get_within(cancellable).generation == 5u);
   auto st = b.status();
-  BOOST_TEST(get_within(st).crossed == 3u);
+  BOOST_TEST(get_within(st).crossed == 5u);
 }
 
 BOOST_AUTO_TEST_CASE(bad_members_and_limits_are_named) {
