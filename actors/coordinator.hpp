@@ -55,7 +55,10 @@ struct coordinator_options {
   std::size_t ended_kept = 4096;      // ended operations describe still knows
   std::size_t failures_kept = 65536;  // failed ids remembered to refuse dependencies on them
   std::size_t max_buffers = 65536;    // buffers allocated or adopted and not yet reclaimed
-  caf::timespan stall_after{std::chrono::seconds{10}};  // detect_deadlocks' default age
+  // detect_deadlocks' default age: an operation open this long is reported with what holds it
+  // (a second: long enough to skip work merely queued, short enough for a program that asks
+  // when it seems stuck).
+  caf::timespan stall_after{std::chrono::seconds{1}};
   // What one message may hold (messaging/input_check.hpp). Local input only, so more than a
   // node takes from peers; still bounded, so that no graph costs more than linear work.
   input_limits limits = local_limits();

@@ -196,6 +196,10 @@ class stream {
         std::forward<Token>(token),
         [s = *this](on_done<stream_report> d) { s.profile_with(std::move(d)); });
   }
+  // What the stream actor knows when it answers: `completed` is the newest point its
+  // completion poller has reported, so it can lag behind a point the device has passed (one
+  // another stream has already waited past on the device, or one the next poll reports). To
+  // know a point is reached, await it: that answer is exact.
   template <class Token = use_future_t>
   auto status(Token&& token = {}) const {
     return complete<stream_status>(

@@ -271,7 +271,9 @@ struct op_stall {
   op_id id;
   op_state state = op_state::pending;
   std::int64_t age_ns = 0;  // since it was registered
-  op_id waiting_on;         // the root, when it is not the operation itself
+  // The root: the operation that holds this one back (itself when nothing it depends on is
+  // open; `reason` says why the root does not end).
+  op_id waiting_on;
   // The links from the operation's unfinished dependency to the root, in order (the root
   // last); at most max_stall_chain of them, the nearest first.
   std::vector<op_id> chain;
@@ -287,7 +289,10 @@ typename Inspector::result_type inspect(Inspector& f, op_stall& x) {
 }
 
 struct deadlock_report {
-  std::vector<std::vector<op_id>> cycles;  // each as op -> dep -> ... -> op
+  // Each as op -> dep -> ... -> op. Empty from this coordinator: depend and submit refuse a
+  // dependency that would close a cycle (dependency_cycle, naming it), so none can form; kept
+  // so that the report's shape does not change for readers (remote peers) if that changes.
+  std::vector<std::vector<op_id>> cycles;
   std::vector<op_stall> stalls;
 
   [[nodiscard]] bool empty() const noexcept { return cycles.empty() && stalls.empty(); }

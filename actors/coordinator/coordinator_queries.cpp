@@ -301,6 +301,7 @@ void coordinator_state::find_stalls(deadlock_report& report, caf::timespan stall
     const std::string held = std::to_string(age / 1000000) + " ms";
     const op_graph::node* top = root(n);
     if (top == &n) {
+      stall.waiting_on = n.id;  // its own root: nothing it depends on is open
       stall.reason = "open for " + held + ": it " + why_held(n);
       report.stalls.push_back(std::move(stall));
       return;

@@ -561,11 +561,18 @@ void stream_state::on_progress(const completion_batch& batch, std::uint64_t inca
 caf::result<completion> stream_state::await(timeline_point point, const wait_limit& limit) {
   if (point == 0) return make_error(errc::invalid_argument, "await: points count from 1");
   if (auto bad = check_limit(limit, "await on stream '" + options_.name + "'")) return bad;
-  if (point > last_point_) {
-    return make_error(errc::out_of_range, "await: point " + std::to_string(point) + " on stream '" +
-                                              options_.name +
-                                              "' is beyond anything submitted (newest " +
-                                              std::to_string(last_point_) + ")");
+  // A point not yet handed out is waited for (a timeline value signalled later, as the
+  // seeds' wait(value, timeout)) when the wait is bounded, by its limit or its cancellation,
+  // and not too far ahead; unbounded, it could wait for ever on a point never submitted.
+  if (point > last_point_ &&
+      (point - last_point_ > max_await_ahead || !wait_keys::bounded(limit))) {
+    return make_error(
+        errc::out_of_range,
+        "await: point " + std::to_string(point) + " on stream '" + options_.name +
+            "' is beyond anything submitted (newest " + std::to_string(last_point_) + ")" +
+            (point - last_point_ > max_await_ahead
+                 ? ", more than " + std::to_string(max_await_ahead) + " points ahead"
+                 : ": give the wait a time limit to wait for a point not yet submitted"));
   }
   if (point <= completed_) {
     auto failed = failures_.find(point);

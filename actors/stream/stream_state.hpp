@@ -77,6 +77,10 @@ struct cached_event {
 
 // Who waits for a record operation's events (one, or a batch), in the order the records were
 // accepted: records are dispatched in that order, so the oldest is always the one answered.
+// How far beyond the newest point handed out a bounded await may wait (a point submitted
+// later); further ahead is a mistake, refused.
+inline constexpr timeline_point max_await_ahead = timeline_point{1} << 16;
+
 struct record_reply {
   caf::typed_response_promise<event_lease> one;
   caf::typed_response_promise<std::vector<event_lease>> many;

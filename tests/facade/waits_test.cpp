@@ -74,6 +74,29 @@ BOOST_AUTO_TEST_CASE(a_stream_wait_ends_at_its_limit_or_its_cancel_and_leaves_no
   BOOST_TEST((refused == errc::invalid_argument));
 }
 
+BOOST_AUTO_TEST_CASE(a_bounded_await_of_a_point_not_yet_submitted_waits_for_it) {
+  // As the seeds' wait(value, timeout): the point is handed out later, and reached.
+  cudactor::stream s{rt(), 0};
+  auto first = s.submit([](const gpu::launch_context&) { return gpu::status{}; });
+  const timeline_point now = get_within(first).point;
+  auto later = s.await(now + 2, 10s);
+  std::this_thread::sleep_for(scaled(20ms));  // the wait is in before the points exist
+  BOOST_TEST((later.wait_for(0s) == std::future_status::timeout));
+  for (int i = 0; i < 2; ++i) s.submit([](const gpu::launch_context&) { return gpu::status{}; });
+  BOOST_TEST(get_within(later).op.point == now + 2);
+  // Never submitted: its limit ends it, and the stream keeps nothing of it.
+  auto never = s.await(now + 10, 50ms);
+  BOOST_TEST((failure_of(never) == errc::timeout));
+  BOOST_TEST(awaiting(s) == 0u);
+  // Unbounded, or too far ahead: refused, saying what to do.
+  auto unbounded = s.await(now + 10);
+  const failure why = failure_of(unbounded);
+  BOOST_TEST((why == errc::out_of_range));
+  BOOST_TEST(mentions(why, "give the wait a time limit"), why.what());
+  auto far = s.await(now + (timeline_point{1} << 20), 1s);
+  BOOST_TEST((failure_of(far) == errc::out_of_range));
+}
+
 BOOST_AUTO_TEST_CASE(a_barrier_crossing_is_withdrawn_with_its_watches) {
   cudactor::barrier b{rt(), {0, 1}};
   cudactor::stream s{rt(), 1};
