@@ -54,8 +54,15 @@ enum class op_priority : std::uint8_t { critical, high, normal, low, cleanup };
 enum class op_workload : std::uint8_t { compute, memory, mixed, coordination };
 
 // How the coordinator picks a stream for an operation: the runtime's default
-// (cudactor.coordinator.strategy) or one operation's own (op_placement). The strategies are
-// described in actors/coordinator/stream_pool.hpp, which applies them.
+// (cudactor.coordinator.strategy) or one operation's own (op_placement).
+//   round_robin    the next stream with room after the last one chosen
+//   load_balanced  the fewest operations in flight (the default)
+//   priority       critical/high on high-priority streams, low/cleanup on low-priority ones,
+//                  normal on normal ones (cudactor.high- / low-priority-streams)
+//   workload       compute, memory and coordination on streams of their own role
+//   adaptive       the smallest expected wait: (in flight + 1) x the mean completion
+//                  interval measured on that stream for that workload
+// docs/coordinator.md has the details; the coordinator's stream pool applies them.
 enum class pool_strategy : std::uint8_t {
   round_robin,
   load_balanced,
