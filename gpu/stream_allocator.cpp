@@ -60,7 +60,10 @@ void stream_allocator::keep_for_reuse(buffer block) {
   }
   stats_.reusable_bytes += block.size();
   const std::size_t size = block.size();
-  reusable_.emplace(size, std::move(block));
+  // First among the blocks of its size, so that allocate() takes the newest: the memory last
+  // used (warm in caches) comes back first, and a block freed after others of its size is the
+  // one the next request of that size gets, not whichever was freed longest ago.
+  reusable_.emplace_hint(reusable_.lower_bound(size), size, std::move(block));
 }
 
 void stream_allocator::give_back(buffer& block) noexcept {
