@@ -85,7 +85,8 @@ class backend {
   [[nodiscard]] virtual result<buffer> allocate_managed(std::size_t bytes) = 0;
   [[nodiscard]] virtual result<buffer> allocate_pinned(std::size_t bytes) = 0;
   // Frees device memory once s reaches this point (work enqueued before may still use it).
-  // On success `memory` is left empty; on failure it is untouched.
+  // On success `memory` is left empty; on failure it is untouched. From this call on, a copy
+  // or fill on its range is refused ("being freed") on both backends.
   [[nodiscard]] virtual status free_async(stream_ref s, buffer& memory) = 0;
 
   [[nodiscard]] virtual status copy(stream_ref s, void* dst, const void* src, std::size_t bytes,
@@ -97,6 +98,11 @@ class backend {
                                         prefetch_target target) = 0;
 
   // --- work --------------------------------------------------------------------------------
+  // Work whose answer is a failure, whatever its code (device_lost too: only the device can
+  // say it is lost), fails the stream's next point and first event after it with "work on
+  // <stream> failed: <code>: <its words>"; the stream goes on. CUDA runs the work (a launch)
+  // in this call and also answers that failure here; the host backend runs it later, on the
+  // stream, and answers ok. Read failures from the points, which agree on both.
   [[nodiscard]] virtual status enqueue(stream_ref s, work_fn work) = 0;
   [[nodiscard]] virtual status add_callback(stream_ref s, host_callback callback) = 0;
 
@@ -124,7 +130,8 @@ class backend {
   // stream actor issues its untimed work this way, so the stream is found once, not twice,
   // and the host backend queues one operation, not two. The point is marked whether or not
   // the work launched (a failed launch fails that point); a stream that takes no work (lost
-  // device, destroyed stream) refuses both.
+  // device, destroyed stream) or has no room for the point (max_in_flight) refuses both, and
+  // the work is not run.
   [[nodiscard]] virtual signalled_work enqueue_signalled(stream_ref s, work_fn work);
   // The stream's timeline; it stays usable after the stream is destroyed.
   [[nodiscard]] virtual result<std::shared_ptr<timeline>> timeline_of(stream_ref s) = 0;

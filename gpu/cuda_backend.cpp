@@ -260,10 +260,11 @@ struct cuda_backend::impl {
     status failed;
     if (launched != cudaSuccess) {
       status why = check(launched, "launching work on " + label);
-      if (why.code() == status_code::device_lost) return why;
+      if (why.code() == status_code::device_lost) return why;  // CUDA says so: marked lost
       failed = status{status_code::op_failed, why.message()};
     } else {
-      if (outcome.code() == status_code::device_lost) return outcome;
+      // The work's own answer, whatever its code (device_lost too: only CUDA can say the
+      // device is lost), fails its operation, as on the host backend.
       failed = status{status_code::op_failed, "work on " + label + " failed: " + outcome.to_string()};
     }
     // The stream's next point fails with it, as on the host backend, so that whoever reads
@@ -528,13 +529,18 @@ result<std::chrono::nanoseconds> cuda_backend::elapsed(event_ref start, event_re
       return status{status_code::not_recorded, "event " + to_string(ref.id()) + " was never recorded"};
     }
   }
+  float milliseconds = 0.0F;
+  const cudaError_t answer =
+      cudaEventElapsedTime(&milliseconds, a.value()->handle, b.value()->handle);
+  // Unfinished first, as on the host backend, even when a failure before it is known already.
+  if (answer == cudaErrorNotReady) {
+    detail::clear_not_ready();
+    return status{status_code::not_ready, "the work before a timing event has not finished"};
+  }
   // Time over failed work is no figure (as on the host backend): the failure is the answer.
   for (auto* found : {a.value(), b.value()}) {
     if (auto failed = found->failed()) return *failed;
   }
-  float milliseconds = 0.0F;
-  const cudaError_t answer =
-      cudaEventElapsedTime(&milliseconds, a.value()->handle, b.value()->handle);
   if (answer != cudaSuccess) {
     return impl_->check(answer,
                         "timing events " + to_string(start.id()) + " and " + to_string(end.id()));
@@ -603,17 +609,25 @@ status cuda_backend::free_async(stream_ref s, buffer& memory) {
   return impl_->with_stream(s, [&](cuda_stream_entry& target) -> status {
     auto marked = impl_->allocations.begin_free(memory.data());
     if (!marked) return marked.error();
-    void* data = memory.release();
-    impl_->allocations.remove(data);
-    return impl_->check(cudaFreeAsync(data, target.handle),
-                        "freeing " + detail::format_address(data) + " on " + target.label);
+    if (auto bad = impl_->check(
+            cudaFreeAsync(memory.data(), target.handle),
+            "freeing " + detail::format_address(memory.data()) + " on " + target.label);
+        !bad.ok()) {
+      impl_->allocations.cancel_free(memory.data());  // a failure leaves the buffer untouched
+      return bad;
+    }
+    // Kept as freed, not forgotten: a copy or fill on it is refused, as on the host backend.
+    impl_->allocations.retire(memory.release());
+    return status{};
   });
 }
 
 status cuda_backend::release_memory(void* data, memory_kind kind, stream_ref s) {
   auto marked = impl_->allocations.begin_free(data);
   if (!marked) return marked.error();
-  impl_->allocations.remove(data);
+  // The buffer is gone either way (this is its destructor's call); its range stays known as
+  // freed until memory there is allocated again.
+  impl_->allocations.retire(data);
   if (auto bad = impl_->activate(); !bad.ok()) return bad;
   const std::string doing = "freeing " + detail::format_address(data);
   switch (kind) {
@@ -713,10 +727,11 @@ signalled_work cuda_backend::enqueue_signalled(stream_ref s, work_fn work) {
   auto target = impl_->launch_target(s);
   if (!target) return signalled_work{target.error(), target.error()};
   auto& [handle, timeline] = target.value();
-  status launched = impl_->launch(s, handle, *timeline, work);
-  // As signal() would answer after a launch that lost the device, without asking it.
-  if (launched.code() == status_code::device_lost) return signalled_work{launched, launched};
-  auto value = timeline->signal();
+  // Room for the point is made sure of before the work is launched: both go on the stream or
+  // neither does (a full timeline refuses both), as on the host backend.
+  auto [launched, value] = timeline->signal_after([&, handle = handle, line = timeline.get()] {
+    return impl_->launch(s, handle, *line, work);
+  });
   if (!value && value.code() == status_code::device_lost) impl_->mark_lost(value.error());
   return signalled_work{std::move(launched), std::move(value)};
 }

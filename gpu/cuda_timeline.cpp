@@ -180,19 +180,41 @@ status cuda_timeline::enqueue_wait(cudaStream_t waiter, timeline_point value,
   return {};
 }
 
+status cuda_timeline::room_locked() {
+  if (!poison_.ok()) return poison_;
+  if (in_flight_.size() >= max_in_flight_) retire_locked();
+  if (!poison_.ok()) return poison_;
+  if (in_flight_.size() >= max_in_flight_) {
+    return status{status_code::resource_exhausted,
+                  "timeline '" + name_ + "' has " + std::to_string(in_flight_.size()) +
+                      " values in flight, its limit (max_in_flight)"};
+  }
+  return {};
+}
+
 result<timeline_point> cuda_timeline::signal() {
   std::lock_guard<std::mutex> ordered{signal_mutex_};
+  return record_next();
+}
+
+std::pair<status, result<timeline_point>> cuda_timeline::signal_after(
+    const std::function<status()>& launch) {
+  std::lock_guard<std::mutex> ordered{signal_mutex_};
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    // Only signals take room, and they wait for signal_mutex_: the room stays until the record.
+    if (auto full = room_locked(); !full.ok()) return {full, full};
+  }
+  status launched = launch();
+  if (launched.code() == status_code::device_lost) return {launched, launched};
+  return {std::move(launched), record_next()};
+}
+
+result<timeline_point> cuda_timeline::record_next() {
   std::shared_ptr<marker_event> marker;
   {
     std::lock_guard<std::mutex> lock{mutex_};
-    if (!poison_.ok()) return poison_;
-    if (in_flight_.size() >= max_in_flight_) retire_locked();
-    if (!poison_.ok()) return poison_;
-    if (in_flight_.size() >= max_in_flight_) {
-      return status{status_code::resource_exhausted, "timeline '" + name_ + "' has " +
-                                                  std::to_string(in_flight_.size()) +
-                                                  " values in flight, its limit (max_in_flight)"};
-    }
+    if (auto full = room_locked(); !full.ok()) return full;
     if (!spare_.empty()) {
       marker = std::move(spare_.back());
       spare_.pop_back();

@@ -130,11 +130,16 @@ struct host_backend::impl {
 
   // Refuses a signal past the bound, as the CUDA timeline does. Only the stream's one issuer
   // signals, and completions only lower the count, so the check needs no lock.
+  // The bound on values in flight per stream: an option of 0 means 1, as on CUDA.
+  [[nodiscard]] std::size_t in_flight_bound() const noexcept {
+    return std::max<std::size_t>(options.max_in_flight, 1);
+  }
+
   status room_for_signal(detail::host_stream& target) {
     const timeline_point signalled = target.timeline->signalled();
     const timeline_point completed = target.timeline->completed();
     const std::uint64_t in_flight = signalled > completed ? signalled - completed : 0;
-    if (in_flight < std::max<std::size_t>(options.max_in_flight, 1)) return {};
+    if (in_flight < in_flight_bound()) return {};
     return {status_code::resource_exhausted, "timeline of " + target.label + " has " +
                                           std::to_string(in_flight) +
                                           " values in flight, its limit (max_in_flight)"};
@@ -186,7 +191,7 @@ const device_info& host_backend::device() const noexcept { return impl_->info; }
 
 unsigned host_backend::workers() const noexcept { return impl_->engine->workers(); }
 
-std::size_t host_backend::max_in_flight() const noexcept { return impl_->options.max_in_flight; }
+std::size_t host_backend::max_in_flight() const noexcept { return impl_->in_flight_bound(); }
 
 result<stream> host_backend::create_stream(const stream_options& options) {
   if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
@@ -339,18 +344,23 @@ result<std::chrono::nanoseconds> host_backend::elapsed(event_ref start, event_re
   return std::chrono::duration_cast<std::chrono::nanoseconds>(last->when() - first->when());
 }
 
+// Arguments are checked before the stream or the device, as on CUDA: allocating zero bytes is
+// invalid_argument whatever the stream's or the device's state.
 result<buffer> host_backend::allocate(stream_ref s, std::size_t bytes) {
+  if (bytes == 0) return status{status_code::invalid_argument, "allocation of zero bytes"};
   auto target = impl_->usable_stream(s);
   if (!target) return target.error();
   return impl_->allocate(bytes, memory_kind::device, s);
 }
 
 result<buffer> host_backend::allocate_managed(std::size_t bytes) {
+  if (bytes == 0) return status{status_code::invalid_argument, "allocation of zero bytes"};
   if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
   return impl_->allocate(bytes, memory_kind::managed, {});
 }
 
 result<buffer> host_backend::allocate_pinned(std::size_t bytes) {
+  if (bytes == 0) return status{status_code::invalid_argument, "allocation of zero bytes"};
   if (auto loss = impl_->engine->loss(); !loss.ok()) return loss;
   return impl_->allocate(bytes, memory_kind::pinned_host, {});
 }
@@ -561,13 +571,21 @@ status host_backend::reset() {
   return {};
 }
 
+// The reference is checked first, as on CUDA (which answers a live handle even after the
+// device is lost): a stale or foreign one is named; a good one has no native handle here.
 result<void*> host_backend::native_handle(stream_ref s) const {
-  auto found = impl_->usable_stream(s);
-  if (!found) return found.error();
+  {
+    std::lock_guard<std::mutex> lock{impl_->mutex};
+    if (auto found = impl_->find_stream_locked(s); !found) return found.error();
+  }
   return status{status_code::not_supported, "the host backend has no native stream handles"};
 }
 
-result<void*> host_backend::native_handle(event_ref) const {
+result<void*> host_backend::native_handle(event_ref e) const {
+  {
+    std::lock_guard<std::mutex> lock{impl_->mutex};
+    if (auto found = impl_->find_event_locked(e); !found) return found.error();
+  }
   return status{status_code::not_supported, "the host backend has no native event handles"};
 }
 

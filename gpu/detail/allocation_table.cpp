@@ -1,6 +1,7 @@
 #include "cudactor/gpu/detail/allocation_table.hpp"
 
 #include <cstdio>
+#include <iterator>
 #include <string>
 
 namespace cudactor::gpu::detail {
@@ -13,7 +14,24 @@ std::string format_address(const void* data) {
 
 void allocation_table::add(const void* data, allocation record) {
   std::lock_guard<std::mutex> lock{mutex_};
-  live_[reinterpret_cast<std::uintptr_t>(data)] = record;
+  const auto start = reinterpret_cast<std::uintptr_t>(data);
+  drop_retired_overlapping(start, record.size);
+  live_[start] = record;
+}
+
+const std::pair<const std::uintptr_t, allocation_table::retired_range>*
+allocation_table::retired_at(std::uintptr_t address) const {
+  auto it = retired_.upper_bound(address);
+  if (it == retired_.begin()) return nullptr;
+  --it;
+  return address < it->first + it->second.size ? &*it : nullptr;
+}
+
+void allocation_table::drop_retired_overlapping(std::uintptr_t start, std::size_t size) {
+  if (retired_.empty()) return;
+  auto it = retired_.upper_bound(start);
+  if (it != retired_.begin() && std::prev(it)->first + std::prev(it)->second.size > start) --it;
+  while (it != retired_.end() && it->first < start + size) it = retired_.erase(it);
 }
 
 status allocation_table::check(const void* data, std::size_t bytes, memory_side side,
@@ -38,6 +56,14 @@ status allocation_table::check(const void* data, std::size_t bytes, memory_side 
     }
   }
   if (owner == nullptr) {
+    if (const auto* freed = retired_at(address)) {
+      return {status_code::invalid_argument,
+              what + " " + format_address(data) + " lies in the " +
+                  std::to_string(freed->second.size) + "-byte " +
+                  std::string{to_string(freed->second.kind)} + " allocation at " +
+                  format_address(reinterpret_cast<const void*>(freed->first)) +
+                  ", which is already being freed"};
+    }
     if (side == memory_side::device && strict_) {
       return {status_code::invalid_argument,
               what + " " + format_address(data) + " is not device memory of this backend"};
@@ -105,6 +131,29 @@ result<allocation> allocation_table::begin_free(const void* data) {
   return it->second;
 }
 
+void allocation_table::cancel_free(const void* data) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  auto it = live_.find(reinterpret_cast<std::uintptr_t>(data));
+  if (it != live_.end()) it->second.freeing = false;
+}
+
+void allocation_table::retire(const void* data) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  auto it = live_.find(reinterpret_cast<std::uintptr_t>(data));
+  if (it == live_.end()) return;
+  reserved_ -= std::min(reserved_, it->second.size);
+  const std::uint64_t sequence = ++retired_sequence_;
+  retired_[it->first] = retired_range{it->second.size, it->second.kind, sequence};
+  retired_order_.emplace_back(it->first, sequence);
+  live_.erase(it);
+  while (retired_order_.size() > retired_kept) {
+    const auto [oldest, when] = retired_order_.front();
+    retired_order_.pop_front();
+    auto r = retired_.find(oldest);
+    if (r != retired_.end() && r->second.sequence == when) retired_.erase(r);
+  }
+}
+
 void allocation_table::remove(const void* data) {
   std::lock_guard<std::mutex> lock{mutex_};
   auto it = live_.find(reinterpret_cast<std::uintptr_t>(data));
@@ -155,6 +204,8 @@ std::size_t allocation_table::count() const {
 std::map<std::uintptr_t, allocation> allocation_table::take_all() {
   std::lock_guard<std::mutex> lock{mutex_};
   reserved_ = 0;
+  retired_.clear();
+  retired_order_.clear();
   return std::exchange(live_, {});
 }
 

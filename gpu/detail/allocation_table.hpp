@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -47,8 +48,16 @@ class allocation_table {
   // Marks an allocation as being freed in stream order and returns it; errors for a pointer
   // that is not the start of a live allocation, or one already being freed.
   [[nodiscard]] result<allocation> begin_free(const void* data);
+  // A free that failed to be enqueued: the allocation is live again, untouched.
+  void cancel_free(const void* data);
   // Forgets an allocation (its memory is gone).
   void remove(const void* data);
+  // Forgets an allocation whose stream-ordered free was enqueued where the backend cannot tell
+  // when it runs (CUDA), but keeps its range as freed: a copy or fill on it is refused ("being
+  // freed"), as on the host backend, where the allocation stays until its stream frees it.
+  // The range is dropped when memory there is allocated again (add) or once `retired_kept`
+  // newer frees pushed it out; a reset forgets them all.
+  void retire(const void* data);
   [[nodiscard]] std::optional<allocation> find(const void* data) const;
   // The allocation whose range contains `data`, if any.
   [[nodiscard]] std::optional<allocation> containing(const void* data) const;
@@ -63,9 +72,24 @@ class allocation_table {
   [[nodiscard]] std::map<std::uintptr_t, allocation> take_all();
 
  private:
+  struct retired_range {
+    std::size_t size = 0;
+    memory_kind kind = memory_kind::device;
+    std::uint64_t sequence = 0;  // which retire() put it there (an address comes back)
+  };
+  static constexpr std::size_t retired_kept = 4096;
+
+  // The retired range containing `address`, if any. Called with the lock held.
+  [[nodiscard]] const std::pair<const std::uintptr_t, retired_range>* retired_at(
+      std::uintptr_t address) const;
+  void drop_retired_overlapping(std::uintptr_t start, std::size_t size);
+
   bool strict_;
   mutable std::mutex mutex_;
   std::map<std::uintptr_t, allocation> live_;  // keyed by start address
+  std::map<std::uintptr_t, retired_range> retired_;
+  std::deque<std::pair<std::uintptr_t, std::uint64_t>> retired_order_;  // oldest first
+  std::uint64_t retired_sequence_ = 0;
   std::size_t reserved_ = 0;
 };
 

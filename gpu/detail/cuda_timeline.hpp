@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,6 +54,13 @@ class cuda_timeline final : public timeline {
                                     status* carried);
   // Records the next value on the stream. Called with the stream known to be alive.
   [[nodiscard]] result<timeline_point> signal();
+  // signal() after `launch` (enqueue_signalled), with the room for the value made sure of
+  // first, under the lock that orders signals: the work and its point go on the stream
+  // together, or neither does (resource_exhausted, or the timeline's poison, answered for
+  // both). A launch that lost the device is the answer for both. `launch` must not signal
+  // this timeline.
+  [[nodiscard]] std::pair<status, result<timeline_point>> signal_after(
+      const std::function<status()>& launch);
   // Work enqueued on the stream failed at its launch with `why`: the value the next signal()
   // records fails with it (query, and a wait_point on it), as a host stream's failed work
   // fails the point after it; so does the first event recorded after it, once
@@ -66,6 +74,12 @@ class cuda_timeline final : public timeline {
   void abandon(status why);
 
  private:
+  // ok when a value can be signalled now (retiring reached ones to make room). Called with
+  // mutex_ held.
+  [[nodiscard]] status room_locked();
+  // signal()'s body. Called with signal_mutex_ held.
+  [[nodiscard]] result<timeline_point> record_next();
+
   struct marker_event {
     cudaEvent_t event = nullptr;
     int device = 0;

@@ -96,6 +96,13 @@ inline void a_destroyed_stream_is_an_invalid_handle(conformance_target& t) {
   CUDACTOR_CHECK_ERRC(b.stream_name(stale).error(), gpu::status_code::invalid_handle);
   CUDACTOR_CHECK_ERRC(b.destroy_stream(stale), gpu::status_code::invalid_handle);
   CUDACTOR_CHECK_ERRC(b.add_callback(stale, [](const gpu::status&) {}), gpu::status_code::invalid_handle);
+  CUDACTOR_CHECK_ERRC(b.native_handle(stale).error(), gpu::status_code::invalid_handle);
+  // A destroyed event too: the reference is checked before the backend says it has no
+  // native handles (the host backend said not_supported for any event).
+  auto doomed_event = make_event(b);
+  const gpu::event_ref stale_event = doomed_event.ref();
+  CUDACTOR_REQUIRE_OK(doomed_event.reset());
+  CUDACTOR_CHECK_ERRC(b.native_handle(stale_event).error(), gpu::status_code::invalid_handle);
   // The message names the stream.
   const auto why = b.record(e, stale);
   BOOST_TEST(why.message().find(gpu::to_string(stale.id())) != std::string::npos);
@@ -280,6 +287,21 @@ inline void elapsed_needs_recorded_complete_timing_events(conformance_target& t)
   held->release();
   CUDACTOR_REQUIRE_OK(b.synchronize(s));
   BOOST_TEST(b.elapsed(start, end).ok());
+  // Over failed work: not_ready while the work before is unfinished (CUDA knows of the
+  // failure at once, yet answers as the host does), then the failure itself.
+  held = t.hold(s);
+  (void)b.enqueue(s, [](const gpu::launch_context&) {
+    return gpu::status{gpu::status_code::op_failed, "refused by the test"};
+  });
+  CUDACTOR_REQUIRE_OK(b.record(end, s));
+  CUDACTOR_CHECK_ERRC(b.elapsed(start, end).error(), gpu::status_code::not_ready);
+  held->release();
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  const auto over_failure = b.elapsed(start, end);
+  BOOST_REQUIRE(!over_failure.ok());
+  CUDACTOR_CHECK_ERRC(over_failure.error(), gpu::status_code::op_failed);
+  BOOST_TEST(over_failure.error().message().find("refused by the test") != std::string::npos,
+             over_failure.error().to_string());
 }
 
 inline void copies_and_fills_round_trip(conformance_target& t) {
@@ -389,6 +411,13 @@ inline void allocation_sizes_are_checked(conformance_target& t) {
   CUDACTOR_CHECK_ERRC(b.allocate_managed(0).error(), gpu::status_code::invalid_argument);
   CUDACTOR_CHECK_ERRC(b.allocate_pinned(0).error(), gpu::status_code::invalid_argument);
   CUDACTOR_CHECK_ERRC(b.allocate(s, std::size_t{1} << 60).error(), gpu::status_code::out_of_memory);
+  // The arguments are checked before the stream: zero bytes on a destroyed stream is the
+  // size's fault on both backends.
+  auto doomed = make_stream(b, "doomed");
+  const gpu::stream_ref gone = doomed.ref();
+  CUDACTOR_REQUIRE_OK(doomed.reset());
+  CUDACTOR_CHECK_ERRC(b.allocate(gone, 0).error(), gpu::status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(b.allocate(gone, 64).error(), gpu::status_code::invalid_handle);
   // The backend is still usable after refusing.
   auto fine = b.allocate(s, 4096);
   BOOST_TEST(fine.ok());
@@ -419,6 +448,49 @@ inline void stream_ordered_free_releases_in_stream_order(conformance_target& t) 
   CUDACTOR_CHECK_ERRC(b.free_async(s, managed.value()), gpu::status_code::invalid_argument);
   BOOST_TEST(managed.value().valid());
   CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  BOOST_TEST(b.failed_releases() == 0u);
+}
+
+// Memory handed to free_async is no one's: a copy or fill on it is refused ("being freed") on
+// both backends, before and after the stream has passed the free (CUDA cannot tell when), and
+// a free that fails leaves the buffer to its owner.
+inline void memory_being_freed_is_refused(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "freeing");
+  auto memory = b.allocate(s, 1024);
+  auto pinned = b.allocate_pinned(1024);
+  BOOST_REQUIRE(memory.ok() && pinned.ok());
+  void* const freed = memory.value().data();
+  auto* const inside = static_cast<std::uint8_t*>(freed) + 512;
+  using gpu::copy_kind;
+  for (int passed = 0; passed < 2; ++passed) {
+    std::unique_ptr<conformance_target::hold_handle> held;
+    if (passed == 0) {
+      held = t.hold(s);
+      CUDACTOR_REQUIRE_OK(b.free_async(s, memory.value()));
+      BOOST_TEST(!memory.value().valid());
+    }
+    const auto fill = b.fill(s, inside, 0, 16);
+    CUDACTOR_CHECK_ERRC(fill, gpu::status_code::invalid_argument);
+    const auto into = b.copy(s, freed, pinned.value().data(), 1024, copy_kind::host_to_device);
+    CUDACTOR_CHECK_ERRC(into, gpu::status_code::invalid_argument);
+    const auto out = b.copy(s, pinned.value().data(), inside, 16, copy_kind::device_to_host);
+    CUDACTOR_CHECK_ERRC(out, gpu::status_code::invalid_argument);
+    if (passed == 0) {
+      BOOST_TEST(fill.message().find("being freed") != std::string::npos, fill.message());
+      BOOST_TEST(into.message().find("being freed") != std::string::npos, into.message());
+      held->release();
+      CUDACTOR_REQUIRE_OK(b.synchronize(s));
+    }
+  }
+  // Memory allocated there again is the new owner's.
+  auto again = b.allocate(s, 1024);
+  BOOST_REQUIRE(again.ok());
+  CUDACTOR_REQUIRE_OK(b.fill(s, again.value().data(), 3, 1024));
+  CUDACTOR_REQUIRE_OK(
+      b.copy(s, pinned.value().data(), again.value().data(), 1024, copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  BOOST_TEST(pinned.value().as<std::uint8_t>()[1023] == 3);
   BOOST_TEST(b.failed_releases() == 0u);
 }
 
@@ -533,6 +605,47 @@ inline void failed_work_fails_the_point_after_it(conformance_target& t) {
   BOOST_TEST(tl.query(next.value()).ready());
 }
 
+// Work that answers a failure, whatever its code (device_lost included: only the device can
+// say it is lost), fails its stream's next point with "work on <stream> failed: <code>: ..."
+// and the stream goes on. enqueue answers the failure at once on CUDA (the work is the
+// launch) and ok on the host (the work runs later, on the stream): either way the words are
+// the same. With enqueue_signalled the point is placed and fails.
+inline void work_failing_with_any_code_fails_the_point_after_it(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "failing");
+  auto line = b.timeline_of(s);
+  BOOST_REQUIRE(line.ok());
+  auto& tl = *line.value();
+  for (auto c = static_cast<std::uint8_t>(gpu::status_code::invalid_argument);
+       c <= static_cast<std::uint8_t>(gpu::status_code::cancelled); ++c) {
+    const auto code = static_cast<gpu::status_code>(c);
+    const std::string words =
+        "failed: " + std::string{gpu::to_string(code)} + ": refused by the test";
+    auto fails = [code](const gpu::launch_context&) {
+      return gpu::status{code, "refused by the test"};
+    };
+    const auto answered = b.enqueue(s, fails);
+    BOOST_TEST((answered.ok() || answered.code() == gpu::status_code::op_failed),
+               answered.to_string());
+    if (!answered.ok()) BOOST_TEST(answered.message().find(words) != std::string::npos);
+    auto point = b.signal(s);
+    BOOST_REQUIRE_MESSAGE(point.ok(), point.error().to_string());
+    const auto waited = tl.wait(point.value(), 5000ms);
+    BOOST_TEST(waited.code() == gpu::status_code::op_failed, waited.to_string());
+    BOOST_TEST(waited.message().find(words) != std::string::npos, waited.to_string());
+    auto both = b.enqueue_signalled(s, fails);
+    BOOST_REQUIRE_MESSAGE(both.point.ok(), both.point.error().to_string());
+    const auto own = tl.wait(both.point.value(), 5000ms);
+    BOOST_TEST(own.message().find(words) != std::string::npos, own.to_string());
+    // The stream goes on, and the backend is not lost.
+    auto fine = b.enqueue_signalled(s, [](const gpu::launch_context&) { return gpu::status{}; });
+    CUDACTOR_REQUIRE_OK(fine.launched);
+    BOOST_REQUIRE(fine.point.ok());
+    CUDACTOR_REQUIRE_OK(tl.wait(fine.point.value(), 5000ms));
+    CUDACTOR_REQUIRE_OK(b.health());
+  }
+}
+
 // enqueue_signalled is enqueue then signal in one call: its points take their place among
 // signal()'s, its work's failure (at launch on CUDA, when run on the host) fails its own
 // point and not the next, an empty work is refused while its point is still marked, and a
@@ -638,7 +751,13 @@ inline void signals_past_the_in_flight_bound_are_refused(conformance_target& t) 
     last = value.value();
   }
   CUDACTOR_CHECK_ERRC(b.signal(s).error(), gpu::status_code::resource_exhausted);
-  auto both = b.enqueue_signalled(s, [](const gpu::launch_context&) { return gpu::status{}; });
+  // With its work: neither goes on the stream (the work is never run), as a refused signal.
+  auto ran = std::make_shared<std::atomic<bool>>(false);
+  auto both = b.enqueue_signalled(s, [ran](const gpu::launch_context&) {
+    ran->store(true);
+    return gpu::status{};
+  });
+  CUDACTOR_CHECK_ERRC(both.launched, gpu::status_code::resource_exhausted);
   CUDACTOR_CHECK_ERRC(both.point.error(), gpu::status_code::resource_exhausted);
   held->release();
   auto line = b.timeline_of(s);
@@ -648,6 +767,8 @@ inline void signals_past_the_in_flight_bound_are_refused(conformance_target& t) 
   auto again = b.signal(s);
   BOOST_REQUIRE_MESSAGE(again.ok(), again.error().to_string());
   BOOST_TEST(again.value() == last + 1);
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  BOOST_TEST(!ran->load());
 }
 
 inline void a_timeline_outlives_its_stream(conformance_target& t) {
@@ -711,10 +832,12 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   CUDACTOR_CONFORMANCE_CASE(fixture, copies_from_or_to_pageable_memory_are_refused)             \
   CUDACTOR_CONFORMANCE_CASE(fixture, allocation_sizes_are_checked)                              \
   CUDACTOR_CONFORMANCE_CASE(fixture, stream_ordered_free_releases_in_stream_order)              \
+  CUDACTOR_CONFORMANCE_CASE(fixture, memory_being_freed_is_refused)                             \
   CUDACTOR_CONFORMANCE_CASE(fixture, prefetch_takes_managed_memory)                             \
   CUDACTOR_CONFORMANCE_CASE(fixture, host_callbacks_run_once_in_stream_order)                   \
   CUDACTOR_CONFORMANCE_CASE(fixture, timeline_values_are_reached_in_order)                      \
   CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_point_after_it)                      \
+  CUDACTOR_CONFORMANCE_CASE(fixture, work_failing_with_any_code_fails_the_point_after_it)       \
   CUDACTOR_CONFORMANCE_CASE(fixture, work_enqueued_with_its_point_fails_only_that_point)        \
   CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_first_event_after_it)                \
   CUDACTOR_CONFORMANCE_CASE(fixture, signals_past_the_in_flight_bound_are_refused)              \

@@ -412,6 +412,23 @@ BOOST_AUTO_TEST_CASE(the_memory_budget_is_enforced_and_freed_memory_returns_to_i
   BOOST_TEST(b.allocate(s, 600 << 10).ok());
 }
 
+// An option of 0 values in flight means 1, on both backends, and max_in_flight() says the bound
+// that is enforced (it said 0 while 1 was enforced).
+BOOST_AUTO_TEST_CASE(a_bound_of_zero_values_in_flight_is_one) {
+  gpu::host_backend_options options;
+  options.max_in_flight = 0;
+  host_target one{options};
+  auto& b = one.backend();
+  BOOST_TEST(b.max_in_flight() == 1u);
+  auto s = make_stream(b);
+  auto held = one.hold(s);
+  BOOST_REQUIRE(b.signal(s).ok());
+  CUDACTOR_CHECK_ERRC(b.signal(s).error(), gpu::status_code::resource_exhausted);
+  held->release();
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  BOOST_TEST(b.signal(s).ok());
+}
+
 BOOST_AUTO_TEST_CASE(device_memory_must_be_the_backends_own) {
   auto s = make_stream(backend());
   std::vector<std::uint8_t> not_device(64);
