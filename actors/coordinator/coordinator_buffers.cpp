@@ -104,6 +104,10 @@ caf::result<op_id> coordinator_state::release_buffer(const buffer_id& id) {
     if (ghosts_.count(user) != 0) expand_ghost(user, through);
   }
   users.insert(users.end(), through.begin(), through.end());
+  // A user of several ranges (a write of the whole buffer, read in halves since) is listed
+  // once per range: one dependency each.
+  std::sort(users.begin(), users.end());
+  users.erase(std::unique(users.begin(), users.end()), users.end());
   for (op_id user : users) {
     if (tails_.count(user) != 0) {
       tails.push_back(user);
@@ -111,8 +115,6 @@ caf::result<op_id> coordinator_state::release_buffer(const buffer_id& id) {
       order.push_back(user);
     }
   }
-  std::sort(tails.begin(), tails.end());
-  tails.erase(std::unique(tails.begin(), tails.end()), tails.end());
   const op_id release{graph_.newest().value + 1};
   if (auto bad = graph_.add(release, op_priority::normal, false, {}, order)) return bad;
   op_spec spec;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 #include <future>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
