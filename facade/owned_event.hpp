@@ -35,7 +35,9 @@ class owned_event {
   owned_event(std::shared_ptr<front_door> door, const event_lease& lease);
 
   [[nodiscard]] bool empty() const noexcept { return lease_.empty(); }
-  // As last recorded through this copy (the stream and point it follows).
+  // As last recorded through this copy (the stream and the point it follows: reaching that
+  // point does not mean the event is recorded; a synchronize of its stream, or any later
+  // point of it, does).
   [[nodiscard]] const event_lease& lease() const noexcept { return lease_; }
   [[nodiscard]] gpu::event_kind kind() const noexcept { return lease_.kind; }
   [[nodiscard]] stream_id stream() const noexcept { return lease_.stream; }

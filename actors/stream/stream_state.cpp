@@ -133,8 +133,10 @@ ticket stream_state::accept(pending_op op) {
   }
   if (op.kind == stream_op_kind::record) {
     op.point = last_point_;  // takes none: recorded after this one
+    records_since_point_ = true;
   } else {
     op.point = ++last_point_;
+    records_since_point_ = false;
     if (!op.reserved) ledger_->reserve();
   }
   const ticket out{options_.id, op.point};
@@ -322,7 +324,8 @@ gpu::status stream_state::launch(pending_op& op, point_record& record,
     case stream_op_kind::record:  // dispatch_record's
     case stream_op_kind::callback:
     case stream_op_kind::free:
-    case stream_op_kind::hold: break;  // the point alone is the operation
+    case stream_op_kind::hold:
+    case stream_op_kind::mark: break;  // the point alone is the operation
   }
   if (times && launched.ok()) launched = device.record(record.end->device, s);
   return launched;
@@ -589,6 +592,13 @@ caf::result<completion> stream_state::await(timeline_point point, const wait_lim
 
 caf::result<completion> stream_state::synchronize(const wait_limit& limit) {
   if (auto bad = check_limit(limit, "synchronize on stream '" + options_.name + "'")) return bad;
+  // Everything given to the stream before, records too: a record takes no point, so one made
+  // since the newest point gets a point after it to wait for.
+  if (records_since_point_ && !refusal()) {
+    pending_op mark;
+    mark.kind = stream_op_kind::mark;
+    (void)accept(std::move(mark));
+  }
   const timeline_point from = last_sync_ + 1;
   const timeline_point to = last_point_;
   last_sync_ = to;

@@ -39,7 +39,8 @@ enum class stream_op_kind : std::uint8_t {
   wait,
   callback,
   free,
-  hold  // a caller-launched operation: the stream is the caller's until the hold ends
+  hold,  // a caller-launched operation: the stream is the caller's until the hold ends
+  mark   // a point alone: synchronize places one after records made since the newest point
 };
 
 // The answer to a coordinator's pass: given once every operation of it is on the backend
@@ -253,6 +254,9 @@ class stream_state {
   std::shared_ptr<stream_ledger> ledger_;  // what this actor publishes of its ledger
 
   timeline_point last_point_ = 0;     // newest point handed out
+  // A record was accepted after last_point_: it takes no point, so reaching last_point_ does
+  // not mean it has been recorded (synchronize places a mark after it).
+  bool records_since_point_ = false;
   timeline_point issued_ = 0;         // newest point signalled on the backend stream
   timeline_point watched_ = 0;        // newest point the poller was asked to watch
   timeline_point completed_ = 0;      // newest point the stream has passed
