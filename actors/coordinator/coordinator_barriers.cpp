@@ -224,7 +224,7 @@ caf::result<barrier_crossing> coordinator_state::synchronize(op_spec& spec, cons
                                                              const barrier_generation* generation) {
   auto a = std::make_unique<barrier_answer>();
   a->began_ns = now_ns();
-  a->limit = limit.limit;
+  a->limit = held_limit(limit.limit);
   if (generation != nullptr) {
     a->label = "barrier '" + generation->barrier + "' generation " +
                std::to_string(generation->generation);
@@ -257,7 +257,7 @@ caf::result<barrier_crossing> coordinator_state::synchronize(op_spec& spec, cons
     const auto& sender = self_->current_sender();
     a->wait = end_waits_.add(sender ? sender->address() : caf::actor_addr{}, limit.key, id.value);
     if (limit.limit.count() > 0) {
-      a->deadline = barriers_.deadlines().add(a->began_ns + limit.limit.count(), {id, a->wait});
+      a->deadline = barriers_.deadlines().add(a->began_ns + a->limit.count(), {id, a->wait});
       arm_barrier_timer();
     }
   }

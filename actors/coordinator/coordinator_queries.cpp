@@ -116,7 +116,7 @@ caf::result<op_notice> coordinator_state::await_end(op_id id, const wait_limit& 
       const auto& sender = self_->current_sender();
       tag = end_waits_.add(sender ? sender->address() : caf::actor_addr{}, limit.key, id.value);
       if (limit.limit.count() > 0) {
-        self_->delayed_send(self_, limit.limit, expire_atom::value, tag);
+        self_->delayed_send(self_, held_limit(limit.limit), expire_atom::value, tag);
       }
     }
     auto promise = self_->make_response_promise<op_notice>();
@@ -446,7 +446,7 @@ caf::result<stream_id> coordinator_state::wait_for_any_ready(caf::timespan timeo
   const std::uint64_t token = end_waits_.reserve();
   auto promise = self_->make_response_promise<stream_id>();
   ready_waiters_.emplace(token, promise);
-  self_->delayed_send(self_, timeout, expire_atom::value, token);
+  self_->delayed_send(self_, held_limit(timeout), expire_atom::value, token);
   return promise;
 }
 

@@ -24,6 +24,16 @@ namespace cudactor::detail {
 // "2 s", "150 ms", "20 us", "7 ns": a limit in the words of an error message.
 [[nodiscard]] std::string readable(caf::timespan t);
 
+// The longest a wait is kept: a longer limit (std::chrono::nanoseconds::max() for one) waits
+// this long, no end in practice, where now + limit would overflow the clock and the wait
+// would end at once. 100 years past the clock's epoch still fits in 64-bit nanoseconds.
+inline constexpr caf::timespan longest_limit{std::chrono::hours{24 * 365 * 100}};
+
+// `limit` held to longest_limit: what every timer and deadline of a wait is computed from.
+[[nodiscard]] inline caf::timespan held_limit(caf::timespan limit) noexcept {
+  return limit < longest_limit ? limit : longest_limit;
+}
+
 // invalid_argument naming `what` for a negative limit; empty otherwise.
 [[nodiscard]] caf::error check_limit(const wait_limit& limit, const std::string& what);
 

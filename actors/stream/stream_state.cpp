@@ -618,7 +618,9 @@ std::uint64_t stream_state::bound(const wait_limit& limit, timeline_point where)
   const auto& sender = self_->current_sender();
   const std::uint64_t id =
       waits_.add(sender ? sender->address() : caf::actor_addr{}, limit.key, where);
-  if (limit.limit.count() > 0) self_->delayed_send(self_, limit.limit, expire_atom::value, id);
+  if (limit.limit.count() > 0) {
+    self_->delayed_send(self_, held_limit(limit.limit), expire_atom::value, id);
+  }
   return id;
 }
 

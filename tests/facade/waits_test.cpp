@@ -152,4 +152,43 @@ BOOST_AUTO_TEST_CASE(an_operations_end_is_awaited_with_a_limit_or_a_cancel) {
   BOOST_TEST((failure_of(past) == errc::invalid_argument));
 }
 
+// The largest limit there is waits (it answered timeout at once: now + limit overflowed),
+// on every object that takes one, and each wait ends with what it waited for.
+BOOST_AUTO_TEST_CASE(the_largest_limit_waits_instead_of_overflowing) {
+  constexpr auto forever = std::chrono::nanoseconds::max();
+  cudactor::stream s{rt(), 0};
+  cudactor::coordinator c{rt()};
+  cudactor::barrier b{rt(), {0, 1}};
+  gate held;
+  auto fh = s.submit(held.hold());
+  const ticket t = get_within(fh);
+  auto awaited = s.await(t.point, forever);
+  auto ahead = s.await(t.point + 2, forever);  // a point not yet submitted (the barrier's is next)
+  auto synced = s.synchronize(forever);
+  auto crossed = b.synchronize(barrier_mode::host, forever);
+  op_spec manual;
+  auto fm = c.add(manual);
+  const op_id m = get_within(fm);
+  auto ended = c.on_end(m, forever);
+  auto ready = c.wait_ready(forever);  // none has room: the barrier holds both
+  std::this_thread::sleep_for(scaled(100ms));
+  BOOST_TEST((ready.wait_for(0s) == std::future_status::timeout));
+  for (auto* pending : {&awaited, &ahead, &synced}) {
+    BOOST_TEST((pending->wait_for(0s) == std::future_status::timeout));
+  }
+  BOOST_TEST((crossed.wait_for(0s) == std::future_status::timeout));
+  BOOST_TEST((ended.wait_for(0s) == std::future_status::timeout));
+  held.open();
+  get_within(awaited);
+  get_within(synced);
+  BOOST_TEST(get_within(crossed).generation == 1u);
+  get_within(ready);
+  auto next = s.submit([](const gpu::launch_context&) { return gpu::status{}; });
+  BOOST_TEST(get_within(next).point >= t.point + 2);
+  get_within(ahead);
+  auto cancelled = c.cancel(m);
+  get_within(cancelled);
+  BOOST_TEST((get_within(ended).state == op_state::cancelled));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
