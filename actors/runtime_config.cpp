@@ -69,6 +69,8 @@ runtime_config::runtime_config() {
       .add(co_trace_, "trace",
            "write every operation as Chrome trace-event JSON to this file (turns timing on)")
       .add(co_report_names_, "report-names", "operation names the report keeps apart")
+      .add(co_max_buffers_, "max-buffers",
+           "buffers allocated, adopted or being made, and not yet reclaimed, at most")
       .add(co_keep_memory_for_, "keep-memory-for",
            "idle this long, the coordinator frees the memory it kept for the next graph (0: "
            "keeps it)");
@@ -257,6 +259,8 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.coordinator.dependents_in_pass = co_dependents_in_pass_;
   if (co_report_names_ == 0) return bad("cudactor.coordinator.report-names must be at least 1");
   out.coordinator.report_names = co_report_names_;
+  if (co_max_buffers_ == 0) return bad("cudactor.coordinator.max-buffers must be at least 1");
+  out.coordinator.max_buffers = co_max_buffers_;
   if (co_keep_memory_for_.count() < 0) {
     return bad("cudactor.coordinator.keep-memory-for must not be negative");
   }

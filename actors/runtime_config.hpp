@@ -115,6 +115,7 @@ class runtime_config : public caf::actor_system_config {
   bool co_dependents_in_pass_ = false;
   std::string co_trace_;
   std::size_t co_report_names_ = coordinator_options{}.report_names;
+  std::size_t co_max_buffers_ = coordinator_options{}.max_buffers;
   caf::timespan co_keep_memory_for_{coordinator_options{}.keep_memory_for};
   std::size_t host_workers_ = 0;
   std::size_t host_memory_ = std::size_t{4} << 30;

@@ -18,6 +18,17 @@ namespace cudactor::detail {
 
 // --- allocating -------------------------------------------------------------------------------
 
+caf::error coordinator_state::buffers_full(const std::string& doing) const {
+  const std::size_t held = buffers_->size();
+  if (held + allocating_ < options_.max_buffers) return {};
+  // Those still being made count too: without them the words said "holds 0 buffers".
+  return make_error(errc::resource_exhausted,
+                    doing + ": the coordinator holds " + std::to_string(held) +
+                        " buffers and is making " + std::to_string(allocating_) + ", " +
+                        std::to_string(options_.max_buffers) +
+                        " in all at most (coordinator_options::max_buffers)");
+}
+
 caf::result<buffer_handle> coordinator_state::allocate_buffer(std::optional<stream_id> on,
                                                               std::uint64_t bytes) {
   if (auto why = refusal()) return why;
@@ -33,11 +44,7 @@ caf::result<buffer_handle> coordinator_state::allocate_buffer(std::optional<stre
   } else if (auto chosen = pool_.choose(op_priority::normal, op_workload::memory)) {
     index = *chosen;
   }
-  if (buffers_->size() + allocating_ >= options_.max_buffers) {
-    return make_error(errc::resource_exhausted,
-                      "allocate: the coordinator holds " + std::to_string(buffers_->size()) +
-                          " buffers, its most (coordinator_options::max_buffers)");
-  }
+  if (auto full = buffers_full("allocate")) return full;
   ++allocating_;
   auto promise = self_->make_response_promise<buffer_handle>();
   const std::uint64_t epoch = epoch_;
@@ -78,11 +85,7 @@ caf::result<buffer_handle> coordinator_state::adopt_buffer(std::uint64_t address
   if (address + bytes < address) {
     return make_error(errc::invalid_argument, "adopt: the range wraps around the address space");
   }
-  if (buffers_->size() + allocating_ >= options_.max_buffers) {
-    return make_error(errc::resource_exhausted,
-                      "adopt: the coordinator holds " + std::to_string(buffers_->size()) +
-                          " buffers, its most (coordinator_options::max_buffers)");
-  }
+  if (auto full = buffers_full("adopt")) return full;
   buffer_table::entry* e = buffers_->add(bytes, address, true);
   return e->handle;
 }

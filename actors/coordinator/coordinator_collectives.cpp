@@ -42,13 +42,7 @@ caf::error coordinator_state::order_token(const std::string& name, buffer_id& ou
     }
     order_tokens_.erase(it);  // someone released it: a new one orders from here on
   }
-  if (buffers_->size() + allocating_ >= options_.max_buffers) {
-    return make_error(errc::resource_exhausted,
-                      "communicator '" + name +
-                          "' needs an order token and the coordinator holds " +
-                          std::to_string(buffers_->size()) +
-                          " buffers, its most (coordinator_options::max_buffers)");
-  }
+  if (auto full = buffers_full("communicator '" + name + "' needs an order token")) return full;
   // Adopted memory of one byte at address 0: nothing ever reads or frees it.
   buffer_table::entry* e = buffers_->add(1, 0, true);
   out = e->handle.id;

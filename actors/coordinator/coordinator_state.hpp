@@ -353,6 +353,9 @@ class coordinator_state {
                              buffer_uses* const* histories, op_id user, use_inference& out);
   // The frees to send after this pass's dispatch to each stream (released buffers' memory).
   void free_released(std::uint32_t index, const buffer_ref& memory);
+  // resource_exhausted naming what `doing` needed when the buffers held and being made are at
+  // max_buffers; empty otherwise.
+  [[nodiscard]] caf::error buffers_full(const std::string& doing) const;
   // After a reset: buffers kept back by the loss are dropped.
   void drop_kept_buffers();
   // The users that `ghost` (a buffer user that ended before it ran) came after and that are

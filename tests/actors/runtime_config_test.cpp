@@ -127,6 +127,25 @@ BOOST_AUTO_TEST_CASE(keep_memory_for_reaches_the_coordinator_and_a_negative_one_
   BOOST_TEST(out.error().message().find("keep-memory-for") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(max_buffers_reaches_the_coordinator_and_zero_is_refused) {
+  {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(
+        !config.parse(std::vector<std::string>{"--cudactor.coordinator.max-buffers=100"}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(out.ok());
+    BOOST_TEST(out->coordinator.max_buffers == 100u);
+  }
+  runtime_config config;
+  std::istringstream in{""};
+  BOOST_REQUIRE(
+      !config.parse(std::vector<std::string>{"--cudactor.coordinator.max-buffers=0"}, in));
+  auto out = config.runtime_settings();
+  BOOST_REQUIRE(!out.ok());
+  BOOST_TEST(out.error().message().find("max-buffers") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_node_owner_token_reaches_the_node_options_and_a_short_one_is_refused) {
   {
     runtime_config config;

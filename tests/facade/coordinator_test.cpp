@@ -265,3 +265,34 @@ BOOST_AUTO_TEST_CASE(an_end_waited_for_when_the_runtime_stops_is_told_shutting_d
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+struct eight_buffers : runtime_fixture {
+  eight_buffers()
+      : runtime_fixture({"--cudactor.streams=2", "--cudactor.coordinator.max-buffers=8"}) {}
+};
+}  // namespace
+
+// Buffers still being made count against the bound, and the refusal says so (it said "holds
+// 0 buffers, its most" while every one of them was on its way).
+BOOST_FIXTURE_TEST_CASE(buffers_being_made_count_against_the_bound_in_words, eight_buffers) {
+  cudactor::coordinator c{rt()};
+  std::vector<std::future<buffer_handle>> asked;
+  for (int i = 0; i < 16; ++i) asked.push_back(c.allocate(1));  // none waited for
+  int made = 0;
+  int refused = 0;
+  for (auto& f : asked) {
+    BOOST_REQUIRE(f.wait_for(scaled(10s)) == std::future_status::ready);
+    try {
+      (void)f.get();
+      ++made;
+    } catch (const failure& why) {
+      ++refused;
+      BOOST_TEST((why == errc::resource_exhausted));
+      BOOST_TEST(mentions(why, "is making"), why.what());
+      BOOST_TEST(mentions(why, "8 in all at most"), why.what());
+    }
+  }
+  BOOST_TEST(made == 8);
+  BOOST_TEST(refused == 8);
+}
