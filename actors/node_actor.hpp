@@ -49,6 +49,9 @@ struct node_options {
   std::size_t max_pending_ops = std::size_t{1} << 20;  // operations of those requests
   // The longest a barrier call may hold the node's work back after it arrived.
   caf::timespan max_hold{std::chrono::seconds{30}};
+  // Longest a communicator's rendezvous may wait for its ranks (a longer one is refused):
+  // what one making can hold (a thread, sockets, the name) if its ranks never come.
+  caf::timespan max_rendezvous{std::chrono::minutes{10}};
   // The configured owner: only barrier calls carrying this token are taken (16 to 256 bytes).
   // Empty: the first control plane to call a barrier owns the node until it is gone.
   std::string owner_token;

@@ -107,6 +107,8 @@ runtime_config::runtime_config() {
       .add(node_max_pending_, "max-pending", "requests a node holds open at once")
       .add(node_max_pending_ops_, "max-pending-ops", "operations of the open requests")
       .add(node_max_hold_, "max-hold", "longest a barrier may hold a node's new work")
+      .add(node_max_rendezvous_, "max-rendezvous",
+           "longest a communicator's rendezvous may wait for its ranks")
       .add(node_owner_token_, "owner-token",
            "only the control plane presenting this token (16 to 256 bytes) holds the node");
   opt_group{custom_options_, "cudactor.tls"}
@@ -285,6 +287,10 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.node.max_pending_ops = node_max_pending_ops_;
   if (node_max_hold_.count() < 0) return bad("cudactor.node.max-hold must not be negative");
   out.node.max_hold = node_max_hold_;
+  if (node_max_rendezvous_.count() <= 0) {
+    return bad("cudactor.node.max-rendezvous must be more than 0");
+  }
+  out.node.max_rendezvous = node_max_rendezvous_;
   if (!node_owner_token_.empty() &&
       (node_owner_token_.size() < min_owner_token || node_owner_token_.size() > max_owner_token)) {
     return bad("cudactor.node.owner-token must be " + std::to_string(min_owner_token) + " to " +

@@ -96,6 +96,7 @@ struct node_core_state {
   struct making_rank {
     caf::typed_response_promise<communicator_ready> promise;
     std::uint32_t rank = 0;
+    caf::actor_addr holder;  // who asked: the making ends when it goes
   };
   std::map<std::pair<std::string, std::uint64_t>, making_rank> making;
   std::function<void(std::uint64_t, caf::timespan)> start_timer;  // set by the behaviour
@@ -325,6 +326,16 @@ struct node_core_state {
       if (h.holder == who) ids.push_back(id);
     }
     for (auto id : ids) unhold(id);
+    // Its communicators still being made end with it (a rank that never comes would keep
+    // each, with its thread and sockets, until the rendezvous limit): the rendezvous is
+    // cancelled, its thread ends, and the making is answered (to nobody) as it reports.
+    if (rendezvous) {
+      for (const auto& [k, m] : making) {
+        if (m.holder == who) {
+          rendezvous->lost(k.first, k.second, "the control plane that asked for it is gone");
+        }
+      }
+    }
   }
 
   void close() {
@@ -375,6 +386,14 @@ caf::result<communicator_ready> make_rank(node_core_actor::stateful_pointer<node
   if (st.closing) return st.named(errc::shutting_down, "shutting down");
   if (!caller) return st.named(errc::invalid_argument, what + " needs a caller to answer");
   if (auto bad = st.check_owner(call.owner_token, caller, what)) return bad;
+  if (call.rendezvous_timeout > st.options.max_rendezvous) {
+    return st.named(errc::invalid_argument,
+                    what + ": a rendezvous of at most " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                           st.options.max_rendezvous)
+                                           .count()) +
+                        " s (limit max-rendezvous)");
+  }
   if (st.making.size() >= max_making) {
     return st.named(errc::resource_exhausted, std::to_string(st.making.size()) +
                                                   " communicators are being made; retry later");
@@ -397,7 +416,8 @@ caf::result<communicator_ready> make_rank(node_core_actor::stateful_pointer<node
   }
   st.take_caller(self, caller);  // a call that was refused claims nothing
   auto promise = self->make_response_promise<communicator_ready>();
-  st.making[{call.name, call.generation}] = node_core_state::making_rank{promise, call.rank};
+  st.making[{call.name, call.generation}] =
+      node_core_state::making_rank{promise, call.rank, caller};
   return promise;
 }
 

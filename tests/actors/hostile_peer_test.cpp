@@ -371,6 +371,51 @@ BOOST_AUTO_TEST_CASE(communicator_calls_are_checked_and_strays_change_nothing) {
   still_serving();
 }
 
+BOOST_AUTO_TEST_CASE(a_communicator_being_made_ends_with_the_control_plane_that_asked) {
+  // A rendezvous past the node's bound (max-rendezvous, 10 minutes) is refused, naming it.
+  const communicator_call a_day{"lockout", 1, 0, {"hostile", "absent"}, 10s, 24h, {}};
+  auto refused = cp.ask_for<communicator_ready>(30s, n, communicator_atom::value, a_day);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(cp.render(refused.error()).find("max-rendezvous") != std::string::npos,
+             cp.render(refused.error()));
+  // A stranger asks for a communicator whose other rank never comes, with 5 minutes to find
+  // it, and leaves. Its making held the name (and a thread) that long: "is being made already".
+  const communicator_call lockout{"lockout", 1, 0, {"hostile", "absent"}, 10s, 5min, {}};
+  {
+    control_plane stranger;
+    auto reached = stranger.system.middleman().remote_actor<node_actor>("127.0.0.1", node.port);
+    runtime::release_calling_thread();
+    BOOST_REQUIRE_MESSAGE(reached, stranger.why(reached));
+    caf::scoped_actor self{stranger.system};
+    self->send(*reached, communicator_atom::value, lockout);
+    // Asked again by the same caller: refused while the first is being made (so it has begun).
+    caf::expected<communicator_ready> again{caf::sec::request_timeout};
+    self->request(*reached, 10s, communicator_atom::value, lockout)
+        .receive([&](communicator_ready& r) { again = r; }, [&](caf::error& e) { again = e; });
+    BOOST_REQUIRE(!again);
+    BOOST_TEST(stranger.render(again.error()).find("being made already") != std::string::npos,
+               stranger.render(again.error()));
+  }  // the stranger's process is gone: its connection closes
+  // The same communicator asked by the control plane that stays, with a second to find its
+  // ranks: it is made anew (and ends at its own limit, the other rank being absent), not
+  // refused as being made.
+  const communicator_call mine{"lockout", 1, 0, {"hostile", "absent"}, 10s, 1s, {}};
+  std::string said;
+  for (int i = 0; i < 100; ++i) {
+    auto r = cp.ask_for<communicator_ready>(30s, n, communicator_atom::value, mine);
+    BOOST_REQUIRE(!r);
+    said = cp.render(r.error());
+    if (said.find("being made already") == std::string::npos &&
+        said.find("another control plane") == std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  BOOST_TEST(said.find("being made already") == std::string::npos, said);
+  BOOST_TEST(said.find("timeout") != std::string::npos, said);
+  still_serving();
+}
+
 BOOST_AUTO_TEST_CASE(peak_memory_stays_under_its_bound) {
   // This case's node has served one good request: what it holds at rest.
   const auto rest = rss_kib(node.child.pid(), "VmHWM:");

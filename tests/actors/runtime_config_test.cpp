@@ -146,6 +146,24 @@ BOOST_AUTO_TEST_CASE(max_buffers_reaches_the_coordinator_and_zero_is_refused) {
   BOOST_TEST(out.error().message().find("max-buffers") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(max_rendezvous_reaches_the_node_and_zero_is_refused) {
+  {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(
+        !config.parse(std::vector<std::string>{"--cudactor.node.max-rendezvous=90s"}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(out.ok());
+    BOOST_TEST(out->node.max_rendezvous.count() == 90'000'000'000);
+  }
+  runtime_config config;
+  std::istringstream in{""};
+  BOOST_REQUIRE(!config.parse(std::vector<std::string>{"--cudactor.node.max-rendezvous=0s"}, in));
+  auto out = config.runtime_settings();
+  BOOST_REQUIRE(!out.ok());
+  BOOST_TEST(out.error().message().find("max-rendezvous") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_node_owner_token_reaches_the_node_options_and_a_short_one_is_refused) {
   {
     runtime_config config;
