@@ -1,5 +1,7 @@
 #include "cudactor/actors/cluster_actor.hpp"
 
+#include "cudactor/actors/detail/wait_keys.hpp"
+
 #include <caf/all.hpp>
 
 #include <algorithm>
@@ -453,7 +455,9 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
                 });
     }
     st.open.emplace(generation, std::move(g));
-    if (limit.count() > 0) self->delayed_send(self, limit, expire_atom::value, generation);
+    if (limit.count() > 0) {
+      self->delayed_send(self, detail::held_limit(limit), expire_atom::value, generation);
+    }
     return promise;
   };
   return {

@@ -625,9 +625,14 @@ status cuda_backend::free_async(stream_ref s, buffer& memory) {
 status cuda_backend::release_memory(void* data, memory_kind kind, stream_ref s) {
   auto marked = impl_->allocations.begin_free(data);
   if (!marked) return marked.error();
-  // The buffer is gone either way (this is its destructor's call); its range stays known as
-  // freed until memory there is allocated again.
-  impl_->allocations.retire(data);
+  // The buffer is gone either way (this is its destructor's call). Device memory freed in
+  // stream order stays known as freed until memory there is allocated again; pinned and
+  // managed memory is freed now, and its addresses may come back from anyone.
+  if (kind == memory_kind::device) {
+    impl_->allocations.retire(data);
+  } else {
+    impl_->allocations.remove(data);
+  }
   if (auto bad = impl_->activate(); !bad.ok()) return bad;
   const std::string doing = "freeing " + detail::format_address(data);
   switch (kind) {

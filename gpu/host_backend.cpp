@@ -128,12 +128,13 @@ struct host_backend::impl {
     return {};
   }
 
-  // Refuses a signal past the bound, as the CUDA timeline does. Only the stream's one issuer
-  // signals, and completions only lower the count, so the check needs no lock.
   // The bound on values in flight per stream: an option of 0 means 1, as on CUDA.
   [[nodiscard]] std::size_t in_flight_bound() const noexcept {
     return std::max<std::size_t>(options.max_in_flight, 1);
   }
+
+  // Refuses a signal past the bound, as the CUDA timeline does. Only the stream's one issuer
+  // signals, and completions only lower the count, so the check needs no lock.
 
   status room_for_signal(detail::host_stream& target) {
     const timeline_point signalled = target.timeline->signalled();

@@ -5,6 +5,7 @@
 // before it; an owner's end releases its buffers and holds). What each of them keeps lives in
 // its own type: node_rendezvous for the ranks, node_buffers for the buffers.
 #include "cudactor/actors/node/node_core.hpp"
+#include "cudactor/actors/detail/wait_keys.hpp"
 
 #include <caf/all.hpp>
 
@@ -387,12 +388,9 @@ caf::result<communicator_ready> make_rank(node_core_actor::stateful_pointer<node
   if (!caller) return st.named(errc::invalid_argument, what + " needs a caller to answer");
   if (auto bad = st.check_owner(call.owner_token, caller, what)) return bad;
   if (call.rendezvous_timeout > st.options.max_rendezvous) {
-    return st.named(errc::invalid_argument,
-                    what + ": a rendezvous of at most " +
-                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                           st.options.max_rendezvous)
-                                           .count()) +
-                        " s (limit max-rendezvous)");
+    return st.named(errc::invalid_argument, what + ": a rendezvous of at most " +
+                                                readable(st.options.max_rendezvous) +
+                                                " (limit max-rendezvous)");
   }
   if (st.making.size() >= max_making) {
     return st.named(errc::resource_exhausted, std::to_string(st.making.size()) +

@@ -8,6 +8,8 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
+#include <future>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -186,8 +188,9 @@ BOOST_AUTO_TEST_CASE(every_facade_object_fails_in_words) {
   auto untimed = pool.elapsed(r1, r2);
   check_words(failure_of(untimed), errc::not_timing, "elapsed");
   // barrier: a member that does not arrive in time.
-  auto slow = s1.submit([](const gpu::launch_context&) {
-    std::this_thread::sleep_for(300ms);
+  auto held = std::make_shared<std::promise<void>>();
+  auto slow = s1.submit([opened = held->get_future().share()](const gpu::launch_context&) {
+    opened.wait();  // until the barrier below has timed out
     return gpu::status{};
   });
   get_within(slow);
@@ -196,6 +199,7 @@ BOOST_AUTO_TEST_CASE(every_facade_object_fails_in_words) {
   const failure timed_out = failure_of(late);
   check_words(timed_out, errc::timeout, "barrier");
   BOOST_TEST(mentions(timed_out, "did not arrive"), timed_out.what());
+  held->set_value();
   try {
     cudactor::barrier bad{rt(), {0, 9}};
     BOOST_FAIL("a barrier over a stream the runtime does not have");

@@ -170,6 +170,13 @@ BOOST_AUTO_TEST_CASE(the_largest_limit_waits_instead_of_overflowing) {
   auto fm = c.add(manual);
   const op_id m = get_within(fm);
   auto ended = c.on_end(m, forever);
+  // The barrier reaches the coordinator through its own actor: wait until it holds both
+  // streams (none is ready), or wait_ready below could be answered by a stream still free.
+  for (int i = 0; i < 500; ++i) {
+    auto any = c.ready_streams();
+    if (!get_within(any)) break;
+    std::this_thread::sleep_for(1ms);
+  }
   auto ready = c.wait_ready(forever);  // none has room: the barrier holds both
   std::this_thread::sleep_for(scaled(100ms));
   BOOST_TEST((ready.wait_for(0s) == std::future_status::timeout));
