@@ -55,6 +55,15 @@ struct coordinator_options {
   std::size_t ended_kept = 4096;      // ended operations describe still knows
   std::size_t failures_kept = 65536;  // failed ids remembered to refuse dependencies on them
   std::size_t max_buffers = 65536;    // buffers allocated or adopted and not yet reclaimed
+  // Buffer inference's bounds (docs/buffers.md#bounds): what one graph's uses may cost the
+  // coordinator, whose handler they run in. Segments one buffer's use history holds (each use
+  // adds at most two; they go as their users end); dependencies one graph's uses infer (each
+  // use's counted once, as with explicit ones the limit max-graph-edges); history segments
+  // one graph's inference goes through (every segment each use covers, and the histories it
+  // copies).
+  std::size_t max_buffer_segments = 65536;
+  std::size_t max_inferred_edges = std::size_t{1} << 20;
+  std::size_t max_covered_segments = std::size_t{1} << 22;
   // detect_deadlocks' default age: an operation open this long is reported with what holds it
   // (a second: long enough to skip work merely queued, short enough for a program that asks
   // when it seems stuck).

@@ -71,6 +71,12 @@ runtime_config::runtime_config() {
       .add(co_report_names_, "report-names", "operation names the report keeps apart")
       .add(co_max_buffers_, "max-buffers",
            "buffers allocated, adopted or being made, and not yet reclaimed, at most")
+      .add(co_max_buffer_segments_, "max-buffer-segments",
+           "segments one buffer's use history holds at most (each use adds up to two)")
+      .add(co_max_inferred_edges_, "max-inferred-edges",
+           "dependencies one graph's buffer uses infer at most")
+      .add(co_max_covered_segments_, "max-covered-segments",
+           "history segments one graph's buffer inference goes through at most")
       .add(co_keep_memory_for_, "keep-memory-for",
            "idle this long, the coordinator frees the memory it kept for the next graph (0: "
            "keeps it)");
@@ -263,6 +269,21 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.coordinator.report_names = co_report_names_;
   if (co_max_buffers_ == 0) return bad("cudactor.coordinator.max-buffers must be at least 1");
   out.coordinator.max_buffers = co_max_buffers_;
+  // An empty history (one segment) must take an operation with the most uses (two each).
+  const std::size_t fewest_segments = 1 + 2 * out.coordinator.limits.max_uses;
+  if (co_max_buffer_segments_ < fewest_segments) {
+    return bad("cudactor.coordinator.max-buffer-segments must be at least " +
+               std::to_string(fewest_segments) + " (an operation's most uses, two segments each)");
+  }
+  out.coordinator.max_buffer_segments = co_max_buffer_segments_;
+  if (co_max_inferred_edges_ == 0) {
+    return bad("cudactor.coordinator.max-inferred-edges must be at least 1");
+  }
+  out.coordinator.max_inferred_edges = co_max_inferred_edges_;
+  if (co_max_covered_segments_ == 0) {
+    return bad("cudactor.coordinator.max-covered-segments must be at least 1");
+  }
+  out.coordinator.max_covered_segments = co_max_covered_segments_;
   if (co_keep_memory_for_.count() < 0) {
     return bad("cudactor.coordinator.keep-memory-for must not be negative");
   }

@@ -12,27 +12,64 @@ namespace {
 // between writes, so four fit before the first move.
 constexpr std::uint32_t first_capacity = 4;
 
+// Spare nodes kept for the next cuts: a write that merges many segments gives back more than
+// the next few uses take, and the rest go back to the allocator.
+constexpr std::size_t spare_nodes = 64;
+
 }  // namespace
 
 buffer_uses::buffer_uses(std::uint64_t size) : size_(size) {
   segment whole;
   whole.end = size;
-  segments_.push_back(whole);
+  segments_.emplace(0, whole);
 }
 
-std::size_t buffer_uses::holding(std::uint64_t at) const noexcept {
-  // The last segment beginning at or before `at`: segments tile the buffer from 0. A search
-  // without branches on the comparisons (each step keeps one half by arithmetic, not by a
-  // jump): which half holds `at` is a coin toss to the branch predictor, and the search with
-  // branches was a quarter of the time of inferring and recording a use.
-  const segment* base = segments_.data();
-  std::size_t n = segments_.size();
-  while (n > 1) {
-    const std::size_t half = n / 2;
-    base = base[half].begin <= at ? base + half : base;
-    n -= half;
+buffer_uses::buffer_uses(const buffer_uses& other)
+    : size_(other.size_),
+      segments_(other.segments_),
+      readers_(other.readers_),
+      unused_(other.unused_),
+      poisons_(other.poisons_),
+      entries_(other.entries_),
+      records_(other.records_),
+      kept_(other.kept_) {}
+
+buffer_uses& buffer_uses::operator=(const buffer_uses& other) {
+  if (this != &other) {
+    buffer_uses copy{other};
+    copy.spare_ = std::move(spare_);
+    *this = std::move(copy);
   }
-  return static_cast<std::size_t>(base - segments_.data());
+  return *this;
+}
+
+buffer_uses::position buffer_uses::insert_segment(const_position next, std::uint64_t begin,
+                                                  const segment& s) {
+  if (spare_.empty()) return segments_.emplace_hint(next, begin, s);
+  segment_map::node_type node = std::move(spare_.back());
+  spare_.pop_back();
+  node.key() = begin;
+  node.mapped() = s;
+  return segments_.insert(next, std::move(node));
+}
+
+buffer_uses::position buffer_uses::erase_segment(position i) {
+  const position next = std::next(i);
+  if (spare_.size() < spare_nodes) {
+    spare_.push_back(segments_.extract(i));
+  } else {
+    segments_.erase(i);
+  }
+  return next;
+}
+
+buffer_uses::position buffer_uses::move_begin(position i, std::uint64_t begin) {
+  // Re-keyed in place of itself: the node goes out and back in next to its old neighbour,
+  // with no allocation and no search.
+  const position next = std::next(i);
+  segment_map::node_type node = segments_.extract(i);
+  node.key() = begin;
+  return segments_.insert(next, std::move(node));
 }
 
 void buffer_uses::count(const segment& s, int sign) noexcept {
@@ -90,7 +127,7 @@ void buffer_uses::repack() {
   std::vector<op_id> packed;
   std::vector<caf::error> poisons;
   packed.reserve(entries_ + first_capacity * segments_.size());
-  for (segment& s : segments_) {
+  for (auto& [begin, s] : segments_) {
     const std::uint32_t at = static_cast<std::uint32_t>(packed.size());
     const std::uint32_t room = s.readers == 0 ? 0 : std::max(first_capacity, s.readers);
     packed.insert(packed.end(), readers_.begin() + s.first, readers_.begin() + s.first + s.readers);
@@ -107,43 +144,40 @@ void buffer_uses::repack() {
   unused_ = 0;
 }
 
-std::size_t buffer_uses::cut_inside(std::size_t i, std::uint64_t at) {
+buffer_uses::position buffer_uses::cut_inside(position i, std::uint64_t at) {
   // [begin, at) stays, [at, end) is a copy of it with the same users.
-  segment tail = segments_[i];
-  tail.begin = at;
+  segment tail = i->second;
   tail.capacity = 0;
   if (tail.readers > 0) {
-    new_block(tail, std::max(first_capacity, tail.readers), readers_.data() + segments_[i].first,
+    new_block(tail, std::max(first_capacity, tail.readers), readers_.data() + i->second.first,
               tail.readers);
   } else {
     tail.first = 0;
   }
-  segments_[i].end = at;
+  i->second.end = at;
   count(tail, +1);
-  segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(i) + 1, tail);
-  return i + 1;
+  return insert_segment(std::next(i), at, tail);
 }
 
-void buffer_uses::record_from(std::size_t holder, byte_range range, buffer_access access,
-                              op_id op) {
+void buffer_uses::record_from(position holder, byte_range range, buffer_access access, op_id op) {
   assert(range.begin < range.end && range.end <= size_);
   assert(holder == holding(range.begin));
   ++records_;
   if (writes(access)) {
     record_write(holder, range, op);
   } else {
-    const std::size_t first = cut(holder, range.begin);
-    // Cutting at the end inserts after `first`, so `first` still names the same segment. The
-    // segment holding the end is found by walking on from `first`, not by a second search:
-    // the walk passes the segments the read covers, which the loop below visits anyway.
-    std::size_t last = segments_.size();
+    const position first = cut(holder, range.begin);
+    // Cutting at the end inserts after `first`, which stays where it is. The segment holding
+    // the end is found by walking on from `first`, not by a second search: the walk passes
+    // the segments the read covers, which the loop below visits anyway.
+    position last = segments_.end();
     if (range.end < size_) {
-      std::size_t j = first;
-      while (segments_[j].end <= range.end) ++j;  // ends before size_: a segment holds it
+      position j = first;
+      while (j->second.end <= range.end) ++j;  // ends before size_: a segment holds it
       last = cut(j, range.end);
     }
-    for (std::size_t i = first; i < last; ++i) {
-      segment& s = segments_[i];
+    for (position i = first; i != last; ++i) {
+      segment& s = i->second;
       if (s.readers == 0 || readers_[s.first + s.readers - 1] != op) add_reader(s, op);
     }
   }
@@ -155,50 +189,64 @@ void buffer_uses::record_from(std::size_t holder, byte_range range, buffer_acces
 // next reads of these bytes), the one that reaches into it from the left is cut short, the
 // one that reaches out of it on the right now begins at its end. Only a write strictly inside
 // one segment copies that segment's users, for the part after it.
-void buffer_uses::record_write(std::size_t first, byte_range range, op_id op) {
-  std::size_t i = first;
+void buffer_uses::record_write(position first, byte_range range, op_id op) {
+  position i = first;
   segment written;
-  written.begin = range.begin;
   written.end = range.end;
   written.writer = op;
-  if (segments_[i].begin < range.begin && segments_[i].end > range.end) {
-    const std::size_t tail = cut(i, range.end);  // [range.end, old end) keeps the users
-    segments_[i].end = range.begin;
+  if (i->first < range.begin && i->second.end > range.end) {
+    const position tail = cut(i, range.end);  // [range.end, old end) keeps the users
+    i->second.end = range.begin;
     count(written, +1);
-    segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(tail), written);
+    insert_segment(tail, range.begin, written);
     return;
   }
-  if (segments_[i].begin < range.begin) {
-    segments_[i].end = range.begin;  // the part before the write keeps its users
+  if (i->first < range.begin) {
+    i->second.end = range.begin;  // the part before the write keeps its users
     ++i;
   }
   // Every segment from `i` on that begins inside the range: all of it covered but the last,
   // which may reach past the range's end.
-  std::size_t j = i;
-  for (; j < segments_.size() && segments_[j].begin < range.end; ++j) {
-    if (segments_[j].end > range.end) {
-      segments_[j].begin = range.end;  // keeps its users
+  position j = i;
+  bool reaches_past = false;
+  for (; j != segments_.end() && j->first < range.end; ++j) {
+    if (j->second.end > range.end) {
+      reaches_past = true;
       break;
     }
-    count(segments_[j], -1);
+    count(j->second, -1);
   }
   count(written, +1);
   if (j == i) {
-    segments_.insert(segments_.begin() + static_cast<std::ptrdiff_t>(i), written);
+    if (reaches_past) j = move_begin(j, range.end);  // keeps its users
+    insert_segment(j, range.begin, written);
     return;
   }
-  written.first = segments_[i].first;
-  written.capacity = segments_[i].capacity;
-  for (std::size_t k = i + 1; k < j; ++k) drop_block(segments_[k]);
-  segments_[i] = written;
-  segments_.erase(segments_.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                  segments_.begin() + static_cast<std::ptrdiff_t>(j));
+  written.first = i->second.first;
+  written.capacity = i->second.capacity;
+  for (position k = std::next(i); k != j;) {
+    drop_block(k->second);
+    k = erase_segment(k);
+  }
+  if (reaches_past) j = move_begin(j, range.end);  // keeps its users
+  if (i->first != range.begin) i = move_begin(i, range.begin);
+  i->second = written;
+}
+
+void buffer_uses::merge_repeats(std::vector<use_edge>& out, std::size_t from) {
+  const auto first = out.begin() + static_cast<std::ptrdiff_t>(from);
+  std::sort(first, out.end(), [](const use_edge& a, const use_edge& b) {
+    return a.op != b.op ? a.op < b.op : !a.order_only && b.order_only;  // a data edge first
+  });
+  out.erase(std::unique(first, out.end(),
+                        [](const use_edge& a, const use_edge& b) { return a.op == b.op; }),
+            out.end());
 }
 
 void buffer_uses::poison(byte_range range, op_id op, const caf::error& cause) {
-  for (std::size_t i = holding(range.begin); i < segments_.size(); ++i) {
-    segment& s = segments_[i];
-    if (s.begin >= range.end) break;
+  for (position i = holding(range.begin); i != segments_.end(); ++i) {
+    if (i->first >= range.end) break;
+    segment& s = i->second;
     if (s.writer != op) continue;
     // A new entry even where it has one: a cut's two halves share theirs.
     poisons_.push_back(cause);

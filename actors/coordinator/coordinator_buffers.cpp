@@ -177,6 +177,64 @@ caf::error coordinator_state::check_uses(const std::vector<buffer_use>& uses,
   return {};
 }
 
+namespace {
+
+// Who an inference refusal names: built only on the way out.
+std::string inference_label(std::size_t graph_index) {
+  if (graph_index == ~std::size_t{0}) return "the operation";
+  if (graph_index == ~std::size_t{0} - 1) return "the graph";
+  return "graph op " + std::to_string(graph_index);
+}
+
+}  // namespace
+
+caf::error coordinator_state::inference_bounds(std::size_t graph_index) const {
+  if (inferred_edges_ <= options_.max_inferred_edges &&
+      covered_segments_ <= options_.max_covered_segments) {
+    return {};
+  }
+  const std::string which = inference_label(graph_index);
+  if (inferred_edges_ > options_.max_inferred_edges) {
+    return make_error(errc::invalid_argument,
+                      which + ": the buffer uses infer more than " +
+                          std::to_string(options_.max_inferred_edges) +
+                          " dependencies in one graph (coordinator_options::max_inferred_edges)");
+  }
+  if (covered_segments_ > options_.max_covered_segments) {
+    return make_error(errc::invalid_argument,
+                      which + ": inferring from the buffer uses goes through more than " +
+                          std::to_string(options_.max_covered_segments) +
+                          " history segments in one graph "
+                          "(coordinator_options::max_covered_segments)");
+  }
+  return {};
+}
+
+caf::error coordinator_state::history_room(const std::vector<buffer_use>& uses,
+                                           buffer_uses* const* histories, bool own,
+                                           std::size_t graph_index) {
+  const std::size_t most = options_.max_buffer_segments;
+  // Two per use, all of them on one history at worst: a bound that needs no count per history.
+  const std::size_t adds = 2 * uses.size();
+  for (std::size_t i = 0; i < uses.size(); ++i) {
+    buffer_uses& history = *histories[i];
+    if (history.segments() + adds <= most) continue;
+    if (own) {
+      // Its ended users may hold most of it: compacted, it may have room after all.
+      history.compact([this](op_id x) { return kept_in_history(x); });
+      if (history.segments() + adds <= most) continue;
+    }
+    return make_error(errc::resource_exhausted,
+                      inference_label(graph_index) + ": the use history of " +
+                          to_string(uses[i].buffer) + " holds " +
+                          std::to_string(history.segments()) +
+                          " segments from uses still to end, and this operation's uses could "
+                          "take it past " +
+                          std::to_string(most) + " (coordinator_options::max_buffer_segments)");
+  }
+  return {};
+}
+
 bool coordinator_state::waited(op_id op) const {
   if (const op_graph::node* n = graph_.find(op)) {
     if (!is_terminal(n->state)) return true;
@@ -234,7 +292,9 @@ void coordinator_state::infer_uses(const std::vector<buffer_use>& uses, const by
   const auto still = still_waited(user);
   for (std::size_t i = 0; i < uses.size(); ++i) {
     edges_.clear();
-    histories[i]->infer(ranges[i], uses[i].access, still, edges_, out.poisoned);
+    covered_segments_ +=
+        histories[i]->infer(ranges[i], uses[i].access, still, edges_, out.poisoned);
+    inferred_edges_ += edges_.size();
     take_edges(uses[i]);
   }
   settle_inferred(out);
@@ -284,7 +344,9 @@ void coordinator_state::infer_and_record_uses(const std::vector<buffer_use>& use
   for (std::size_t k = 0; k < m; ++k) {
     if ((repeats >> k) & 1U) continue;
     edges_.clear();
-    histories[k]->infer_and_record(ranges[k], uses[k].access, still, user, edges_, out.poisoned);
+    covered_segments_ += histories[k]->infer_and_record(ranges[k], uses[k].access, still, user,
+                                                        edges_, out.poisoned);
+    inferred_edges_ += edges_.size();
     take_edges(uses[k]);
   }
   settle_inferred(out);

@@ -49,7 +49,10 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   use_inference inferred;
   std::vector<op_id> order, tails;
   if (!spec.uses.empty()) {
+    if (auto full = history_room(spec.uses, histories.data(), true, ~std::size_t{0})) return full;
+    start_inference();
     infer_uses(spec.uses, ranges.data(), histories.data(), id, inferred);
+    if (auto bad = inference_bounds(~std::size_t{0})) return bad;
     for_each_inferred(inferred.inferred, [&](op_id dep, dep_kind kind) {
       (kind == dep_kind::data ? spec.deps : kind == dep_kind::order ? order : tails).push_back(dep);
     });
@@ -379,6 +382,7 @@ caf::error coordinator_state::infer_graph_uses(const graph_spec& graph, op_id fi
   std::size_t count = 0;  // uses over all ops
   for (std::size_t i = 0; i < n; ++i) count += graph.ops[i].spec.uses.size();
   if (count == 0) return {};
+  start_inference();
   out.use_first.resize(n + 1);
   out.ranges.resize(count);
   out.histories.resize(count);
@@ -400,10 +404,19 @@ caf::error coordinator_state::infer_graph_uses(const graph_spec& graph, op_id fi
       const std::uint32_t slot = graph.ops[i].spec.uses[u - out.use_first[i]].buffer.slot;
       if (slot >= by_slot.size()) by_slot.resize(slot + 1, nullptr);
       buffer_uses*& copy = by_slot[slot];
-      if (copy == nullptr) copy = &out.scratch.emplace(slot, *out.histories[u]).first->second;
+      if (copy == nullptr) {
+        buffer_uses& own = *out.histories[u];
+        // Ended users may hold most of a long history: not copied, nor gone through.
+        if (own.segments() > options_.max_buffer_segments / 2) {
+          own.compact([this](op_id x) { return kept_in_history(x); });
+        }
+        covered_segments_ += own.segments();  // the copy's work
+        copy = &out.scratch.emplace(slot, own).first->second;
+      }
       out.histories[u] = copy;
     }
   }
+  if (auto bad = inference_bounds(~std::size_t{0} - 1)) return bad;
   out.inferences.resize(n);
   out.local_first.resize(n + 1);
   for (std::size_t i = 0; i < n; ++i) {
@@ -413,7 +426,9 @@ caf::error coordinator_state::infer_graph_uses(const graph_spec& graph, op_id fi
     const op_id user{first.value + i};
     const byte_range* ranges = out.ranges.data() + out.use_first[i];
     buffer_uses* const* histories = out.histories.data() + out.use_first[i];
+    if (auto full = history_room(uses, histories, false, i)) return full;
     infer_and_record_uses(uses, ranges, histories, user, out.inferences[i]);
+    if (auto bad = inference_bounds(i)) return bad;
     // The graph's own ops among what it comes after (they are never tails).
     for_each_inferred(out.inferences[i].inferred, [&](op_id d, dep_kind) {
       if (d.value >= first.value) {

@@ -296,6 +296,24 @@ class coordinator_state {
   void for_each_inferred(const std::vector<inferred_dep>& inferred, F&& f) const;
   std::vector<use_edge> edges_;              // infer_uses' scratch, kept for its storage
   std::vector<inferred_dep> inferred_work_;  // the same
+  // What the registration under way has inferred so far, against the bounds of
+  // coordinator_options (max_inferred_edges, max_covered_segments): reset by
+  // start_inference(), checked by inference_bounds() after each operation.
+  std::size_t inferred_edges_ = 0;
+  std::size_t covered_segments_ = 0;
+  void start_inference() noexcept {
+    inferred_edges_ = 0;
+    covered_segments_ = 0;
+  }
+  // Past a bound: invalid_argument naming it and the operation (`graph_index` as check_uses
+  // takes it; ~0 - 1: the graph as a whole).
+  [[nodiscard]] caf::error inference_bounds(std::size_t graph_index) const;
+  // resource_exhausted when the uses could take a history past max_buffer_segments (each adds
+  // at most two segments). `own`: the buffers' own histories, compacted first when full (a
+  // graph's scratch copies are not: their users are still to come).
+  [[nodiscard]] caf::error history_room(const std::vector<buffer_use>& uses,
+                                        buffer_uses* const* histories, bool own,
+                                        std::size_t graph_index);
   // Whether a user a history names is still to be waited for by `user`'s uses: not `user`
   // itself, and registered and waited(), or a ghost, or one of the same graph still to come.
   [[nodiscard]] auto still_waited(op_id user) const;

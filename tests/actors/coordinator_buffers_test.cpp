@@ -523,3 +523,102 @@ BOOST_FIXTURE_TEST_CASE(an_ended_operation_is_described_with_its_own_inferred_de
     BOOST_TEST(std::count(info->deps.begin(), info->deps.end(), w) == 1);
   }
 }
+
+// Buffer inference under small bounds (coordinator_options::max_buffer_segments,
+// max_inferred_edges, max_covered_segments), each refusal named.
+struct small_inference_bounds : coordinator_fixture {
+  small_inference_bounds()
+      : coordinator_fixture({"--cudactor.streams=4",
+                             "--cudactor.coordinator.max-buffer-segments=200",
+                             "--cudactor.coordinator.max-inferred-edges=100",
+                             "--cudactor.coordinator.max-covered-segments=1000"}) {}
+};
+
+BOOST_FIXTURE_TEST_CASE(a_history_full_of_uses_in_flight_refuses_more_until_they_end,
+                        small_inference_bounds) {
+  const buffer_handle b = allocate(*this, 1024);
+  gate g;
+  const op_id held = add(spec_of(g.hold()));
+  // Every other byte written by an operation of its own, all held: each cuts two segments.
+  std::vector<op_id> in_flight{held};
+  caf::error refusal;
+  std::uint64_t at = 0;
+  for (; at < 1024; at += 2) {
+    auto id = ask<op_id>(co(), register_atom::value,
+                         using_(noop(), {buffer_use::write(b.id, at, 1)}, {held}), me());
+    if (!id) {
+      refusal = id.error();
+      break;
+    }
+    in_flight.push_back(*id);
+  }
+  BOOST_REQUIRE_MESSAGE(refusal, "1024 bytes written apart, none refused");
+  BOOST_TEST((refusal == errc::resource_exhausted));
+  const std::string said = render(refusal);
+  BOOST_TEST(said.find("max_buffer_segments") != std::string::npos, said);
+  BOOST_TEST(said.find(to_string(b.id)) != std::string::npos, said);
+  BOOST_TEST(said.find("the operation") != std::string::npos, said);
+  // 2 segments per write (the first, at byte 0, cuts once and leaves two), and room for 2 more
+  // before each: 100 writes (a history of 200 segments) at most.
+  BOOST_TEST(in_flight.size() - 1 == 100u);
+  // Once they end, their segments go: the same write is taken.
+  g.open();
+  for (const auto& [id, n] : collect(in_flight)) {
+    BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+  }
+  const op_id later = add(using_(noop(), {buffer_use::write(b.id, at, 1)}));
+  BOOST_TEST((collect({later}).at(later.value).state == op_state::completed));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_graph_past_an_inference_bound_is_refused_whole_naming_it,
+                        small_inference_bounds) {
+  const auto refused_graph = [&](graph_spec g) {
+    auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(g), me());
+    BOOST_REQUIRE_MESSAGE(!ids, "a graph past a bound was registered");
+    return ids.error();
+  };
+  const auto interleaved = [&](buffer_id buffer, std::size_t writers, std::size_t reads,
+                               buffer_access first) {
+    graph_spec g;
+    for (std::size_t i = 0; i < writers; ++i) {
+      g.add(using_(noop(), {buffer_use{buffer, first, 2 * i, 1}}));
+    }
+    for (std::size_t r = 0; r < reads; ++r) g.add(using_(noop(), {buffer_use::read(buffer)}));
+    return g;
+  };
+  const auto before = ask<coordinator_metrics>(co(), metrics_atom::value);
+  BOOST_REQUIRE(before);
+  // The history: 2 segments per write; the 101st write could take it past 200.
+  const buffer_handle b = allocate(*this, 1024);
+  caf::error full = refused_graph(interleaved(b.id, 101, 0, buffer_access::write));
+  BOOST_TEST((full == errc::resource_exhausted));
+  BOOST_TEST(render(full).find("graph op 100: ") != std::string::npos, render(full));
+  BOOST_TEST(render(full).find("max_buffer_segments") != std::string::npos, render(full));
+  // 40 writers, then reads of the whole buffer that each come after all 40: the third read
+  // takes the graph past 100 inferred dependencies.
+  caf::error edges = refused_graph(interleaved(b.id, 40, 3, buffer_access::write));
+  BOOST_TEST((edges == errc::invalid_argument));
+  BOOST_TEST(render(edges).find("graph op 42: ") != std::string::npos, render(edges));
+  BOOST_TEST(render(edges).find("max_inferred_edges") != std::string::npos, render(edges));
+  // 20 readers of a byte each (40 segments), then reads of the whole buffer: no dependency at
+  // all (reads order nothing), but each goes through every segment; the 25th read takes the
+  // graph past 1000 (1 copied + 20 + 40 per read).
+  caf::error covered = refused_graph(interleaved(b.id, 20, 30, buffer_access::read));
+  BOOST_TEST((covered == errc::invalid_argument));
+  BOOST_TEST(render(covered).find("graph op 44: ") != std::string::npos, render(covered));
+  BOOST_TEST(render(covered).find("max_covered_segments") != std::string::npos, render(covered));
+  // Nothing of them was registered. The largest of each is taken and runs (each on a buffer
+  // of its own: the segments a history holds count for the next graph's work).
+  auto after = ask<coordinator_metrics>(co(), metrics_atom::value);
+  BOOST_REQUIRE(after);
+  BOOST_TEST(after->total == before->total);
+  for (auto g : {interleaved(b.id, 100, 0, buffer_access::write),
+                 interleaved(allocate(*this, 1024).id, 40, 2, buffer_access::write),
+                 interleaved(allocate(*this, 1024).id, 20, 24, buffer_access::read)}) {
+    auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(g), me());
+    BOOST_REQUIRE_MESSAGE(ids, why(ids));
+    for (const auto& [id, n] : collect(*ids)) {
+      BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+    }
+  }
+}

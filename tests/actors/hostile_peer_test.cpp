@@ -416,6 +416,55 @@ BOOST_AUTO_TEST_CASE(a_communicator_being_made_ends_with_the_control_plane_that_
   still_serving();
 }
 
+BOOST_AUTO_TEST_CASE(pathological_buffer_uses_are_taken_up_to_their_bounds_and_refused_past) {
+  // W operations each writing 64 interleaved bytes of one buffer, no explicit edge: a history
+  // segment per byte. At the largest W the default max_buffer_segments (65536) admits, taken
+  // and run (on a sorted vector of segments this took 1.8 s to register, 55 s at W = 8192,
+  // the coordinator blocked throughout); a quarter more, refused naming the bound; the
+  // largest again followed by 1024 reads of the whole buffer (each going through every
+  // segment, after every writer), refused naming max_covered_segments.
+  // One caller throughout: the node releases a caller's buffers when it goes.
+  caf::scoped_actor self{cp.system};
+  const auto ask = [&](auto reply, auto... xs) {
+    using T = decltype(reply);
+    caf::expected<T> out{caf::sec::request_timeout};
+    self->request(n, 60s, xs...)
+        .receive([&](T& r) { out = std::move(r); }, [&](caf::error& e) { out = std::move(e); });
+    return out;
+  };
+  const auto interleaved = [&](std::size_t w, std::size_t reads) {
+    auto b = ask(buffer_handle{}, alloc_atom::value, buffer_call::alloc(64 * w));
+    BOOST_REQUIRE_MESSAGE(b, cp.why(b));
+    graph_spec g;
+    for (std::size_t i = 0; i < w; ++i) {
+      op_spec op = named("w", work::named("noop"));
+      for (std::size_t j = 0; j < 64; ++j) {
+        op.uses.push_back(buffer_use{b->id, buffer_access::write, j * w + i, 1});
+      }
+      g.add(std::move(op));
+    }
+    for (std::size_t r = 0; r < reads; ++r) {
+      op_spec op = named("r", work::named("noop"));
+      op.uses.push_back(buffer_use::read(b->id));
+      g.add(std::move(op));
+    }
+    return g;
+  };
+  using notices = std::vector<op_notice>;
+  auto taken = ask(notices{}, submit_atom::value, interleaved(1016, 0));
+  BOOST_REQUIRE_MESSAGE(taken, cp.why(taken));
+  BOOST_TEST(taken->size() == 1016u);
+  for (const auto& notice : *taken) BOOST_TEST((notice.state == op_state::completed));
+  auto past = ask(notices{}, submit_atom::value, interleaved(1270, 0));
+  BOOST_REQUIRE_MESSAGE(!past, "a graph past max_buffer_segments was registered");
+  BOOST_TEST(is(past.error(), errc::resource_exhausted), cp.why(past));
+  BOOST_TEST(cp.why(past).find("max_buffer_segments") != std::string::npos, cp.why(past));
+  auto reads = ask(notices{}, submit_atom::value, interleaved(1016, 1024));
+  BOOST_REQUIRE_MESSAGE(!reads, "a graph past max_covered_segments was registered");
+  BOOST_TEST(cp.why(reads).find("max_covered_segments") != std::string::npos, cp.why(reads));
+  still_serving();
+}
+
 BOOST_AUTO_TEST_CASE(peak_memory_stays_under_its_bound) {
   // This case's node has served one good request: what it holds at rest.
   const auto rest = rss_kib(node.child.pid(), "VmHWM:");

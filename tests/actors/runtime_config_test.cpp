@@ -164,6 +164,40 @@ BOOST_AUTO_TEST_CASE(max_rendezvous_reaches_the_node_and_zero_is_refused) {
   BOOST_TEST(out.error().message().find("max-rendezvous") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(buffer_inference_bounds_reach_the_coordinator_and_unusable_ones_are_refused) {
+  {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(
+        !config.parse(std::vector<std::string>{"--cudactor.coordinator.max-buffer-segments=4096",
+                                               "--cudactor.coordinator.max-inferred-edges=7",
+                                               "--cudactor.coordinator.max-covered-segments=9"},
+                      in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(out.ok());
+    BOOST_TEST(out->coordinator.max_buffer_segments == 4096u);
+    BOOST_TEST(out->coordinator.max_inferred_edges == 7u);
+    BOOST_TEST(out->coordinator.max_covered_segments == 9u);
+  }
+  // An empty history must take an operation with the most uses (64, two segments each).
+  for (const std::string bad : {"--cudactor.coordinator.max-buffer-segments=128",
+                                "--cudactor.coordinator.max-inferred-edges=0",
+                                "--cudactor.coordinator.max-covered-segments=0"}) {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(!config.parse(std::vector<std::string>{bad}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE_MESSAGE(!out.ok(), bad);
+    const std::string option = bad.substr(2, bad.find('=') - 2);
+    BOOST_TEST(out.error().message().find(option) != std::string::npos, out.error().message());
+  }
+  runtime_config config;
+  std::istringstream in{""};
+  BOOST_REQUIRE(!config.parse(
+      std::vector<std::string>{"--cudactor.coordinator.max-buffer-segments=129"}, in));
+  BOOST_TEST(config.runtime_settings().ok());
+}
+
 BOOST_AUTO_TEST_CASE(a_node_owner_token_reaches_the_node_options_and_a_short_one_is_refused) {
   {
     runtime_config config;
