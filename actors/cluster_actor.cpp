@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
 
 namespace cudactor {
 
@@ -554,6 +555,14 @@ caf::expected<cluster> spawn_cluster(caf::actor_system& system, std::vector<remo
   std::set<std::string> names;
   for (const auto& n : nodes) {
     if (!n.actor) return make_error(errc::invalid_argument, "a node without an actor");
+    if (options.rendezvous_timeout > n.info.max_rendezvous) {
+      // Every making would be refused by this node: said once, here.
+      return make_error(errc::invalid_argument,
+                        "the rendezvous timeout (" + detail::readable(options.rendezvous_timeout) +
+                            ") is longer than node " + quote_peer_text(n.info.name) + " takes (" +
+                            detail::readable(n.info.max_rendezvous) +
+                            ", its cudactor.node.max-rendezvous)");
+    }
     if (!names.insert(n.info.name).second) {
       return make_error(errc::invalid_argument,
                         "two nodes are named '" + n.info.name + "': work goes to nodes by name");

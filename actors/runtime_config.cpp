@@ -138,6 +138,14 @@ void runtime_config::enable_network() {
   load<caf::io::middleman>();
   set("middleman.heartbeat-interval", default_heartbeat);
   set("middleman.connection-timeout", default_connection_timeout);
+  // Every BASP message is decoded on the I/O thread, none by CAF's worker pool. With workers,
+  // CAF 0.17 cleans up a closed connection through the workers' ordered queue, late and by
+  // socket number: by then the kernel may have given the number to a new connection, whose
+  // route and proxies the cleanup wipes, so its first request is never answered (issue 50: 0
+  // to 3 of 32 control planes connecting at once). Inline, the cleanup runs before a new
+  // connection on that number can have sent anything. The cost: a large message is decoded on
+  // the I/O thread, while the others wait (docs/distribution.md).
+  set("middleman.workers", std::size_t{0});
 }
 
 caf::error runtime_config::apply_tls() {

@@ -9,6 +9,7 @@
 #include <caf/meta/type_name.hpp>
 #include <caf/timespan.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -25,12 +26,15 @@ struct node_info {
   std::uint32_t coordinator_streams = 0;
   std::vector<std::string> operations;  // the named operations it runs, sorted
   input_limits limits;  // what it takes in one message: a control plane checks before sending
+  // The longest rendezvous it takes for a communicator (cudactor.node.max-rendezvous): a
+  // cluster asking for longer is refused where it is made, not by every node at each making.
+  caf::timespan max_rendezvous{std::chrono::minutes{10}};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("cudactor::node_info"), x.name, x.backend, x.coordinator_streams,
-           x.operations, x.limits);
+           x.operations, x.limits, x.max_rendezvous);
 }
 
 // One generation of a barrier across nodes, as the node is asked to reach it. The node

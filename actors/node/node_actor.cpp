@@ -186,8 +186,12 @@ node_face::behavior_type node_face::make_behavior() {
       });
   return {
       [&st](info_atom) {
-        return node_info{st.options.name, st.context.backend, st.context.coordinator_streams,
-                         st.context.operations->names(), st.options.limits};
+        return node_info{st.options.name,
+                         st.context.backend,
+                         st.context.coordinator_streams,
+                         st.context.operations->names(),
+                         st.options.limits,
+                         st.options.max_rendezvous};
       },
       [self, &st](submit_atom, graph_spec& g) -> caf::result<std::vector<op_notice>> {
         if (auto bad = st.check(g)) {

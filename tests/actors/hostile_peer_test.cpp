@@ -16,11 +16,13 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/remote_node.hpp"
@@ -371,6 +373,26 @@ BOOST_AUTO_TEST_CASE(communicator_calls_are_checked_and_strays_change_nothing) {
   still_serving();
 }
 
+BOOST_AUTO_TEST_CASE(a_cluster_asking_a_longer_rendezvous_than_a_node_takes_is_refused_where_made) {
+  // The node says what it takes (node_info::max_rendezvous, its max-rendezvous: 10 minutes),
+  // so a cluster that would ask longer is refused as it is made, naming the node and the
+  // option, instead of every node refusing each making.
+  auto mine = connect_node(cp.system, "127.0.0.1", node.port, connect_limit());
+  BOOST_REQUIRE_MESSAGE(mine, cp.why(mine));
+  BOOST_TEST((mine->info.max_rendezvous == std::chrono::minutes{10}));
+  cluster_options options;
+  options.rendezvous_timeout = std::chrono::minutes{11};
+  auto refused = spawn_cluster(cp.system, {*mine}, options);
+  BOOST_REQUIRE(!refused);
+  const std::string said = cp.render(refused.error());
+  BOOST_TEST(said.find("'hostile'") != std::string::npos, said);
+  BOOST_TEST(said.find("max-rendezvous") != std::string::npos, said);
+  options.rendezvous_timeout = std::chrono::minutes{10};
+  auto taken = spawn_cluster(cp.system, {*mine}, options);
+  BOOST_REQUIRE_MESSAGE(taken, cp.why(taken));
+  taken->stop();
+}
+
 BOOST_AUTO_TEST_CASE(a_communicator_being_made_ends_with_the_control_plane_that_asked) {
   // A rendezvous past the node's bound (max-rendezvous, 10 minutes) is refused, naming it.
   const communicator_call a_day{"lockout", 1, 0, {"hostile", "absent"}, 10s, 24h, {}};
@@ -462,6 +484,46 @@ BOOST_AUTO_TEST_CASE(pathological_buffer_uses_are_taken_up_to_their_bounds_and_r
   auto reads = ask(notices{}, submit_atom::value, interleaved(1016, 1024));
   BOOST_REQUIRE_MESSAGE(!reads, "a graph past max_covered_segments was registered");
   BOOST_TEST(cp.why(reads).find("max_covered_segments") != std::string::npos, cp.why(reads));
+  still_serving();
+}
+
+BOOST_AUTO_TEST_CASE(thirty_two_control_planes_connecting_at_once_are_all_answered) {
+  // Each in an actor system of its own, released together: each connects (connect_node asks
+  // the node what it is, its first request) and asks once more. Issue 50: 0 to 3 of 32 were
+  // never answered (CAF 0.17 cleaned up a closed connection late, by its socket number, after
+  // the kernel had given the number to a new connection, and wiped that one's route).
+  constexpr int planes = 32;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::unique_ptr<control_plane>> cps;
+    for (int i = 0; i < planes; ++i) cps.push_back(std::make_unique<control_plane>());
+    std::atomic<int> ready{0};
+    std::atomic<int> answered{0};
+    std::vector<std::string> failures(planes);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < planes; ++i) {
+      threads.emplace_back([&, i] {
+        control_plane& mine = *cps[i];
+        ++ready;
+        while (ready.load() < planes) std::this_thread::yield();
+        auto reached = connect_node(mine.system, "127.0.0.1", node.port, connect_limit());
+        if (!reached) {
+          failures[i] = "connect: " + mine.why(reached);
+          return;
+        }
+        auto again = mine.ask_for<node_info>(10s, reached->actor, info_atom::value);
+        if (!again) {
+          failures[i] = "info: " + mine.why(again);
+          return;
+        }
+        ++answered;
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < planes; ++i) {
+      BOOST_TEST(failures[i].empty(), "round " << round << ", plane " << i << ": " << failures[i]);
+    }
+    BOOST_TEST(answered.load() == planes);
+  }
   still_serving();
 }
 

@@ -211,6 +211,14 @@ BOOST_AUTO_TEST_CASE(what_a_node_says_it_is_is_checked_by_the_control_plane) {
   info.operations = {"noop"};
   info.backend = std::string(defaults.max_string + 1, 'b');
   BOOST_TEST(says(check_input(info, defaults), "node info"));
+  // The longest rendezvous it takes: a duration like any other, never negative nor past the
+  // limit max-duration.
+  info.backend = "host";
+  BOOST_TEST(!check_input(info, defaults));
+  info.max_rendezvous = -1s;
+  BOOST_TEST(says(check_input(info, defaults), "node info"));
+  info.max_rendezvous = defaults.max_duration + 1s;
+  BOOST_TEST(says(check_input(info, defaults), "node info"));
 }
 
 BOOST_AUTO_TEST_CASE(a_peer_text_is_quoted_by_a_bounded_printable_prefix) {
