@@ -396,6 +396,11 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
   st.counts.name = st.options.name;
   for (auto& n : nodes) {
     self->monitor(n.actor);
+    // Each node claimed for this control plane first (with the owner token where there is
+    // one), so that its work is taken: it comes after the claim on the same path. A refusal
+    // shows in the first call that needs the node.
+    self->request(n.actor, caf::infinite, claim_atom::value, st.options.owner_token)
+        .then([](bool) {}, [](caf::error&) {});
     st.members.push_back(member{std::move(n), true, {}});
   }
   // Stopped (its owner went): every generation and request it has open is answered, and the

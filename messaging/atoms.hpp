@@ -84,6 +84,9 @@ using choose_atom = caf::atom_constant<caf::atom("choose")>;
 using hold_atom = caf::atom_constant<caf::atom("hold")>;
 using hold_end_atom = caf::atom_constant<caf::atom("holdend")>;
 using launch_atom = caf::atom_constant<caf::atom("launch")>;
+// A node claimed by a control plane: it takes work, barriers, communicators and buffers only
+// from that control plane's process, until it is gone (messaging/node_protocol.hpp).
+using claim_atom = caf::atom_constant<caf::atom("claim")>;
 // Internal: the coordinator's scheduling pass, sent to itself so that everything already in
 // its mailbox (registrations, tickets, completions) joins one pass.
 using pump_atom = caf::atom_constant<caf::atom("pump")>;

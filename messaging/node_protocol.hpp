@@ -26,6 +26,13 @@ namespace cudactor {
 
 using node_actor = caf::typed_actor<
     caf::replies_to<info_atom>::with<node_info>,
+    // the node claimed for the caller's control plane, with the node's owner token where one
+    // is configured (cudactor.node.owner-token): from then on it takes work, barriers,
+    // communicators and buffers only from that control plane's process, until the last of its
+    // callers is gone. Without a token the first caller of any kind claims it (one tenant);
+    // with one, work is refused until the token's holder has claimed it. true, or
+    // permission_denied
+    caf::replies_to<claim_atom, std::string>::with<bool>,
     // a graph of named operations on the node's coordinator: every operation's
     // end, in the graph's order, once the last has ended
     caf::replies_to<submit_atom, graph_spec>::with<std::vector<op_notice>>,

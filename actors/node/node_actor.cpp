@@ -193,6 +193,21 @@ node_face::behavior_type node_face::make_behavior() {
                          st.options.limits,
                          st.options.max_rendezvous};
       },
+      [self, &st](claim_atom, std::string& token) -> caf::result<bool> {
+        if (token.size() > max_owner_token) {
+          st.refuse(refusal::invalid,
+                    "a claim: a token of " + std::to_string(token.size()) + " bytes");
+          return st.named(errc::invalid_argument, "a claim: an owner token is at most " +
+                                                      std::to_string(max_owner_token) + " bytes");
+        }
+        auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        auto promise = self->make_response_promise<bool>();
+        auto [done, failed] = relay(promise);
+        self->request(st.core, caf::infinite, claim_atom::value, std::move(token),
+                      std::move(caller))
+            .then(std::move(done), std::move(failed));
+        return promise;
+      },
       [self, &st](submit_atom, graph_spec& g) -> caf::result<std::vector<op_notice>> {
         if (auto bad = st.check(g)) {
           st.refuse(refusal::invalid, "a graph: " + error_context(bad));

@@ -38,6 +38,11 @@ struct pending_request {
   std::shared_ptr<std::vector<std::uint8_t>> into;  // a fetch's bytes, once its operation ended
   answer kind = answer::graph;
   std::size_t ops = 0;
+  caf::node_id from;            // the control plane (process) that sent it
+  std::vector<op_id> ids;       // the coordinator's, once it registered them
+  std::vector<op_notice> ends;  // by the graph's order, as the coordinator tells them
+  std::size_t told = 0;
+  bool cancelled = false;  // its control plane went: its operations are cancelled
 };
 
 // A barrier call waiting for the requests taken before it to end.
@@ -102,6 +107,12 @@ struct node_core_state {
   std::map<std::pair<std::string, std::uint64_t>, making_rank> making;
   std::function<void(std::uint64_t, caf::timespan)> start_timer;  // set by the behaviour
   std::function<void(std::uint64_t, graph_spec)> dispatch;        // set by the behaviour
+  std::function<void(op_id)> cancel_op;                           // set by the behaviour
+  // Which request, and which of its operations, each operation handed to the coordinator is,
+  // until its end is told; ends told before the ids came (an operation can end as it is
+  // registered, and the coordinator tells that before it answers with the ids).
+  std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> by_op;
+  std::unordered_map<std::uint64_t, op_notice> early;
   // The buffers the owner allocated here, and how one goes back (set by the behaviour).
   node_buffers buffers{0, 0};
   std::function<void(buffer_id)> release_buffer;
@@ -136,16 +147,100 @@ struct node_core_state {
       // The token is never echoed: the error says only that it did not match.
       return named(errc::permission_denied,
                    what +
-                       ": this node takes part only in the barriers and communicators of the "
-                       "control plane configured for it (its owner token did not match)");
+                       ": this node serves only the control plane configured for it (its owner "
+                       "token did not match)");
     }
-    if (owner && owner != holder.node()) {
-      return named(errc::permission_denied,
-                   what +
-                       ": this node takes part in the barriers and communicators of another "
-                       "control plane (the first to call one, until it is gone)");
-    }
+    if (owner && owner != holder.node()) return serves_another(what);
     return {};
+  }
+
+  caf::error serves_another(const std::string& what) const {
+    return named(errc::permission_denied,
+                 what +
+                     ": this node serves another control plane (the first to call it, or the "
+                     "one that claimed it with its owner token, until it is gone)");
+  }
+
+  // Whether `caller` may hand the node work: its owner's process. Without an owner token the
+  // first caller of any kind owns the node (one tenant); with one, only the control plane
+  // that claimed it with the token (claim_atom, or any call carrying it).
+  caf::error check_work(const caf::actor_addr& caller, const std::string& which) const {
+    if (!caller) return named(errc::invalid_argument, which + " needs a caller to answer");
+    if (!owner && !options.owner_token.empty()) {
+      return named(errc::permission_denied,
+                   which +
+                       ": this node takes work only from the control plane configured for it, "
+                       "once that has claimed it with its owner token");
+    }
+    if (owner && owner != caller.node()) return serves_another(which);
+    return {};
+  }
+
+  // The coordinator registered request `key`'s operations as `ids`: each end is placed as it
+  // is told (or was, early), and the request answered with the last.
+  void registered(std::uint64_t key, const std::vector<op_id>& ids) {
+    auto it = pending.find(key);
+    if (it == pending.end()) {  // answered already (shutting down): its ends go nowhere
+      for (op_id id : ids) early.erase(id.value);
+      return;
+    }
+    pending_request& p = it->second;
+    p.ids = ids;
+    p.ends.resize(ids.size());
+    for (std::uint32_t i = 0; i < ids.size(); ++i) {
+      auto e = early.find(ids[i].value);
+      if (e != early.end()) {
+        p.ends[i] = std::move(e->second);
+        early.erase(e);
+        ++p.told;
+      } else {
+        by_op.emplace(ids[i].value, std::make_pair(key, i));
+        if (p.cancelled) cancel_op(ids[i]);
+      }
+    }
+    if (p.told == p.ids.size()) answer(key, p.ends);
+  }
+
+  // Ends the coordinator told, of operations the core handed it.
+  void told(std::vector<op_notice>& notices) {
+    for (op_notice& n : notices) {
+      auto it = by_op.find(n.id.value);
+      if (it == by_op.end()) {
+        if (!closing) early.emplace(n.id.value, std::move(n));
+        continue;
+      }
+      const auto [key, index] = it->second;
+      by_op.erase(it);
+      auto p = pending.find(key);
+      if (p == pending.end()) continue;
+      p->second.ends[index] = std::move(n);
+      if (++p->second.told == p->second.ids.size()) answer(key, p->second.ends);
+    }
+  }
+
+  // The control plane `gone` sent work and is gone: what it queued is cancelled, so that the
+  // next control plane does not wait behind it. Work held back by a barrier fails at once;
+  // work the coordinator has is cancelled there, operation by operation (one already running
+  // finishes: neither backend can stop a kernel), and its request ends with the last end.
+  void cancel_work_of(const caf::node_id& gone) {
+    const caf::error why = named(errc::cancelled, "the control plane that sent it is gone");
+    for (auto it = held.begin(); it != held.end();) {
+      auto p = pending.find(it->first);
+      if (p == pending.end() || p->second.from != gone) {
+        ++it;
+        continue;
+      }
+      const std::uint64_t key = it->first;
+      it = held.erase(it);
+      fail(key, why);
+    }
+    for (auto& [key, p] : pending) {
+      if (p.from != gone || p.cancelled) continue;
+      p.cancelled = true;
+      for (op_id id : p.ids) {
+        if (by_op.count(id.value) != 0) cancel_op(id);
+      }
+    }
   }
 
   // Monitors a new caller once; the first makes its process the owner.
@@ -309,8 +404,11 @@ struct node_core_state {
     callers.erase(std::remove(callers.begin(), callers.end(), who), callers.end());
     if (owner && std::none_of(callers.begin(), callers.end(),
                               [&](const caf::actor_addr& c) { return c.node() == owner; })) {
+      const caf::node_id gone = owner;
       owner = caf::node_id{};
-      // Its buffers go back: nobody else may name them.
+      // Its work is cancelled (before its holds end, which would hand its held work on), and
+      // its buffers go back: nobody else may name them.
+      cancel_work_of(gone);
       for (const auto& id : buffers.take_all()) release_buffer(id);
     }
     const caf::error why = named(errc::cancelled, "the barrier's caller is gone");
@@ -351,6 +449,8 @@ struct node_core_state {
     held.clear();
     for (auto& [k, m] : making) m.promise.deliver(why);
     making.clear();
+    by_op.clear();
+    early.clear();
     (void)buffers.take_all();  // the coordinator frees them as it stops
     // Bounded: a rank's rendezvous is cancelled; one connecting ends at its engine's timeout.
     if (rendezvous) rendezvous->close("the node is shutting down");
@@ -363,11 +463,12 @@ struct node_core_state {
 };
 
 // A new request: handed on at once, or held back while a barrier holds the node.
-std::uint64_t take(node_core_state& st, graph_spec& g, bool is_graph) {
+std::uint64_t take(node_core_state& st, graph_spec& g, bool is_graph, const caf::node_id& from) {
   const std::uint64_t key = st.next_key++;
   pending_request& p = st.pending[key];
   p.kind = is_graph ? pending_request::answer::graph : pending_request::answer::single;
   p.ops = g.ops.size();
+  p.from = from;
   st.pending_ops += g.ops.size();
   if (st.holds.empty()) {
     st.dispatch(key, std::move(g));
@@ -474,7 +575,7 @@ caf::result<T> move_bytes(core_pointer self, buffer_call& call, buffer_verb verb
   g.add(verb == buffer_verb::store ? node_buffers::store_op(*b, call)
                                    : node_buffers::fetch_op(*b, call, into));
   auto promise = self->template make_response_promise<T>();
-  const auto key = take(st, g, false);
+  const auto key = take(st, g, false, caller.node());
   pending_request& p = st.pending[key];
   if constexpr (std::is_same_v<T, op_notice>) {
     p.single = promise;
@@ -529,12 +630,19 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
       self->state.holder_down(down.source);
     }
   });
+  // Registered with the core as the listener, so that it knows each operation's id: a
+  // departed control plane's operations can be cancelled (cancel_work_of).
   st.dispatch = [self](std::uint64_t key, graph_spec g) {
-    self->request(self->state.context.coordinator, caf::infinite, run_atom::value, std::move(g))
-        .then([self, key](std::vector<op_notice>& ends) { self->state.answer(key, ends); },
+    self->request(self->state.context.coordinator, caf::infinite, submit_atom::value, std::move(g),
+                  caf::actor_cast<op_listener>(self))
+        .then([self, key](std::vector<op_id>& ids) { self->state.registered(key, ids); },
               [self, key](caf::error& err) {
                 self->state.fail(key, self->state.from_coordinator(err));
               });
+  };
+  st.cancel_op = [self](op_id id) {
+    self->request(self->state.context.coordinator, caf::infinite, cancel_atom::value, id)
+        .then([](op_state) {}, [](caf::error&) {});  // ended already: its end is told anyway
   };
   st.buffers = node_buffers{st.options.max_buffers, st.options.max_buffer_bytes};
   st.release_buffer = [self](buffer_id id) {
@@ -545,27 +653,48 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
     self->delayed_send(self, after, expire_atom::value, id);
   };
   return {
+      [self](claim_atom, const std::string& token,
+             const caf::actor_addr& caller) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.closing) return st.named(errc::shutting_down, "shutting down");
+        if (!caller) return st.named(errc::invalid_argument, "a claim needs a caller to answer");
+        if (auto bad = st.check_owner(token, caller, "claim")) return bad;
+        st.take_caller(self, caller);
+        return true;
+      },
+      [self](std::vector<op_notice>& notices) {
+        auto& st = self->state;
+        if (caf::actor_cast<caf::actor_addr>(self->current_sender()) !=
+            st.context.coordinator.address()) {
+          return;
+        }
+        st.told(notices);
+      },
       [self](submit_atom, graph_spec& g,
              const caf::actor_addr& caller) -> caf::result<std::vector<op_notice>> {
         auto& st = self->state;
+        if (auto bad = st.check_work(caller, "a graph")) return bad;
         for (std::size_t i = 0; i < g.ops.size(); ++i) {
           if (auto bad = st.check_names(g.ops[i].spec, caller, "graph op " + std::to_string(i)))
             return bad;
         }
         if (auto bad = st.refusal(g.ops.size())) return bad;
+        st.take_caller(self, caller);
         auto promise = self->make_response_promise<std::vector<op_notice>>();
-        const auto key = take(st, g, true);
+        const auto key = take(st, g, true, caller.node());
         st.pending[key].graph = promise;
         return promise;
       },
       [self](register_atom, op_spec& op, const caf::actor_addr& caller) -> caf::result<op_notice> {
         auto& st = self->state;
+        if (auto bad = st.check_work(caller, "the operation")) return bad;
         if (auto bad = st.check_names(op, caller, "the operation")) return bad;
         if (auto bad = st.refusal(1)) return bad;
+        st.take_caller(self, caller);
         graph_spec g;
         g.add(std::move(op));
         auto promise = self->make_response_promise<op_notice>();
-        const auto key = take(st, g, false);
+        const auto key = take(st, g, false, caller.node());
         st.pending[key].single = promise;
         return promise;
       },

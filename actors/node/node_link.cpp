@@ -99,6 +99,9 @@ node_actor::behavior_type node_link_behavior(link_pointer self, node_actor remot
   });
   return {
       [self](info_atom) { return relay<node_info>(self, info_atom::value); },
+      [self](claim_atom, std::string& token) {
+        return relay<bool>(self, claim_atom::value, std::move(token));
+      },
       // Over the node's limits it would be refused there: refused here, before it leaves.
       [self](submit_atom, graph_spec& g) -> caf::result<std::vector<op_notice>> {
         if (auto bad = check_input(g, self->state.limits)) return refused(self->state, bad);

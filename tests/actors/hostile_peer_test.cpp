@@ -549,6 +549,64 @@ BOOST_AUTO_TEST_CASE(peak_memory_stays_under_its_bound) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_CASE(a_strangers_work_is_refused_and_a_departed_owners_queued_work_cancelled) {
+  // Issue 50: a stranger's legal graph of 64 long operations, after which it left, made a good
+  // client's one-operation graph time out minutes later. Without an owner token the node has
+  // one tenant: the first control plane to call it, until it is gone. One operation in flight
+  // per stream (of 4): the rest of a graph waits in the coordinator, where it can be
+  // cancelled (what a stream has taken runs to its end: neither backend can stop a kernel).
+  node_process node{"tenant", {"--cudactor.max-in-flight=1"}};
+  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+  control_plane cp;
+  auto stays = connect_node(cp.system, "127.0.0.1", node.port, connect_limit());
+  BOOST_REQUIRE_MESSAGE(stays, cp.why(stays));
+  {
+    control_plane stranger;
+    auto reached = stranger.system.middleman().remote_actor<node_actor>("127.0.0.1", node.port);
+    runtime::release_calling_thread();
+    BOOST_REQUIRE_MESSAGE(reached, stranger.why(reached));
+    caf::scoped_actor self{stranger.system};
+    const auto claim = [&] {
+      caf::expected<bool> out{caf::sec::request_timeout};
+      self->request(*reached, 10s, claim_atom::value, std::string{})
+          .receive([&](bool b) { out = b; }, [&](caf::error& e) { out = std::move(e); });
+      return out;
+    };
+    auto claimed = claim();
+    BOOST_REQUIRE_MESSAGE(claimed, stranger.why(claimed));
+    graph_spec slow;
+    for (int i = 0; i < 64; ++i) {
+      slow.add(named("slow", work::named("busy", std::uint64_t{3'000'000})));
+    }
+    self->send(*reached, submit_atom::value, std::move(slow));
+    // Its second claim is answered once the core has taken the graph (the same path, in order).
+    BOOST_REQUIRE(claim());
+    // While it is there, the node serves it alone: the control plane that stays is refused.
+    auto refused = cp.ask_for<op_notice>(10s, stays->actor, register_atom::value,
+                                         named("mine", work::named("noop")));
+    BOOST_REQUIRE(!refused);
+    BOOST_TEST(is(refused.error(), errc::permission_denied), cp.why(refused));
+    BOOST_TEST(cp.why(refused).find("another control plane") != std::string::npos, cp.why(refused));
+  }  // the stranger's process is gone: its connection closes
+  // Its queued operations are cancelled: the control plane that stays waits for the 4 that
+  // were running (3 s), not for 60 more behind them (45 s).
+  caf::expected<op_notice> mine{caf::sec::request_timeout};
+  const auto since = std::chrono::steady_clock::now();
+  for (int i = 0; i < 100; ++i) {
+    mine = cp.ask_for<op_notice>(20s, stays->actor, register_atom::value,
+                                 named("mine", work::named("noop")));
+    if (mine || cp.why(mine).find("another control plane") == std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  BOOST_REQUIRE_MESSAGE(mine, cp.why(mine));
+  BOOST_TEST((mine->state == op_state::completed));
+  BOOST_TEST_MESSAGE("the staying control plane's operation ended "
+                     << std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - since)
+                            .count()
+                     << " ms after the stranger left");
+}
+
 BOOST_AUTO_TEST_CASE(a_node_with_an_owner_token_is_held_only_by_the_control_plane_that_has_it) {
   const std::string token = "0123456789abcdef-the-owner";
   node_process node{"owned", {"--cudactor.node.owner-token=" + token}};
@@ -579,6 +637,18 @@ BOOST_AUTO_TEST_CASE(a_node_with_an_owner_token_is_held_only_by_the_control_plan
   auto crossing = owner.ask<cluster_crossing>(spawned->actor(), synchronize_atom::value);
   BOOST_REQUIRE_MESSAGE(crossing, owner.why(crossing));
   BOOST_TEST(crossing->nodes.size() == 1u);
+  // Work is authorised like barriers: the stranger's refused, the owner's taken (the cluster
+  // claimed the node with the token as it was made).
+  auto work = stranger.ask<op_notice>(reached->actor, register_atom::value,
+                                      named("stranger", work::named("noop")));
+  BOOST_REQUIRE(!work);
+  BOOST_TEST(is(work.error(), errc::permission_denied), stranger.why(work));
+  graph_spec g;
+  g.add(named("owned", work::named("noop")));
+  auto taken = owner.ask<std::vector<op_notice>>(spawned->actor(), submit_atom::value,
+                                                 std::string{"owned"}, std::move(g));
+  BOOST_REQUIRE_MESSAGE(taken, owner.why(taken));
+  BOOST_TEST((taken->front().state == op_state::completed));
   // A token of the wrong size is refused before a cluster exists.
   options.owner_token = "short";
   BOOST_TEST(!spawn_cluster(owner.system, {*mine}, options));
