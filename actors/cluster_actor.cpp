@@ -25,6 +25,7 @@ using clock = std::chrono::steady_clock;
 struct member {
   remote_node node;
   bool up = true;
+  bool claimed = false;  // the node said it serves this control plane (claim_atom)
   std::string lost;  // why, once lost
 
   std::string who() const { return "node '" + node.info.name + "' (" + node.address + ")"; }
@@ -260,11 +261,23 @@ struct cluster_state {
 };
 
 // Passes a request on to the node of that name; its answer, or node_lost if it is lost first.
+// Claims node `index` for this control plane, with the owner token where there is one: its
+// work is taken only then. A refusal shows in the request that needed the claim.
+template <class Self>
+void claim(Self* self, std::size_t index) {
+  self->request(self->state.members[index].node.actor, caf::infinite, claim_atom::value,
+                self->state.options.owner_token)
+      .then([self, index](bool) { self->state.members[index].claimed = true; }, [](caf::error&) {});
+}
+
 template <class T, class Self, class... Ts>
 caf::result<T> forward(Self* self, const std::string& name, Ts&&... xs) {
   auto& st = self->state;
   std::size_t index = 0;
   if (auto bad = st.find(name, index)) return bad;
+  // Not claimed yet (the claim sent as the cluster was made was refused, or is on its way):
+  // claimed again ahead of the request, which takes the same path after it.
+  if (!st.members[index].claimed) claim(self, index);
   const std::uint64_t key = st.next_request++;
   ++st.counts.forwarded;
   forwarded& r = st.requests[key];
@@ -396,12 +409,10 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
   st.counts.name = st.options.name;
   for (auto& n : nodes) {
     self->monitor(n.actor);
-    // Each node claimed for this control plane first (with the owner token where there is
-    // one), so that its work is taken: it comes after the claim on the same path. A refusal
-    // shows in the first call that needs the node.
-    self->request(n.actor, caf::infinite, claim_atom::value, st.options.owner_token)
-        .then([](bool) {}, [](caf::error&) {});
-    st.members.push_back(member{std::move(n), true, {}});
+    st.members.push_back(member{std::move(n), true, false, {}});
+    // Each node claimed for this control plane first, so that its work is taken: work comes
+    // after the claim on the same path (forward claims again while it is not answered yes).
+    claim(self, st.members.size() - 1);
   }
   // Stopped (its owner went): every generation and request it has open is answered, and the
   // nodes that had arrived are released.

@@ -43,6 +43,7 @@
 #include <map>
 #include <random>
 
+#include "common/end_counter.hpp"
 #include "common/host_runs.hpp"
 #include "common/report.hpp"
 #include "cudactor/actors/client.hpp"
@@ -51,6 +52,8 @@
 namespace {
 
 using namespace cudactor;
+using bench::count_state;
+using bench::counter;
 using bench::fixed;
 using bench::now_ns;
 using bench::samples;
@@ -64,25 +67,6 @@ op_spec noop_spec(std::vector<op_id> deps = {}) {
   s.body = noop_work();
   s.deps = std::move(deps);
   return s;
-}
-
-// Counts notices until `expected` have come; fulfils `done` then.
-struct count_state {
-  std::uint64_t expected = 0;
-  std::uint64_t told = 0;
-  std::uint64_t not_completed = 0;
-  std::promise<void> done;
-};
-
-op_listener::behavior_type counter(op_listener::pointer self, std::shared_ptr<count_state> st) {
-  (void)self;
-  return {[st](const std::vector<op_notice>& notices) {
-    for (const auto& n : notices) {
-      if (n.state != op_state::completed) ++st->not_completed;
-    }
-    st->told += notices.size();
-    if (st->told == st->expected) st->done.set_value();
-  }};
 }
 
 enum class shape { independent, chain, fan, random };

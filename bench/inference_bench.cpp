@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "common/end_counter.hpp"
 #include "common/host_runs.hpp"
 #include "common/report.hpp"
 #include "cudactor/actors/coordinator.hpp"
@@ -30,6 +31,8 @@
 #include "cudactor/messaging/errc.hpp"
 
 using namespace cudactor;
+using bench::count_state;
+using bench::counter;
 using bench::now_ns;
 using bench::samples;
 
@@ -41,23 +44,6 @@ op_spec noop_spec() {
   op_spec s;
   s.body = work::local([](const gpu::launch_context&) { return gpu::status{}; });
   return s;
-}
-
-struct count_state {
-  std::uint64_t expected = 0;
-  std::uint64_t told = 0;
-  std::uint64_t not_completed = 0;
-  std::promise<void> done;
-};
-
-op_listener::behavior_type counter(op_listener::pointer, std::shared_ptr<count_state> st) {
-  return {[st](const std::vector<op_notice>& notices) {
-    for (const auto& n : notices) {
-      if (n.state != op_state::completed) ++st->not_completed;
-    }
-    st->told += notices.size();
-    if (st->told == st->expected) st->done.set_value();
-  }};
 }
 
 buffer_id allocate(runtime& rt, std::uint64_t bytes) {

@@ -16,7 +16,7 @@
 // costs the same whatever the history holds (a vector shifted every segment after the cut,
 // and a graph of 8192 operations each writing 64 interleaved bytes took 55 s to register).
 // The coordinator bounds how many segments a history may hold (coordinator_options::
-// max_history_segments). No CAF actor, no device: the coordinator owns one per buffer.
+// max_buffer_segments). No CAF actor, no device: the coordinator owns one per buffer.
 #pragma once
 
 #include <caf/error.hpp>

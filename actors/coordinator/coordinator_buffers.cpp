@@ -195,23 +195,23 @@ caf::error coordinator_state::inference_bounds(std::size_t graph_index) const {
   }
   const std::string which = inference_label(graph_index);
   if (inferred_edges_ > options_.max_inferred_edges) {
-    return make_error(errc::invalid_argument,
-                      which + ": the buffer uses infer more than " +
-                          std::to_string(options_.max_inferred_edges) +
-                          " dependencies in one graph (coordinator_options::max_inferred_edges)");
+    return make_error(
+        errc::invalid_argument,
+        which + ": the buffer uses infer more than " + std::to_string(options_.max_inferred_edges) +
+            " dependencies (coordinator_options::max_inferred_edges, per graph or lone operation)");
   }
   if (covered_segments_ > options_.max_covered_segments) {
     return make_error(errc::invalid_argument,
                       which + ": inferring from the buffer uses goes through more than " +
                           std::to_string(options_.max_covered_segments) +
-                          " history segments in one graph "
-                          "(coordinator_options::max_covered_segments)");
+                          " history segments (coordinator_options::max_covered_segments, per "
+                          "graph or lone operation)");
   }
   return {};
 }
 
 caf::error coordinator_state::history_room(const std::vector<buffer_use>& uses,
-                                           buffer_uses* const* histories, bool own,
+                                           buffer_uses* const* histories, op_id scratch_first,
                                            std::size_t graph_index) {
   const std::size_t most = options_.max_buffer_segments;
   // Two per use, all of them on one history at worst: a bound that needs no count per history.
@@ -219,11 +219,11 @@ caf::error coordinator_state::history_room(const std::vector<buffer_use>& uses,
   for (std::size_t i = 0; i < uses.size(); ++i) {
     buffer_uses& history = *histories[i];
     if (history.segments() + adds <= most) continue;
-    if (own) {
-      // Its ended users may hold most of it: compacted, it may have room after all.
-      history.compact([this](op_id x) { return kept_in_history(x); });
-      if (history.segments() + adds <= most) continue;
-    }
+    // Its ended users may hold most of it: compacted, it may have room after all.
+    history.compact([this, scratch_first](op_id x) {
+      return (!scratch_first.empty() && x.value >= scratch_first.value) || kept_in_history(x);
+    });
+    if (history.segments() + adds <= most) continue;
     return make_error(errc::resource_exhausted,
                       inference_label(graph_index) + ": the use history of " +
                           to_string(uses[i].buffer) + " holds " +

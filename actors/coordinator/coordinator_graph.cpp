@@ -49,7 +49,8 @@ caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener,
   use_inference inferred;
   std::vector<op_id> order, tails;
   if (!spec.uses.empty()) {
-    if (auto full = history_room(spec.uses, histories.data(), true, ~std::size_t{0})) return full;
+    if (auto full = history_room(spec.uses, histories.data(), op_id{}, ~std::size_t{0}))
+      return full;
     start_inference();
     infer_uses(spec.uses, ranges.data(), histories.data(), id, inferred);
     if (auto bad = inference_bounds(~std::size_t{0})) return bad;
@@ -426,7 +427,7 @@ caf::error coordinator_state::infer_graph_uses(const graph_spec& graph, op_id fi
     const op_id user{first.value + i};
     const byte_range* ranges = out.ranges.data() + out.use_first[i];
     buffer_uses* const* histories = out.histories.data() + out.use_first[i];
-    if (auto full = history_room(uses, histories, false, i)) return full;
+    if (auto full = history_room(uses, histories, first, i)) return full;
     infer_and_record_uses(uses, ranges, histories, user, out.inferences[i]);
     if (auto bad = inference_bounds(i)) return bad;
     // The graph's own ops among what it comes after (they are never tails).

@@ -309,10 +309,11 @@ class coordinator_state {
   // takes it; ~0 - 1: the graph as a whole).
   [[nodiscard]] caf::error inference_bounds(std::size_t graph_index) const;
   // resource_exhausted when the uses could take a history past max_buffer_segments (each adds
-  // at most two segments). `own`: the buffers' own histories, compacted first when full (a
-  // graph's scratch copies are not: their users are still to come).
+  // at most two segments), once a full history was compacted. `scratch_first`: a graph's
+  // scratch copies, whose users from there on are its own, still to come (empty: the
+  // buffers' own histories).
   [[nodiscard]] caf::error history_room(const std::vector<buffer_use>& uses,
-                                        buffer_uses* const* histories, bool own,
+                                        buffer_uses* const* histories, op_id scratch_first,
                                         std::size_t graph_index);
   // Whether a user a history names is still to be waited for by `user`'s uses: not `user`
   // itself, and registered and waited(), or a ghost, or one of the same graph still to come.

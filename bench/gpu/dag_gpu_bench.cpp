@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/end_counter.hpp"
 #include "common/gpu_mode.hpp"
 #include "common/report.hpp"
 #include "common/start_runtime.hpp"
@@ -62,21 +63,6 @@ work spin_work() {
     if (e == 0) return {};
     return {gpu::status_code::op_failed, "spin kernel: " + kernels::error_name(e)};
   });
-}
-
-struct count_state {
-  std::uint64_t expected = 0, told = 0, not_completed = 0;
-  std::promise<void> done;
-};
-
-op_listener::behavior_type counter(op_listener::pointer, std::shared_ptr<count_state> st) {
-  return {[st](const std::vector<op_notice>& notices) {
-    for (const auto& n : notices) {
-      if (n.state != op_state::completed) ++st->not_completed;
-    }
-    st->told += notices.size();
-    if (st->told == st->expected) st->done.set_value();
-  }};
 }
 
 // Seconds from the graph's submission to the last end told.

@@ -621,4 +621,20 @@ BOOST_FIXTURE_TEST_CASE(a_graph_past_an_inference_bound_is_refused_whole_naming_
       BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
     }
   }
+  // Segments left by users that ended do not count: 45 writers that ended leave 90 segments
+  // (under half the bound, so not compacted when the next graph copies the history), and the
+  // next graph's 90 writers elsewhere in the buffer (2 segments each) fit once the full copy
+  // is compacted. Before, the copy was never compacted: refused at graph op 55.
+  const buffer_handle used = allocate(*this, 1024);
+  graph_spec after_ended;
+  for (std::size_t i = 0; i < 90; ++i) {
+    after_ended.add(using_(noop(), {buffer_use{used.id, buffer_access::write, 300 + 2 * i, 1}}));
+  }
+  for (auto g : {interleaved(used.id, 45, 0, buffer_access::write), std::move(after_ended)}) {
+    auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(g), me());
+    BOOST_REQUIRE_MESSAGE(ids, why(ids));
+    for (const auto& [id, n] : collect(*ids)) {
+      BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+    }
+  }
 }
