@@ -1,6 +1,8 @@
 // gpu/gloo_communicator.cpp
 #include "cudactor/gpu/gloo_communicator.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -9,15 +11,20 @@
 #include <gloo/reduce.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <utility>
@@ -41,8 +48,15 @@ class store_adapter final : public gloo::rendezvous::Store {
   std::vector<char> get(const std::string& key) override {
     auto got = store_.get(prefix_ + key, limit_);
     if (!got) throw gloo::IoException(got.error().to_string());
+    if (!key.empty() && key.find_first_not_of("0123456789") == std::string::npos) {
+      published_[std::atoi(key.c_str())] = got.value();  // rank <key>'s pair addresses
+    }
     return std::move(got.value());
   }
+
+  // What each rank published under its number: the addresses of its pairs, one per other
+  // rank in rank order (Gloo's rendezvous::Context), each a tcp::Address's bytes.
+  [[nodiscard]] const std::map<int, std::vector<char>>& published() const { return published_; }
   void wait(const std::vector<std::string>& keys) override { wait(keys, limit_); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& limit) override {
     for (const auto& key : keys) {
@@ -55,6 +69,136 @@ class store_adapter final : public gloo::rendezvous::Store {
   rendezvous_store& store_;
   std::string prefix_;
   std::chrono::milliseconds limit_;
+  std::map<int, std::vector<char>> published_;
+};
+
+bool same_endpoint(const sockaddr_storage& a, const sockaddr_storage& b) noexcept {
+  if (a.ss_family != b.ss_family) return false;
+  if (a.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  if (a.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+    return x.sin6_port == y.sin6_port &&
+           std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0;
+  }
+  return false;
+}
+
+// Gloo compares a pair's two listening addresses to choose who connects (tcp::Pair::connect):
+// the greater one connects, the lesser accepts.
+int compare_endpoints(const sockaddr_storage& a, const sockaddr_storage& b) noexcept {
+  if (a.ss_family == AF_INET && b.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+    const int by_address = std::memcmp(&x.sin_addr, &y.sin_addr, sizeof x.sin_addr);
+    return by_address != 0 ? by_address : x.sin_port - y.sin_port;
+  }
+  const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+  const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+  const int by_address = std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr);
+  return by_address != 0 ? by_address : x.sin6_port - y.sin6_port;
+}
+
+// The sockets of one context's connections, and the one way to fail what waits on them.
+//
+// Gloo (0.5, and upstream since) ends a wait on a connection only when the connection fails
+// or the wait times out: closing a pair (Context::closeConnections) closes its socket, but a
+// call waiting on it here still waits out its timeout, and the entry Gloo itself uses to wake
+// waits lies behind headers Debian does not ship whole. So an interrupt shuts the sockets
+// down: Gloo's device thread then reads the end of each stream, as when a peer closes, and
+// fails every send and receive pending on it; the peers read the end of theirs likewise.
+// Gloo does not hand out its descriptors: a connection is told by its addresses, which are
+// the pairs' listening addresses: the side that accepted keeps its pair's own address as the
+// local end, the side that connected has the peer pair's as the remote one. Each listening
+// address was bound once by one pair, so this finds exactly the context's sockets, also with
+// several ranks of one group in one process.
+class connection_ends {
+ public:
+  connection_ends() = default;
+
+  // From the made context and what the ranks published; a pair whose peer address is not
+  // there, or not of the form Gloo writes, is left out (and found by no interrupt).
+  connection_ends(gloo::Context& context, const std::map<int, std::vector<char>>& published) {
+    if (context.size < 2) return;
+    for (int i = 0; i < context.size; ++i) {
+      if (i == context.rank) continue;
+      const auto blob = published.find(i);
+      if (blob == published.end() ||
+          blob->second.size() % static_cast<std::size_t>(context.size - 1) != 0) {
+        continue;
+      }
+      const std::size_t width = blob->second.size() / static_cast<std::size_t>(context.size - 1);
+      const std::size_t at =
+          static_cast<std::size_t>(context.rank > i ? context.rank - 1 : context.rank) * width;
+      try {
+        const gloo::transport::tcp::Address peer{
+            std::vector<char>(blob->second.begin() + static_cast<std::ptrdiff_t>(at),
+                              blob->second.begin() + static_cast<std::ptrdiff_t>(at + width))};
+        const auto* self =
+            dynamic_cast<const gloo::transport::tcp::Address*>(&context.getPair(i)->address());
+        if (self == nullptr) continue;
+        const auto& mine = self->getSockaddr();
+        const auto& theirs = peer.getSockaddr();
+        if (compare_endpoints(mine, theirs) < 0) {
+          accepted_.push_back(mine);
+        } else {
+          connected_.push_back(theirs);
+        }
+      } catch (const std::exception&) {
+        // Not an address Gloo wrote: this pair is left out.
+      }
+    }
+  }
+
+  [[nodiscard]] std::size_t size() const noexcept { return accepted_.size() + connected_.size(); }
+
+  // Shuts down every socket of the process that is one of these connections; how many.
+  // Each descriptor is duplicated before it is looked at, so a descriptor that Gloo closes
+  // meanwhile and the process reuses is never the one shut down.
+  std::size_t shut_down() const noexcept {
+    DIR* dir = ::opendir("/proc/self/fd");
+    if (dir == nullptr) return 0;
+    std::size_t shut = 0;
+    const int own = ::dirfd(dir);
+    while (const dirent* entry = ::readdir(dir)) {
+      char* end = nullptr;
+      const long fd = std::strtol(entry->d_name, &end, 10);
+      if (end == entry->d_name || *end != '\0' || fd == own) continue;
+      const int copy = ::fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 0);
+      if (copy < 0) continue;
+      if (ours(copy)) {
+        (void)::shutdown(copy, SHUT_RDWR);
+        ++shut;
+      }
+      ::close(copy);
+    }
+    ::closedir(dir);
+    return shut;
+  }
+
+ private:
+  bool ours(int fd) const noexcept {
+    sockaddr_storage local{}, remote{};
+    socklen_t length = sizeof local;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) != 0) return false;
+    if (local.ss_family != AF_INET && local.ss_family != AF_INET6) return false;
+    length = sizeof remote;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &length) != 0) return false;
+    for (const auto& a : accepted_) {
+      if (same_endpoint(local, a)) return true;
+    }
+    for (const auto& c : connected_) {
+      if (same_endpoint(remote, c)) return true;
+    }
+    return false;
+  }
+
+  std::vector<sockaddr_storage> accepted_;   // our pair's listening address: the local end
+  std::vector<sockaddr_storage> connected_;  // the peer pair's: the remote end
 };
 
 // Gloo writes to its sockets with writev, which raises SIGPIPE when the peer has gone: by
@@ -82,10 +226,12 @@ status from_gloo(const std::exception& e, const std::string& what) {
 
 class gloo_communicator final : public communicator {
  public:
-  gloo_communicator(const gloo_options& o, std::shared_ptr<gloo::rendezvous::Context> context)
+  gloo_communicator(const gloo_options& o, std::shared_ptr<gloo::rendezvous::Context> context,
+                    connection_ends ends)
       : communicator(o.name, o.generation, o.rank, o.size),
         options_(o),
-        context_(std::move(context)) {}
+        context_(std::move(context)),
+        ends_(std::move(ends)) {}
 
   status broken() const override {
     std::lock_guard<std::mutex> lock{mutex_};
@@ -97,14 +243,9 @@ class gloo_communicator final : public communicator {
     if (!broken_.ok()) return;
     broken_ = status{status_code::cancelled, label() + " aborted: " + why};
     aborted_.notify_all();
-    // Closing the connections fails the other ranks' calls waiting on this one at once. A
-    // call in progress here ends at its timeout: Gloo 0.5 cannot interrupt one (measured by
-    // gloo_communicator_test).
-    try {
-      context_->closeConnections();
-    } catch (const std::exception&) {
-      // Already closing: the call in progress fails either way.
-    }
+    // A call in progress here fails now, and the other ranks' calls as they read that the
+    // connections ended (gloo_communicator_test measures both).
+    interrupt();
   }
 
   status run(const collective_call& call, const launch_context& on) override {
@@ -123,6 +264,10 @@ class gloo_communicator final : public communicator {
       failed = e.what();
     }
     if (failed.empty()) return {};
+    // Broken either way: ending every connection now fails the other ranks' calls too, which
+    // would otherwise wait on a rank that waits on this one until their timeout (in Gloo's
+    // ring, the ranks that are not the lost one's neighbours).
+    interrupt();
     std::unique_lock<std::mutex> lock{mutex_};
     if (broken_.ok()) {
       // A peer that died is seen here at once, and by whoever tells the abort (the cluster)
@@ -233,8 +378,23 @@ class gloo_communicator final : public communicator {
     gloo::allreduce(opts);
   }
 
+  // Ends every connection of the context and what waits on it. Not Context::closeConnections
+  // once the sockets are shut down: closing a pair before Gloo's device thread has read the
+  // end would leave a wait on it to its timeout. Only where no socket was found (a context
+  // whose addresses were not understood) are the pairs closed instead, which still ends the
+  // peers' waits.
+  void interrupt() noexcept {
+    if (ends_.size() > 0 && ends_.shut_down() > 0) return;
+    try {
+      context_->closeConnections();
+    } catch (const std::exception&) {
+      // Already closing.
+    }
+  }
+
   const gloo_options options_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
+  const connection_ends ends_;
   mutable std::mutex mutex_;  // guards broken_
   std::condition_variable aborted_;
   status broken_;
@@ -268,7 +428,9 @@ result<std::unique_ptr<communicator>> make_gloo_communicator(const gloo_options&
                        o.rendezvous_timeout};
     context->connectFullMesh(keys, device);
     context->setTimeout(o.timeout);
-    return std::unique_ptr<communicator>{std::make_unique<gloo_communicator>(o, context)};
+    connection_ends ends{*context, keys.published()};
+    return std::unique_ptr<communicator>{
+        std::make_unique<gloo_communicator>(o, context, std::move(ends))};
   } catch (const std::exception& e) {
     return from_gloo(e, what);
   }

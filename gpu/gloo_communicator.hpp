@@ -7,9 +7,10 @@
 // the bytes, the element-wise reductions are cudactor's (f16 and bf16 reduce in float, as
 // NCCL does); avg is a sum divided by the number of ranks; reduce_scatter is an all-reduce
 // of which each rank keeps its part (Gloo 0.5 has no reduce-scatter of this shape). A call
-// that fails or passes its timeout breaks the communicator (gpu/communicator.hpp). abort()
-// closes the connections, which fails the other ranks' calls at once; a call in progress on
-// the aborted rank itself ends at its timeout, as Gloo 0.5 cannot interrupt one.
+// that fails or passes its timeout breaks the communicator (gpu/communicator.hpp) and ends its
+// connections, so the other ranks' calls fail at once too, not at their timeout. abort() ends
+// the connections likewise, which fails a call in progress on this rank at once as well
+// (Gloo's own close would leave it to its timeout; how, in gloo_communicator.cpp).
 #pragma once
 
 #include <chrono>

@@ -1,12 +1,15 @@
 // The host backend's collective engine, ranks as threads of this process over TCP on
 // 127.0.0.1, meeting through a memory_store: every collective kind, reduction and element
 // type against values computed here; a rank that never comes fails the others within the
-// timeout, naming the call; an abort ends a call in progress and breaks the communicator; a
-// new generation works after a broken one. (collective_test runs ranks as processes.)
+// timeout, naming the call; an abort ends a call in progress, its own rank's and the peers',
+// at once and breaks the communicator; a rank that goes fails every other rank's call at once,
+// its ring neighbours' and the rest; a new generation works after a broken one. (collective_test
+// runs ranks as processes.)
 #define BOOST_TEST_MODULE gloo_communicator
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -371,6 +374,87 @@ BOOST_AUTO_TEST_CASE(an_abort_fails_the_peers_call_and_every_later_call_here) {
   BOOST_TEST(!outcome[1].ok());
   BOOST_TEST(outcome[1].to_string().find("rank 1 of 'abort': all_reduce #1") != std::string::npos,
              outcome[1].to_string());
+}
+
+// A rank that is hung (its connections open, it never calls), as the cluster sees a node
+// stopped by SIGSTOP: the cluster aborts the survivors' communicators when it declares the
+// node lost. The abort must end the call in progress on each aborted rank itself, also the one
+// waiting on the hung rank alone (rank 1 sends to it), not leave it to its timeout.
+BOOST_AUTO_TEST_CASE(an_abort_ends_the_call_in_progress_on_its_own_rank_at_once) {
+  memory_store store;
+  std::promise<void> finished;
+  auto finished_ready = finished.get_future().share();
+  std::vector<status> outcome(3);
+  std::vector<std::chrono::steady_clock::duration> took(3);
+  std::atomic<int> ended{0};
+  on_ranks(3, "hung", 1, store, 20s, [&](int r, communicator& c) {
+    if (r == 2) {  // hung: keeps its connections open until the others have ended
+      finished_ready.wait();
+      return;
+    }
+    std::thread aborter{[&c, r] {
+      std::this_thread::sleep_for(r == 0 ? 300ms : 400ms);
+      c.abort("rank 2 lost");
+    }};
+    aborter.detach();  // ends 400 ms in at most; c outlives it (this thread waits `finished`)
+    double x[64] = {};
+    const collective_call call{
+        collective_kind::all_reduce, reduce_op::sum, element_type::f64, x, x, 64, 0};
+    const auto start = std::chrono::steady_clock::now();
+    outcome[static_cast<std::size_t>(r)] = run_here(c, call);
+    took[static_cast<std::size_t>(r)] = std::chrono::steady_clock::now() - start;
+    if (++ended == 2) finished.set_value();
+    finished_ready.wait();
+  });
+  for (int r = 0; r < 2; ++r) {
+    BOOST_TEST_MESSAGE(
+        "rank " << r << " failed after "
+                << std::chrono::duration_cast<std::chrono::milliseconds>(took[r]).count()
+                << " ms: " << outcome[r].to_string());
+    BOOST_TEST(!outcome[r].ok());
+    BOOST_TEST((took[r] < 10s));  // the timeout is 20 s
+  }
+  for (int r = 0; r < 2; ++r) {
+    BOOST_TEST(outcome[r].to_string().find("aborted: rank 2 lost") != std::string::npos,
+               outcome[r].to_string());
+  }
+}
+
+// Four ranks in Gloo's ring (each receives from rank - 1): rank 2 goes (its connections
+// close) while 0, 1 and 3 are in an all-reduce. 1 and 3 read that at once; rank 0, which
+// waits on 3, must learn it from 3 closing its connections as its call fails, not at its own
+// timeout.
+BOOST_AUTO_TEST_CASE(a_lost_rank_fails_the_ranks_that_are_not_its_neighbours_at_once_too) {
+  memory_store store;
+  std::promise<void> finished;
+  auto finished_ready = finished.get_future().share();
+  std::vector<status> outcome(4);
+  std::vector<std::chrono::steady_clock::duration> took(4);
+  std::atomic<int> ended{0};
+  on_ranks(4, "ring", 1, store, 20s, [&](int r, communicator& c) {
+    if (r == 2) {
+      std::this_thread::sleep_for(300ms);
+      c.abort("gone");  // as its process ending would: every connection closes
+      finished_ready.wait();
+      return;
+    }
+    float x[256] = {};
+    const collective_call call{
+        collective_kind::all_reduce, reduce_op::sum, element_type::f32, x, x, 256, 0};
+    const auto start = std::chrono::steady_clock::now();
+    outcome[static_cast<std::size_t>(r)] = run_here(c, call);
+    took[static_cast<std::size_t>(r)] = std::chrono::steady_clock::now() - start;
+    if (++ended == 3) finished.set_value();
+    finished_ready.wait();
+  });
+  for (int r : {0, 1, 3}) {
+    BOOST_TEST_MESSAGE(
+        "rank " << r << " failed after "
+                << std::chrono::duration_cast<std::chrono::milliseconds>(took[r]).count()
+                << " ms: " << outcome[r].to_string());
+    BOOST_TEST(!outcome[r].ok(), "rank " << r);
+    BOOST_TEST((took[r] < 10s), "rank " << r);  // the timeout is 20 s
+  }
 }
 
 // A collective as a stream's work: on each rank's own host backend, the work before it on the
