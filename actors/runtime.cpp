@@ -3,15 +3,16 @@
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/device_clock.hpp"
 #include "cudactor/actors/detail/stream_directory.hpp"
+#include "cudactor/actors/node/node_listener.hpp"
 
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/logger.hpp>
-#include <caf/openssl/publish.hpp>
 
 #include <boost/asio/ip/address.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <utility>
@@ -28,6 +29,29 @@ gpu::stream_priority priority_of(const runtime_options& options, std::size_t ind
   if (index < options.high_priority_streams) return gpu::stream_priority::high;
   if (index >= options.streams - options.low_priority_streams) return gpu::stream_priority::low;
   return gpu::stream_priority::normal;
+}
+
+// What publish_node's listener does with a connection it closed: counts it, and logs the first
+// ten, then one in a thousand, so that a peer sending garbage cannot flood the log. Runs on
+// the network layer's thread, which stops before the registry goes (shutdown()).
+std::function<void(const std::string&)> refusal_log(metrics::registry& registry,
+                                                    const std::string& node) {
+  auto* counter =
+      &registry
+           .counters("cudactor_node_refused_connections_total",
+                     "Connections a node closed before CAF read them: a first message that is "
+                     "no handshake, or a header announcing more than the node takes",
+                     {"node"})
+           .add({node});
+  auto count = std::make_shared<std::atomic<std::uint64_t>>(0);
+  return [counter, count, node](const std::string& why) {
+    counter->add();
+    const std::uint64_t n = ++*count;
+    if (n <= 10 || n % 1000 == 0) {
+      std::fprintf(stderr, "cudactor node '%s': closed a connection: %s (%llu so far)\n",
+                   node.c_str(), why.c_str(), static_cast<unsigned long long>(n));
+    }
+  };
 }
 
 }  // namespace
@@ -208,10 +232,14 @@ gpu::result<std::uint16_t> runtime::publish_node() {
                            "(docs/distribution.md, Security). Enable cudactor.tls, or pass "
                            "cudactor.node.insecure=true on a network you trust"};
   }
-  auto port = options_.tls ? caf::openssl::publish(node_, options_.node_port,
-                                                   options_.node_address.c_str(), true)
-                           : system_->middleman().publish(node_, options_.node_port,
-                                                          options_.node_address.c_str(), true);
+  detail::listener_options listen;
+  listen.address = options_.node_address;
+  listen.port = options_.node_port;
+  listen.tls = options_.tls;
+  listen.bounds.max_message = options_.node_max_message_bytes;
+  listen.on_refused = refusal_log(*metrics_, options_.node.name);
+  auto port = detail::publish_checked(*system_, caf::actor_cast<caf::strong_actor_ptr>(node_),
+                                      system_->message_types(node_), listen);
   release_calling_thread();
   if (!port) {
     return gpu::status{gpu::status_code::invalid_argument,

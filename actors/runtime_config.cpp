@@ -110,6 +110,8 @@ runtime_config::runtime_config() {
       .add(node_max_graph_bytes_, "max-graph-bytes",
            "most bytes of names, descriptions and arguments in one graph")
       .add(node_max_description_, "max-description", "most bytes of one description")
+      .add(node_max_message_bytes_, "max-message-bytes",
+           "most bytes of one message from a peer (1 MiB to 4 GiB - 1)")
       .add(node_max_pending_, "max-pending", "requests a node holds open at once")
       .add(node_max_pending_ops_, "max-pending-ops", "operations of the open requests")
       .add(node_max_hold_, "max-hold", "longest a barrier may hold a node's new work")
@@ -326,6 +328,13 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
                std::to_string(max_owner_token) + " bytes (a short one can be guessed)");
   }
   out.node.owner_token = node_owner_token_;
+  if (node_max_message_bytes_ < (std::size_t{1} << 20) ||
+      node_max_message_bytes_ > std::numeric_limits<std::uint32_t>::max()) {
+    return bad(
+        "cudactor.node.max-message-bytes must be 1 MiB to 4 GiB - 1 (CAF announces a "
+        "message's size in 32 bits)");
+  }
+  out.node_max_message_bytes = static_cast<std::uint32_t>(node_max_message_bytes_);
   if (node_port_ > 65535) return bad("cudactor.node.port must be 0 to 65535");
   out.node_port = static_cast<std::uint16_t>(node_port_);
   out.network = network_;

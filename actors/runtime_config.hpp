@@ -45,6 +45,9 @@ struct runtime_options {
   node_options node;                       // the node actor (runtime::node())
   std::string node_address = "127.0.0.1";  // where publish_node() listens
   std::uint16_t node_port = 0;             // 0: any free port
+  // The largest message publish_node() takes from a peer (a header announcing more closes the
+  // connection before CAF allocates it): above the largest the node's other limits admit.
+  std::uint32_t node_max_message_bytes = std::uint32_t{64} << 20;
   bool network = false;                    // runtime_config::enable_network() was called
   bool tls = false;                        // cudactor.tls.enabled: publish through OpenSSL
   // cudactor.node.insecure: publish without TLS on an address other than loopback (CAF 0.17
@@ -139,6 +142,7 @@ class runtime_config : public caf::actor_system_config {
   std::string node_name_;
   std::string node_address_ = "127.0.0.1";
   std::size_t node_port_ = 0;
+  std::size_t node_max_message_bytes_ = std::size_t{64} << 20;
   std::size_t node_max_graph_ops_ = input_limits{}.max_graph_ops;
   std::size_t node_max_graph_edges_ = input_limits{}.max_graph_edges;
   std::size_t node_max_graph_bytes_ = input_limits{}.max_graph_bytes;

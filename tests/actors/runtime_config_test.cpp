@@ -164,6 +164,35 @@ BOOST_AUTO_TEST_CASE(max_rendezvous_reaches_the_node_and_zero_is_refused) {
   BOOST_TEST(out.error().message().find("max-rendezvous") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(max_message_bytes_reaches_the_listener_and_is_held_to_32_bits) {
+  {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(!config.parse(std::vector<std::string>{}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(out.ok());
+    BOOST_TEST(out->node_max_message_bytes == (std::uint32_t{64} << 20));
+  }
+  {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(
+        !config.parse(std::vector<std::string>{"--cudactor.node.max-message-bytes=2097152"}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(out.ok());
+    BOOST_TEST(out->node_max_message_bytes == 2097152u);
+  }
+  for (const char* bad : {"--cudactor.node.max-message-bytes=1048575",
+                          "--cudactor.node.max-message-bytes=4294967296"}) {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(!config.parse(std::vector<std::string>{bad}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(!out.ok());
+    BOOST_TEST(out.error().message().find("max-message-bytes") != std::string::npos, bad);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(buffer_inference_bounds_reach_the_coordinator_and_unusable_ones_are_refused) {
   {
     runtime_config config;
