@@ -87,6 +87,9 @@ using launch_atom = caf::atom_constant<caf::atom("launch")>;
 // A node claimed by a control plane: it takes work, barriers, communicators and buffers only
 // from that control plane's process, until it is gone (messaging/node_protocol.hpp).
 using claim_atom = caf::atom_constant<caf::atom("claim")>;
+// The owner of a node admitting (or revoking) a guest control plane (messaging/node_types.hpp,
+// guest_call).
+using admit_atom = caf::atom_constant<caf::atom("admit")>;
 // Internal: the coordinator's scheduling pass, sent to itself so that everything already in
 // its mailbox (registrations, tickets, completions) joins one pass.
 using pump_atom = caf::atom_constant<caf::atom("pump")>;

@@ -220,6 +220,21 @@ caf::error check_input(const barrier_call& call, const input_limits& limits) {
   return {};
 }
 
+caf::error check_input(const guest_call& call, const input_limits& limits) {
+  if (call.owner_token.size() > max_owner_token) {
+    return bad("admit: an owner token is at most " + std::to_string(max_owner_token) + " bytes");
+  }
+  if (call.guest_token.size() < min_owner_token || call.guest_token.size() > max_owner_token) {
+    return bad("admit: a guest token is " + std::to_string(min_owner_token) + " to " +
+               std::to_string(max_owner_token) + " bytes (a short one can be guessed)");
+  }
+  if (call.stream_time.count() < 0 || call.stream_time > limits.max_duration) {
+    return bad("admit: a guest's stream time is 0 to " +
+               std::to_string(limits.max_duration.count()) + " ns");
+  }
+  return {};
+}
+
 caf::error check_input(const buffer_call& call, buffer_verb verb, const input_limits& limits) {
   detail::input_walker walker{limits};
   walker.walk(call);

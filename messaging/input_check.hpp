@@ -32,6 +32,7 @@ namespace cudactor {
 [[nodiscard]] caf::error check_input(const graph_spec& graph, const input_limits& limits);
 // One node's part in a barrier across nodes.
 [[nodiscard]] caf::error check_input(const barrier_call& call, const input_limits& limits);
+[[nodiscard]] caf::error check_input(const guest_call& call, const input_limits& limits);
 // What a node says it is, as a control plane receives it (connect_node).
 [[nodiscard]] caf::error check_input(const node_info& info, const input_limits& limits);
 // A node's part of a communicator, and an entry of its rendezvous: names, ranks and sizes.

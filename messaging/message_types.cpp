@@ -72,6 +72,7 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<node_info>("cudactor::node_info")
       .add_message_type<node_actor>("cudactor::node_actor")
       .add_message_type<barrier_call>("cudactor::barrier_call")
+      .add_message_type<guest_call>("cudactor::guest_call")
       .add_message_type<node_arrival>("cudactor::node_arrival")
       .add_message_type<buffer_call>("cudactor::buffer_call")
       .add_message_type<std::vector<std::uint8_t>>("std::vector<std::uint8_t>")

@@ -32,7 +32,12 @@ using node_actor = caf::typed_actor<
     // callers is gone. Without a token the first caller of any kind claims it (one tenant);
     // with one, work is refused until the token's holder has claimed it. true, or
     // permission_denied
+    // A guest claims with a token the owner admitted (admit below): its process may then hand
+    // the node work within the guest's quotas, and nothing else.
     caf::replies_to<claim_atom, std::string>::with<bool>,
+    // from the node's owner: a guest token admitted, its quotas set, or revoked (guest_call).
+    // true, or permission_denied for anyone else
+    caf::replies_to<admit_atom, guest_call>::with<bool>,
     // a graph of named operations on the node's coordinator: every operation's
     // end, in the graph's order, once the last has ended
     caf::replies_to<submit_atom, graph_spec>::with<std::vector<op_notice>>,

@@ -61,6 +61,25 @@ typename Inspector::result_type inspect(Inspector& f, barrier_call& x) {
            x.owner_token);
 }
 
+// The node's owner admitting other control planes as guests (node_actor's admit): a peer
+// that claims the node with `guest_token` may hand it work (never barriers, communicators or
+// buffers, which stay the owner's), within two quotas: `max_open_ops` operations of its open
+// requests at once, and `stream_time` in all, charged per operation from its dispatch to its
+// end. Admitting a token again sets both anew (the time from 0); `max_open_ops` 0 revokes it:
+// its guests' queued work is cancelled and their later work refused.
+struct guest_call {
+  std::string owner_token;  // the owner's, where the node is configured with one
+  std::string guest_token;  // min_owner_token to max_owner_token bytes
+  std::uint64_t max_open_ops = 0;
+  caf::timespan stream_time{0};
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, guest_call& x) {
+  return f(caf::meta::type_name("cudactor::guest_call"), x.owner_token, x.guest_token,
+           x.max_open_ops, x.stream_time);
+}
+
 // A call on the node's buffers (node_actor's alloc, store, fetch and release): memory of the
 // node's coordinator that the control plane owning the node names in its operations' uses
 // and collectives. Only that control plane may make one, and every call carries its token

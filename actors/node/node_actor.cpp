@@ -208,6 +208,18 @@ node_face::behavior_type node_face::make_behavior() {
             .then(std::move(done), std::move(failed));
         return promise;
       },
+      [self, &st](admit_atom, guest_call& call) -> caf::result<bool> {
+        if (auto bad = check_input(call, st.options.limits)) {
+          st.refuse(refusal::invalid, "an admit: " + error_context(bad));
+          return st.named(bad);
+        }
+        auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        auto promise = self->make_response_promise<bool>();
+        auto [done, failed] = relay(promise);
+        self->request(st.core, caf::infinite, admit_atom::value, std::move(call), std::move(caller))
+            .then(std::move(done), std::move(failed));
+        return promise;
+      },
       [self, &st](submit_atom, graph_spec& g) -> caf::result<std::vector<op_notice>> {
         if (auto bad = st.check(g)) {
           st.refuse(refusal::invalid, "a graph: " + error_context(bad));

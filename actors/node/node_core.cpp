@@ -5,7 +5,9 @@
 // before it; an owner's end releases its buffers and holds). What each of them keeps lives in
 // its own type: node_rendezvous for the ranks, node_buffers for the buffers.
 #include "cudactor/actors/node/node_core.hpp"
+
 #include "cudactor/actors/detail/wait_keys.hpp"
+#include "cudactor/actors/node/node_guests.hpp"
 
 #include <caf/all.hpp>
 
@@ -39,6 +41,7 @@ struct pending_request {
   answer kind = answer::graph;
   std::size_t ops = 0;
   caf::node_id from;            // the control plane (process) that sent it
+  std::uint64_t admission = 0;  // the guest admission it counts against; 0: the owner's
   std::vector<op_id> ids;       // the coordinator's, once it registered them
   std::vector<op_notice> ends;  // by the graph's order, as the coordinator tells them
   std::size_t told = 0;
@@ -113,6 +116,8 @@ struct node_core_state {
   // registered, and the coordinator tells that before it answers with the ids).
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> by_op;
   std::unordered_map<std::uint64_t, op_notice> early;
+  // The control planes the owner admitted as guests, and what they used of their quotas.
+  node_guests guests;
   // The buffers the owner allocated here, and how one goes back (set by the behaviour).
   node_buffers buffers{0, 0};
   std::function<void(buffer_id)> release_buffer;
@@ -161,11 +166,20 @@ struct node_core_state {
                      "one that claimed it with its owner token, until it is gone)");
   }
 
-  // Whether `caller` may hand the node work: its owner's process. Without an owner token the
-  // first caller of any kind owns the node (one tenant); with one, only the control plane
-  // that claimed it with the token (claim_atom, or any call carrying it).
-  caf::error check_work(const caf::actor_addr& caller, const std::string& which) const {
+  // Whether `caller` may hand the node `ops` operations of work: its owner's process, or a
+  // guest the owner admitted, within its quotas. Without an owner token the first caller of
+  // any kind owns the node (one tenant); with one, only the control plane that claimed it
+  // with the token (claim_atom, or any call carrying it).
+  caf::error check_work(const caf::actor_addr& caller, const std::string& which,
+                        std::size_t ops) const {
     if (!caller) return named(errc::invalid_argument, which + " needs a caller to answer");
+    if (owner && owner != caller.node()) {
+      if (const auto id = guests.admission_of(caller.node()); id != 0) {
+        const std::string over = guests.refusal(id, ops);
+        if (over.empty()) return {};
+        return named(errc::resource_exhausted, which + ": " + over);
+      }
+    }
     if (!owner && !options.owner_token.empty()) {
       return named(errc::permission_denied,
                    which +
@@ -213,6 +227,9 @@ struct node_core_state {
       by_op.erase(it);
       auto p = pending.find(key);
       if (p == pending.end()) continue;
+      if (p->second.admission != 0 && n.dispatched_ns > 0 && n.ended_ns > n.dispatched_ns) {
+        guests.charge(p->second.admission, std::chrono::nanoseconds{n.ended_ns - n.dispatched_ns});
+      }
       p->second.ends[index] = std::move(n);
       if (++p->second.told == p->second.ids.size()) answer(key, p->second.ends);
     }
@@ -276,6 +293,7 @@ struct node_core_state {
   void finished(std::unordered_map<std::uint64_t, pending_request>::iterator it) {
     const std::uint64_t key = it->first;
     pending_ops -= it->second.ops;
+    guests.closed(it->second.admission, it->second.ops);
     pending.erase(it);
     ended(key);
   }
@@ -410,6 +428,15 @@ struct node_core_state {
       // its buffers go back: nobody else may name them.
       cancel_work_of(gone);
       for (const auto& id : buffers.take_all()) release_buffer(id);
+      // The guests it admitted go with it: their queued work is cancelled too.
+      for (const auto& guest : guests.clear()) cancel_work_of(guest);
+    }
+    const caf::node_id from = who.node();
+    if (guests.admission_of(from) != 0 &&
+        std::none_of(callers.begin(), callers.end(),
+                     [&](const caf::actor_addr& c) { return c.node() == from; })) {
+      guests.forget(from);
+      cancel_work_of(from);
     }
     const caf::error why = named(errc::cancelled, "the barrier's caller is gone");
     for (auto it = arriving.begin(); it != arriving.end();) {
@@ -469,6 +496,10 @@ std::uint64_t take(node_core_state& st, graph_spec& g, bool is_graph, const caf:
   p.kind = is_graph ? pending_request::answer::graph : pending_request::answer::single;
   p.ops = g.ops.size();
   p.from = from;
+  if (from != st.owner) {
+    p.admission = st.guests.admission_of(from);
+    st.guests.opened(p.admission, p.ops);
+  }
   st.pending_ops += g.ops.size();
   if (st.holds.empty()) {
     st.dispatch(key, std::move(g));
@@ -658,8 +689,34 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
         auto& st = self->state;
         if (st.closing) return st.named(errc::shutting_down, "shutting down");
         if (!caller) return st.named(errc::invalid_argument, "a claim needs a caller to answer");
+        if (caller.node() != st.owner && st.owner && st.guests.claim(token, caller.node())) {
+          st.take_caller(self, caller);  // a guest: monitored, so that its going ends its work
+          return true;
+        }
         if (auto bad = st.check_owner(token, caller, "claim")) return bad;
         st.take_caller(self, caller);
+        return true;
+      },
+      [self](admit_atom, const guest_call& call,
+             const caf::actor_addr& caller) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.closing) return st.named(errc::shutting_down, "shutting down");
+        if (!caller) return st.named(errc::invalid_argument, "admit needs a caller to answer");
+        if (auto bad = st.check_owner(call.owner_token, caller, "admit")) return bad;
+        if (!st.options.owner_token.empty() &&
+            same_token(call.guest_token, st.options.owner_token)) {
+          return st.named(errc::invalid_argument,
+                          "admit: a guest token must differ from the owner's");
+        }
+        if (call.max_open_ops > st.options.max_pending_ops) {
+          return st.named(errc::invalid_argument, "admit: a guest may have at most the node's " +
+                                                      std::to_string(st.options.max_pending_ops) +
+                                                      " operations open (limit max-pending-ops)");
+        }
+        st.take_caller(self, caller);
+        const auto gone = st.guests.admit(call.guest_token,
+                                          node_guests::quota{call.max_open_ops, call.stream_time});
+        for (const auto& guest : gone) st.cancel_work_of(guest);
         return true;
       },
       [self](std::vector<op_notice>& notices) {
@@ -673,7 +730,7 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
       [self](submit_atom, graph_spec& g,
              const caf::actor_addr& caller) -> caf::result<std::vector<op_notice>> {
         auto& st = self->state;
-        if (auto bad = st.check_work(caller, "a graph")) return bad;
+        if (auto bad = st.check_work(caller, "a graph", g.ops.size())) return bad;
         for (std::size_t i = 0; i < g.ops.size(); ++i) {
           if (auto bad = st.check_names(g.ops[i].spec, caller, "graph op " + std::to_string(i)))
             return bad;
@@ -687,7 +744,7 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
       },
       [self](register_atom, op_spec& op, const caf::actor_addr& caller) -> caf::result<op_notice> {
         auto& st = self->state;
-        if (auto bad = st.check_work(caller, "the operation")) return bad;
+        if (auto bad = st.check_work(caller, "the operation", 1)) return bad;
         if (auto bad = st.check_names(op, caller, "the operation")) return bad;
         if (auto bad = st.refusal(1)) return bad;
         st.take_caller(self, caller);

@@ -29,6 +29,8 @@ namespace cudactor::detail {
 using node_core_actor = caf::typed_actor<
     // a claim of the node for the caller's control plane (node_actor's claim), with who made it
     caf::replies_to<claim_atom, std::string, caf::actor_addr>::with<bool>,
+    // the owner admitting a guest (node_actor's admit), with who made it
+    caf::replies_to<admit_atom, guest_call, caf::actor_addr>::with<bool>,
     // the coordinator's ends of the operations the core handed it (it listens to them)
     caf::reacts_to<std::vector<op_notice>>,
     // checked by the face already, with who sent it (only the owner may name buffers):

@@ -102,6 +102,10 @@ node_actor::behavior_type node_link_behavior(link_pointer self, node_actor remot
       [self](claim_atom, std::string& token) {
         return relay<bool>(self, claim_atom::value, std::move(token));
       },
+      [self](admit_atom, guest_call& call) -> caf::result<bool> {
+        if (auto bad = check_input(call, self->state.limits)) return refused(self->state, bad);
+        return relay<bool>(self, admit_atom::value, std::move(call));
+      },
       // Over the node's limits it would be refused there: refused here, before it leaves.
       [self](submit_atom, graph_spec& g) -> caf::result<std::vector<op_notice>> {
         if (auto bad = check_input(g, self->state.limits)) return refused(self->state, bad);

@@ -695,3 +695,89 @@ BOOST_AUTO_TEST_CASE(a_node_with_an_owner_token_is_held_only_by_the_control_plan
   BOOST_TEST(!spawn_cluster(owner.system, {*mine}, options));
   spawned->stop();
 }
+
+// The owner names other control planes as guests: a guest token it admits, with two quotas
+// (operations open at once, stream time in all). A guest may hand the node work within them,
+// and nothing else; a stranger and a guest that is not admitted any more are refused; only
+// the owner admits.
+BOOST_AUTO_TEST_CASE(guests_the_owner_admits_work_within_their_quotas_and_nothing_else) {
+  const std::string token = "0123456789abcdef-the-owner";
+  const std::string guest_token = "0123456789abcdef-a-guest";
+  node_process node{"shared", {"--cudactor.node.owner-token=" + token}};
+  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+  control_plane owner;
+  auto mine = connect_node(owner.system, "127.0.0.1", node.port, connect_limit());
+  BOOST_REQUIRE_MESSAGE(mine, owner.why(mine));
+  auto claimed = owner.ask<bool>(mine->actor, claim_atom::value, token);
+  BOOST_REQUIRE_MESSAGE(claimed, owner.why(claimed));
+  control_plane guest;
+  auto theirs = connect_node(guest.system, "127.0.0.1", node.port, connect_limit());
+  BOOST_REQUIRE_MESSAGE(theirs, guest.why(theirs));
+  const auto run = [&](std::uint64_t ops, std::uint64_t micros) {
+    graph_spec g;
+    for (std::uint64_t i = 0; i < ops; ++i) g.add(named("guest", work::named("busy", micros)));
+    return guest.ask_for<std::vector<op_notice>>(scaled(30s), theirs->actor, submit_atom::value,
+                                                 std::move(g));
+  };
+  // Not admitted: the guest's claim and work are refused, and so is its admitting itself.
+  BOOST_TEST(!guest.ask<bool>(theirs->actor, claim_atom::value, guest_token));
+  auto refused = run(1, 0);
+  BOOST_REQUIRE(!refused);
+  BOOST_TEST(is(refused.error(), errc::permission_denied), guest.why(refused));
+  auto self_admitted = guest.ask<bool>(theirs->actor, admit_atom::value,
+                                       guest_call{token + "?", guest_token, 3, 500ms});
+  BOOST_REQUIRE(!self_admitted);
+  BOOST_TEST(is(self_admitted.error(), errc::permission_denied), guest.why(self_admitted));
+  // Admitted by the owner: at most 3 operations open, 500 ms of stream time.
+  auto admitted =
+      owner.ask<bool>(mine->actor, admit_atom::value, guest_call{token, guest_token, 3, 500ms});
+  BOOST_REQUIRE_MESSAGE(admitted, owner.why(admitted));
+  auto joined = guest.ask<bool>(theirs->actor, claim_atom::value, guest_token);
+  BOOST_REQUIRE_MESSAGE(joined, guest.why(joined));
+  auto ran = run(1, 0);
+  BOOST_REQUIRE_MESSAGE(ran, guest.why(ran));
+  BOOST_TEST((ran->front().state == op_state::completed));
+  auto too_many = run(4, 0);
+  BOOST_REQUIRE(!too_many);
+  BOOST_TEST(is(too_many.error(), errc::resource_exhausted), guest.why(too_many));
+  BOOST_TEST(guest.why(too_many).find("exceed the 3 its owner admitted") != std::string::npos,
+             guest.why(too_many));
+  // Nothing but work: no buffers, no barriers.
+  auto buffer = guest.ask<buffer_handle>(theirs->actor, alloc_atom::value, buffer_call::alloc(64));
+  BOOST_REQUIRE(!buffer);
+  BOOST_TEST(is(buffer.error(), errc::permission_denied), guest.why(buffer));
+  auto barrier = guest.ask<node_arrival>(theirs->actor, synchronize_atom::value,
+                                         barrier_call{"job", 1, 1s, {}});
+  BOOST_REQUIRE(!barrier);
+  BOOST_TEST(is(barrier.error(), errc::permission_denied), guest.why(barrier));
+  // Two operations of 300 ms use its 500 ms of stream time: the next work is refused, naming it.
+  auto long_ones = run(2, 300'000);
+  BOOST_REQUIRE_MESSAGE(long_ones, guest.why(long_ones));
+  auto spent = run(1, 0);
+  BOOST_REQUIRE(!spent);
+  BOOST_TEST(is(spent.error(), errc::resource_exhausted), guest.why(spent));
+  BOOST_TEST(guest.why(spent).find("ms of stream time, of the 500 ms its owner admitted") !=
+                 std::string::npos,
+             guest.why(spent));
+  // The owner's own work is not the guest's quota.
+  graph_spec g;
+  g.add(named("owner", work::named("noop")));
+  auto own = owner.ask<std::vector<op_notice>>(mine->actor, submit_atom::value, std::move(g));
+  BOOST_REQUIRE_MESSAGE(own, owner.why(own));
+  // Admitted again: the time starts anew. Revoked: refused as a stranger.
+  BOOST_REQUIRE(
+      owner.ask<bool>(mine->actor, admit_atom::value, guest_call{token, guest_token, 3, 500ms}));
+  auto again = run(1, 0);
+  BOOST_REQUIRE_MESSAGE(again, guest.why(again));
+  BOOST_REQUIRE(
+      owner.ask<bool>(mine->actor, admit_atom::value, guest_call{token, guest_token, 0, 0s}));
+  auto revoked = run(1, 0);
+  BOOST_REQUIRE(!revoked);
+  BOOST_TEST(is(revoked.error(), errc::permission_denied), guest.why(revoked));
+  // A guest token as short as a guessable one, or the owner's own, is refused.
+  auto short_one =
+      owner.ask<bool>(mine->actor, admit_atom::value, guest_call{token, "short", 3, 500ms});
+  BOOST_TEST(!short_one);
+  auto owners = owner.ask<bool>(mine->actor, admit_atom::value, guest_call{token, token, 3, 1s});
+  BOOST_TEST(!owners);
+}
