@@ -2,12 +2,15 @@
 //
 // Past 600 lines for a reason: the node's open requests, barrier holds, communicator ranks and
 // buffers share one state and one mailbox (a barrier waits for the stores and fetches taken
-// before it; an owner's end releases its buffers and holds). What each of them keeps lives in
-// its own type: node_rendezvous for the ranks, node_buffers for the buffers.
+// before it; an owner's end releases its buffers and holds and cancels its work and its
+// guests'). What each of them keeps lives in its own type: node_requests for the open
+// requests, node_guests for the guests' quotas, node_rendezvous for the ranks, node_buffers for
+// the buffers; this file holds the rules between them.
 #include "cudactor/actors/node/node_core.hpp"
 
 #include "cudactor/actors/detail/wait_keys.hpp"
 #include "cudactor/actors/node/node_guests.hpp"
+#include "cudactor/actors/node/node_requests.hpp"
 
 #include <caf/all.hpp>
 
@@ -29,24 +32,6 @@
 namespace cudactor::detail {
 
 namespace {
-
-// One request not yet answered: a graph (every end, in order), a single operation, or a
-// fetch (the bytes its operation read).
-struct pending_request {
-  enum class answer : std::uint8_t { graph, single, fetch };
-  caf::typed_response_promise<std::vector<op_notice>> graph;
-  caf::typed_response_promise<op_notice> single;
-  caf::typed_response_promise<std::vector<std::uint8_t>> fetched;
-  std::shared_ptr<std::vector<std::uint8_t>> into;  // a fetch's bytes, once its operation ended
-  answer kind = answer::graph;
-  std::size_t ops = 0;
-  caf::node_id from;            // the control plane (process) that sent it
-  std::uint64_t admission = 0;  // the guest admission it counts against; 0: the owner's
-  std::vector<op_id> ids;       // the coordinator's, once it registered them
-  std::vector<op_notice> ends;  // by the graph's order, as the coordinator tells them
-  std::size_t told = 0;
-  bool cancelled = false;  // its control plane went: its operations are cancelled
-};
 
 // A barrier call waiting for the requests taken before it to end.
 struct arriving_call {
@@ -86,9 +71,7 @@ struct node_core_state {
   static inline const char* name = "cudactor.node";  // the actor's name in CAF's logs
   node_context context;
   node_options options;
-  std::uint64_t next_key = 1;
-  std::unordered_map<std::uint64_t, pending_request> pending;
-  std::size_t pending_ops = 0;  // operations of the requests in `pending`
+  std::unique_ptr<node_requests> requests;  // made with the options
   bool closing = false;
   std::vector<arriving_call> arriving;
   std::uint64_t next_hold = 1;
@@ -110,12 +93,6 @@ struct node_core_state {
   std::map<std::pair<std::string, std::uint64_t>, making_rank> making;
   std::function<void(std::uint64_t, caf::timespan)> start_timer;  // set by the behaviour
   std::function<void(std::uint64_t, graph_spec)> dispatch;        // set by the behaviour
-  std::function<void(op_id)> cancel_op;                           // set by the behaviour
-  // Which request, and which of its operations, each operation handed to the coordinator is,
-  // until its end is told; ends told before the ids came (an operation can end as it is
-  // registered, and the coordinator tells that before it answers with the ids).
-  std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> by_op;
-  std::unordered_map<std::uint64_t, op_notice> early;
   // The control planes the owner admitted as guests, and what they used of their quotas.
   node_guests guests;
   // The buffers the owner allocated here, and how one goes back (set by the behaviour).
@@ -129,19 +106,7 @@ struct node_core_state {
   // Whether a request of `ops` operations may be taken now.
   caf::error refusal(std::size_t ops) const {
     if (closing) return named(errc::shutting_down, "shutting down");
-    if (pending.size() >= options.max_pending) {
-      return named(
-          errc::resource_exhausted,
-          std::to_string(pending.size()) + " requests are open (limit max-pending); retry later");
-    }
-    if (pending_ops + ops > options.max_pending_ops) {
-      return named(errc::resource_exhausted, std::to_string(pending_ops) +
-                                                 " operations of open requests and " +
-                                                 std::to_string(ops) + " more exceed " +
-                                                 std::to_string(options.max_pending_ops) +
-                                                 " (limit max-pending-ops); retry later");
-    }
-    return {};
+    return requests->refusal(ops);
   }
 
   // Whether `holder` may hold this node (barriers) or make communicators of it: the configured
@@ -190,51 +155,6 @@ struct node_core_state {
     return {};
   }
 
-  // The coordinator registered request `key`'s operations as `ids`: each end is placed as it
-  // is told (or was, early), and the request answered with the last.
-  void registered(std::uint64_t key, const std::vector<op_id>& ids) {
-    auto it = pending.find(key);
-    if (it == pending.end()) {  // answered already (shutting down): its ends go nowhere
-      for (op_id id : ids) early.erase(id.value);
-      return;
-    }
-    pending_request& p = it->second;
-    p.ids = ids;
-    p.ends.resize(ids.size());
-    for (std::uint32_t i = 0; i < ids.size(); ++i) {
-      auto e = early.find(ids[i].value);
-      if (e != early.end()) {
-        p.ends[i] = std::move(e->second);
-        early.erase(e);
-        ++p.told;
-      } else {
-        by_op.emplace(ids[i].value, std::make_pair(key, i));
-        if (p.cancelled) cancel_op(ids[i]);
-      }
-    }
-    if (p.told == p.ids.size()) answer(key, p.ends);
-  }
-
-  // Ends the coordinator told, of operations the core handed it.
-  void told(std::vector<op_notice>& notices) {
-    for (op_notice& n : notices) {
-      auto it = by_op.find(n.id.value);
-      if (it == by_op.end()) {
-        if (!closing) early.emplace(n.id.value, std::move(n));
-        continue;
-      }
-      const auto [key, index] = it->second;
-      by_op.erase(it);
-      auto p = pending.find(key);
-      if (p == pending.end()) continue;
-      if (p->second.admission != 0 && n.dispatched_ns > 0 && n.ended_ns > n.dispatched_ns) {
-        guests.charge(p->second.admission, std::chrono::nanoseconds{n.ended_ns - n.dispatched_ns});
-      }
-      p->second.ends[index] = std::move(n);
-      if (++p->second.told == p->second.ids.size()) answer(key, p->second.ends);
-    }
-  }
-
   // The control plane `gone` sent work and is gone: what it queued is cancelled, so that the
   // next control plane does not wait behind it. Work held back by a barrier fails at once;
   // work the coordinator has is cancelled there, operation by operation (one already running
@@ -242,22 +162,16 @@ struct node_core_state {
   void cancel_work_of(const caf::node_id& gone) {
     const caf::error why = named(errc::cancelled, "the control plane that sent it is gone");
     for (auto it = held.begin(); it != held.end();) {
-      auto p = pending.find(it->first);
-      if (p == pending.end() || p->second.from != gone) {
+      const pending_request* p = requests->find(it->first);
+      if (p == nullptr || p->from != gone) {
         ++it;
         continue;
       }
       const std::uint64_t key = it->first;
       it = held.erase(it);
-      fail(key, why);
+      requests->fail(key, why);
     }
-    for (auto& [key, p] : pending) {
-      if (p.from != gone || p.cancelled) continue;
-      p.cancelled = true;
-      for (op_id id : p.ids) {
-        if (by_op.count(id.value) != 0) cancel_op(id);
-      }
-    }
+    requests->cancel_from(gone);
   }
 
   // Monitors a new caller once; the first makes its process the owner.
@@ -288,51 +202,6 @@ struct node_core_state {
                    "too many barrier calls are open (limit max-pending); retry later");
     }
     return refusal(0);
-  }
-
-  void finished(std::unordered_map<std::uint64_t, pending_request>::iterator it) {
-    const std::uint64_t key = it->first;
-    pending_ops -= it->second.ops;
-    guests.closed(it->second.admission, it->second.ops);
-    pending.erase(it);
-    ended(key);
-  }
-
-  // The coordinator's answer to the request's run: every end, in order.
-  void answer(std::uint64_t key, std::vector<op_notice>& ends) {
-    auto it = pending.find(key);
-    if (it == pending.end()) return;  // answered shutting_down already
-    if (ends.size() != it->second.ops) {
-      fail(key, named(errc::backend_error, "the coordinator answered " +
-                                               std::to_string(ends.size()) + " ends for " +
-                                               std::to_string(it->second.ops) + " operations"));
-      return;
-    }
-    pending_request& p = it->second;
-    switch (p.kind) {
-      case pending_request::answer::graph: p.graph.deliver(std::move(ends)); break;
-      case pending_request::answer::single: p.single.deliver(std::move(ends.front())); break;
-      case pending_request::answer::fetch:
-        if (ends.front().state == op_state::completed) {
-          p.fetched.deliver(std::move(*p.into));
-        } else {
-          p.fetched.deliver(named(errc::op_failed, "fetch: " + error_context(ends.front().cause)));
-        }
-        break;
-    }
-    finished(it);
-  }
-
-  void fail(std::uint64_t key, const caf::error& why) {
-    auto it = pending.find(key);
-    if (it == pending.end()) return;
-    pending_request& p = it->second;
-    switch (p.kind) {
-      case pending_request::answer::graph: p.graph.deliver(why); break;
-      case pending_request::answer::single: p.single.deliver(why); break;
-      case pending_request::answer::fetch: p.fetched.deliver(why); break;
-    }
-    finished(it);
   }
 
   // The coordinator's own words, with the node's name in front.
@@ -467,17 +336,13 @@ struct node_core_state {
   void close() {
     closing = true;
     const caf::error why = named(errc::shutting_down, "shut down before the work ended");
-    std::vector<std::uint64_t> keys;
-    for (const auto& [key, unused] : pending) keys.push_back(key);
-    for (auto key : keys) fail(key, why);
+    requests->close(why);
     for (auto& a : arriving) a.promise.deliver(why);
     arriving.clear();
     holds.clear();
     held.clear();
     for (auto& [k, m] : making) m.promise.deliver(why);
     making.clear();
-    by_op.clear();
-    early.clear();
     (void)buffers.take_all();  // the coordinator frees them as it stops
     // Bounded: a rank's rendezvous is cancelled; one connecting ends at its engine's timeout.
     if (rendezvous) rendezvous->close("the node is shutting down");
@@ -490,17 +355,11 @@ struct node_core_state {
 };
 
 // A new request: handed on at once, or held back while a barrier holds the node.
-std::uint64_t take(node_core_state& st, graph_spec& g, bool is_graph, const caf::node_id& from) {
-  const std::uint64_t key = st.next_key++;
-  pending_request& p = st.pending[key];
-  p.kind = is_graph ? pending_request::answer::graph : pending_request::answer::single;
-  p.ops = g.ops.size();
-  p.from = from;
-  if (from != st.owner) {
-    p.admission = st.guests.admission_of(from);
-    st.guests.opened(p.admission, p.ops);
-  }
-  st.pending_ops += g.ops.size();
+std::uint64_t take(node_core_state& st, graph_spec& g, pending_request::answer kind,
+                   const caf::node_id& from) {
+  const std::uint64_t admission = from != st.owner ? st.guests.admission_of(from) : 0;
+  const std::uint64_t key = st.requests->open(kind, g.ops.size(), from, admission);
+  st.guests.opened(admission, g.ops.size());
   if (st.holds.empty()) {
     st.dispatch(key, std::move(g));
   } else {
@@ -606,14 +465,16 @@ caf::result<T> move_bytes(core_pointer self, buffer_call& call, buffer_verb verb
   g.add(verb == buffer_verb::store ? node_buffers::store_op(*b, call)
                                    : node_buffers::fetch_op(*b, call, into));
   auto promise = self->template make_response_promise<T>();
-  const auto key = take(st, g, false, caller.node());
-  pending_request& p = st.pending[key];
-  if constexpr (std::is_same_v<T, op_notice>) {
-    p.single = promise;
-  } else {
-    p.kind = pending_request::answer::fetch;
+  constexpr bool fetching = !std::is_same_v<T, op_notice>;
+  const auto key =
+      take(st, g, fetching ? pending_request::answer::fetch : pending_request::answer::single,
+           caller.node());
+  pending_request& p = *st.requests->find(key);
+  if constexpr (fetching) {
     p.fetched = promise;
     p.into = std::move(into);
+  } else {
+    p.single = promise;
   }
   return promise;
 }
@@ -666,14 +527,28 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
   st.dispatch = [self](std::uint64_t key, graph_spec g) {
     self->request(self->state.context.coordinator, caf::infinite, submit_atom::value, std::move(g),
                   caf::actor_cast<op_listener>(self))
-        .then([self, key](std::vector<op_id>& ids) { self->state.registered(key, ids); },
+        .then([self, key](std::vector<op_id>& ids) { self->state.requests->registered(key, ids); },
               [self, key](caf::error& err) {
-                self->state.fail(key, self->state.from_coordinator(err));
+                self->state.requests->fail(key, self->state.from_coordinator(err));
               });
   };
-  st.cancel_op = [self](op_id id) {
+  st.requests = std::make_unique<node_requests>(st.options.name, st.options.max_pending,
+                                                st.options.max_pending_ops);
+  st.requests->cancel_op = [self](op_id id) {
     self->request(self->state.context.coordinator, caf::infinite, cancel_atom::value, id)
         .then([](op_state) {}, [](caf::error&) {});  // ended already: its end is told anyway
+  };
+  // A guest's operation is charged from its dispatch to its end; its request's end frees its
+  // quota, and barrier calls that waited for the request may arrive.
+  st.requests->on_ended = [self](const pending_request& p, const op_notice& n) {
+    if (p.admission != 0 && n.dispatched_ns > 0 && n.ended_ns > n.dispatched_ns) {
+      self->state.guests.charge(p.admission,
+                                std::chrono::nanoseconds{n.ended_ns - n.dispatched_ns});
+    }
+  };
+  st.requests->on_closed = [self](std::uint64_t key, const pending_request& p) {
+    self->state.guests.closed(p.admission, p.ops);
+    self->state.ended(key);
   };
   st.buffers = node_buffers{st.options.max_buffers, st.options.max_buffer_bytes};
   st.release_buffer = [self](buffer_id id) {
@@ -725,7 +600,7 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
             st.context.coordinator.address()) {
           return;
         }
-        st.told(notices);
+        st.requests->told(notices, !st.closing);
       },
       [self](submit_atom, graph_spec& g,
              const caf::actor_addr& caller) -> caf::result<std::vector<op_notice>> {
@@ -738,8 +613,8 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
         if (auto bad = st.refusal(g.ops.size())) return bad;
         st.take_caller(self, caller);
         auto promise = self->make_response_promise<std::vector<op_notice>>();
-        const auto key = take(st, g, true, caller.node());
-        st.pending[key].graph = promise;
+        const auto key = take(st, g, pending_request::answer::graph, caller.node());
+        st.requests->find(key)->graph = promise;
         return promise;
       },
       [self](register_atom, op_spec& op, const caf::actor_addr& caller) -> caf::result<op_notice> {
@@ -751,8 +626,8 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
         graph_spec g;
         g.add(std::move(op));
         auto promise = self->make_response_promise<op_notice>();
-        const auto key = take(st, g, false, caller.node());
-        st.pending[key].single = promise;
+        const auto key = take(st, g, pending_request::answer::single, caller.node());
+        st.requests->find(key)->single = promise;
         return promise;
       },
       [self](synchronize_atom, barrier_call& call,
@@ -763,8 +638,8 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
         a.holder = holder;
         a.promise = self->make_response_promise<node_arrival>();
         st.take_caller(self, holder);
-        a.before_key = st.next_key;
-        a.waited = st.pending.size();
+        a.before_key = st.requests->next_key();
+        a.waited = st.requests->size();
         a.left = a.waited;
         a.since = clock::now();
         a.call = std::move(call);
