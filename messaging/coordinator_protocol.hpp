@@ -81,11 +81,14 @@ using coordinator_actor = caf::typed_actor<
     caf::replies_to<synchronize_atom, op_spec, wait_limit>::with<barrier_crossing>,
     // the same for a barrier actor's generation, delegated to here: the answer carries the
     // generation and the barrier's words, and the barrier actor hears the outcome first
-    caf::replies_to<synchronize_atom, op_spec, wait_limit, barrier_generation>::with<
-        barrier_crossing>,
+    caf::replies_to<synchronize_atom, op_spec, wait_limit,
+                    barrier_generation>::with<barrier_crossing>,
     caf::replies_to<withdraw_atom, std::uint64_t>::with<bool>,
     caf::replies_to<describe_atom, op_id>::with<op_info>,
     caf::replies_to<cancel_atom, op_id>::with<op_state>,
+    // many at once, unanswered (each end is told to its listeners): those still pending or
+    // ready are cancelled, the rest are left (a node cancelling a departed peer's work)
+    caf::reacts_to<cancel_atom, std::vector<op_id>>,
     caf::replies_to<deadlocks_atom>::with<deadlock_report>,
     caf::replies_to<deadlocks_atom, caf::timespan>::with<deadlock_report>,
     caf::replies_to<metrics_atom>::with<coordinator_metrics>,

@@ -193,6 +193,23 @@ caf::result<op_state> coordinator_state::cancel(op_id id) {
   return op_state::cancelled;
 }
 
+void coordinator_state::cancel_all(const std::vector<op_id>& ids) {
+  if (closing_) return;
+  bool any = false;
+  for (op_id id : ids) {
+    const auto* found = records_.find(id.value);
+    if (found == nullptr || found->type == op_type::release) continue;
+    const op_state state = graph_.find(id)->state;
+    if (state != op_state::pending && state != op_state::ready) continue;
+    graph_.cancel(id, make_error(errc::cancelled, to_string(id) + " was cancelled by request"),
+                  ended_);
+    any = true;
+  }
+  if (!any) return;
+  finish();
+  pump();
+}
+
 void coordinator_state::find_cycles(deadlock_report& report) const {
   // Cycles: refused when they would form (add_dependency, graph submission), so this search
   // finds one only if that guard were broken. Iterative DFS over the open operations' deps.

@@ -85,6 +85,8 @@ class coordinator_state {
   void unsubscribe(const caf::actor_addr& listener);
   caf::result<op_info> describe(op_id id) const;
   caf::result<op_state> cancel(op_id id);
+  // Each of `ids` still pending or ready is cancelled; the others are left. One pass after.
+  void cancel_all(const std::vector<op_id>& ids);
   deadlock_report detect_deadlocks(caf::timespan stall_after);
   // detect_deadlocks' two searches: dependency cycles among open operations (none unless the
   // guards at registration broke), and operations open longer than `stall_after`, each with

@@ -534,9 +534,8 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
   };
   st.requests = std::make_unique<node_requests>(st.options.name, st.options.max_pending,
                                                 st.options.max_pending_ops);
-  st.requests->cancel_op = [self](op_id id) {
-    self->request(self->state.context.coordinator, caf::infinite, cancel_atom::value, id)
-        .then([](op_state) {}, [](caf::error&) {});  // ended already: its end is told anyway
+  st.requests->cancel_ops = [self](std::vector<op_id> ids) {
+    self->send(self->state.context.coordinator, cancel_atom::value, std::move(ids));
   };
   // A guest's operation is charged from its dispatch to its end; its request's end frees its
   // quota, and barrier calls that waited for the request may arrive.

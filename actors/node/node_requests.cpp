@@ -50,6 +50,7 @@ void node_requests::registered(std::uint64_t key, const std::vector<op_id>& ids)
   pending_request& p = it->second;
   p.ids = ids;
   p.ends.resize(ids.size());
+  std::vector<op_id> cancelling;
   for (std::uint32_t i = 0; i < ids.size(); ++i) {
     auto e = early_.find(ids[i].value);
     if (e != early_.end()) {
@@ -59,9 +60,10 @@ void node_requests::registered(std::uint64_t key, const std::vector<op_id>& ids)
       ++p.told;
     } else {
       by_op_.emplace(ids[i].value, std::make_pair(key, i));
-      if (p.cancelled) cancel_op(ids[i]);
+      if (p.cancelled) cancelling.push_back(ids[i]);
     }
   }
+  if (!cancelling.empty()) cancel_ops(std::move(cancelling));
   if (p.told == p.ids.size()) answer(key, p.ends);
 }
 
@@ -119,13 +121,15 @@ void node_requests::fail(std::uint64_t key, const caf::error& why) {
 }
 
 void node_requests::cancel_from(const caf::node_id& gone) {
+  std::vector<op_id> cancelling;
   for (auto& [key, p] : pending_) {
     if (p.from != gone || p.cancelled) continue;
     p.cancelled = true;
     for (op_id id : p.ids) {
-      if (by_op_.count(id.value) != 0) cancel_op(id);
+      if (by_op_.count(id.value) != 0) cancelling.push_back(id);
     }
   }
+  if (!cancelling.empty()) cancel_ops(std::move(cancelling));
 }
 
 void node_requests::close(const caf::error& why) {

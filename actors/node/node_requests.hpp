@@ -48,8 +48,8 @@ class node_requests {
   node_requests(std::string node, std::size_t max_pending, std::size_t max_pending_ops)
       : node_(std::move(node)), max_pending_(max_pending), max_pending_ops_(max_pending_ops) {}
 
-  // How the core cancels one of its operations at the coordinator.
-  std::function<void(op_id)> cancel_op;
+  // How the core cancels operations at the coordinator (one message for all).
+  std::function<void(std::vector<op_id>)> cancel_ops;
   // After a request was answered or failed, before it is forgotten.
   std::function<void(std::uint64_t key, const pending_request&)> on_closed;
   // An operation of a request ended, as the coordinator told it.

@@ -31,7 +31,10 @@ op_notice end_of(std::uint64_t id) {
 
 struct fixture {
   fixture() {
-    r.cancel_op = [this](op_id id) { cancelled.push_back(id.value); };
+    r.cancel_ops = [this](std::vector<op_id> ids) {
+      ++cancel_messages;
+      for (op_id id : ids) cancelled.push_back(id.value);
+    };
     r.on_closed = [this](std::uint64_t key, const pending_request& p) {
       closed.push_back(key);
       closed_told.push_back(p.told);
@@ -42,6 +45,7 @@ struct fixture {
   }
   node_requests r{"n", 3, 5};
   std::vector<std::uint64_t> cancelled, closed, ended;
+  int cancel_messages = 0;
   std::vector<std::size_t> closed_told;
 };
 
@@ -93,12 +97,16 @@ BOOST_FIXTURE_TEST_CASE(a_departed_control_planes_operations_are_cancelled, fixt
   r.registered(stays, {op_id{3}});
   std::vector<op_notice> first{end_of(1)};
   r.told(first, true);
+  const auto more = r.open(pending_request::answer::graph, 1, process(1), 0);
+  r.registered(more, {op_id{5}});
   r.cancel_from(process(1));
-  BOOST_TEST((cancelled == std::vector<std::uint64_t>{2}));  // 1 ended already; 3 is another's
-  r.registered(later, {op_id{4}});                           // registered after: cancelled too
-  BOOST_TEST((cancelled == std::vector<std::uint64_t>{2, 4}));
+  std::sort(cancelled.begin(), cancelled.end());
+  BOOST_TEST((cancelled == std::vector<std::uint64_t>{2, 5}));  // 1 ended already; 3 another's
+  BOOST_TEST(cancel_messages == 1);                             // one message for all
+  r.registered(later, {op_id{4}});                              // registered after: cancelled too
+  BOOST_TEST((cancelled == std::vector<std::uint64_t>{2, 5, 4}));
   r.close(make_error(errc::shutting_down, "closing"));
   std::sort(closed.begin(), closed.end());
-  BOOST_TEST((closed == std::vector<std::uint64_t>{gone, stays, later}));
+  BOOST_TEST((closed == std::vector<std::uint64_t>{gone, stays, later, more}));
   BOOST_TEST(r.size() == 0u);
 }
