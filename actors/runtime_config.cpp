@@ -334,6 +334,12 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
         "cudactor.node.max-message-bytes must be 1 MiB to 4 GiB - 1 (CAF announces a "
         "message's size in 32 bits)");
   }
+  if (node_max_message_bytes_ / 2 < node_max_graph_bytes_) {
+    // A graph at max-graph-bytes of text and arguments takes more on the wire (its structure,
+    // ids, edges): with less room the node would close a control plane's legal connection.
+    return bad("cudactor.node.max-message-bytes must be at least twice max-graph-bytes (" +
+               std::to_string(node_max_graph_bytes_) + ")");
+  }
   out.node_max_message_bytes = static_cast<std::uint32_t>(node_max_message_bytes_);
   if (node_port_ > 65535) return bad("cudactor.node.port must be 0 to 65535");
   out.node_port = static_cast<std::uint16_t>(node_port_);

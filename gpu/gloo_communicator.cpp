@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -168,6 +169,10 @@ class connection_ends {
       char* end = nullptr;
       const long fd = std::strtol(entry->d_name, &end, 10);
       if (end == entry->d_name || *end != '\0' || fd == own) continue;
+      // Sockets only: closing a duplicate of a file would drop this process's record locks
+      // on it (and run its flush).
+      struct stat info {};
+      if (::fstat(static_cast<int>(fd), &info) != 0 || !S_ISSOCK(info.st_mode)) continue;
       const int copy = ::fcntl(static_cast<int>(fd), F_DUPFD_CLOEXEC, 0);
       if (copy < 0) continue;
       if (ours(copy)) {

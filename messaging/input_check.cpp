@@ -228,6 +228,9 @@ caf::error check_input(const guest_call& call, const input_limits& limits) {
     return bad("admit: a guest token is " + std::to_string(min_owner_token) + " to " +
                std::to_string(max_owner_token) + " bytes (a short one can be guessed)");
   }
+  if (call.max_open_ops > 0 && call.stream_time.count() <= 0) {
+    return bad("admit: a guest's stream time must be above 0 (max_open_ops 0 revokes)");
+  }
   if (call.stream_time.count() < 0 || call.stream_time > limits.max_duration) {
     return bad("admit: a guest's stream time is 0 to " +
                std::to_string(limits.max_duration.count()) + " ns");

@@ -199,8 +199,11 @@ void coordinator_state::cancel_all(const std::vector<op_id>& ids) {
   for (op_id id : ids) {
     const auto* found = records_.find(id.value);
     if (found == nullptr || found->type == op_type::release) continue;
-    const op_state state = graph_.find(id)->state;
-    if (state != op_state::pending && state != op_state::ready) continue;
+    // An earlier id's cancellation may have ended this one with it (a dependent), and the
+    // graph forgets such a node before finish() drops its record.
+    const auto* node = graph_.find(id);
+    if (node == nullptr) continue;
+    if (node->state != op_state::pending && node->state != op_state::ready) continue;
     graph_.cancel(id, make_error(errc::cancelled, to_string(id) + " was cancelled by request"),
                   ended_);
     any = true;

@@ -219,9 +219,18 @@ struct node_core_state {
     return check_owner(token, caller, what);
   }
 
-  // A peer's work that names buffers: only the owner's, and only the owner's buffers.
+  // A peer's work that names buffers: only the owner's, and only the owner's buffers. A
+  // guest's (the only other caller check_work lets through) is named work alone: a collective
+  // would run on the owner's communicator on this rank only, out of step with its other
+  // ranks, and a barrier would order the owner's streams.
   caf::error check_names(const op_spec& op, const caf::actor_addr& caller,
                          const std::string& which) const {
+    if ((op.is_collective() || op.is_barrier()) && owner && caller && caller.node() != owner) {
+      return named(errc::permission_denied,
+                   which +
+                       ": a guest hands the node named work only (collectives and barriers "
+                       "are the owner's)");
+    }
     const bool names =
         !op.uses.empty() ||
         (op.is_collective() && !(op.collective.send.empty() && op.collective.recv.empty()));

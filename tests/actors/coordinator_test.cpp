@@ -285,6 +285,31 @@ BOOST_AUTO_TEST_CASE(cancelling_withdraws_what_has_not_reached_a_stream) {
   told(root);
 }
 
+// Many at once (a node cancelling a departed control plane's work): a chain whose later
+// link the first one's cancellation ends with it (the graph forgets it before its record
+// goes), work on a stream, an unknown id, all in one message: the pending ones cancelled, the
+// rest left, the coordinator still serving.
+BOOST_AUTO_TEST_CASE(cancelling_many_at_once_withdraws_the_pending_and_leaves_the_rest) {
+  auto root = add(spec_of({}));  // manual, not begun
+  auto first = add(spec_of(noop(), {root}));
+  auto second = add(spec_of(noop(), {first}));
+  auto third = add(spec_of(noop(), {second}));
+  gate g;
+  auto running = add(spec_of(g.hold()));
+  std::this_thread::sleep_for(20ms);
+  caf::scoped_actor self{rt().system()};
+  self->send(co(), cancel_atom::value,
+             std::vector<op_id>{first, second, running, op_id{424242}, third});
+  auto notices = collect({first, second, third});
+  for (op_id id : {first, second, third}) {
+    BOOST_TEST((notices.at(id.value).state == op_state::cancelled), id.value);
+  }
+  g.open();
+  BOOST_TEST((told(running).state == op_state::completed));
+  BOOST_TEST(ask<op_state>(co(), cancel_atom::value, root));
+  told(root);
+}
+
 BOOST_AUTO_TEST_CASE(a_caller_launched_operation_holds_its_stream_from_begin_to_complete) {
   auto log = std::make_shared<work_log>(2);
   auto manual = add(spec_of({}, {}, op_priority::normal, op_workload::compute, "hand-made"));

@@ -742,7 +742,26 @@ BOOST_AUTO_TEST_CASE(guests_the_owner_admits_work_within_their_quotas_and_nothin
   BOOST_TEST(is(too_many.error(), errc::resource_exhausted), guest.why(too_many));
   BOOST_TEST(guest.why(too_many).find("exceed the 3 its owner admitted") != std::string::npos,
              guest.why(too_many));
-  // Nothing but work: no buffers, no barriers.
+  // Nothing but named work: no collectives (on the owner's communicators), no barrier
+  // operations, no buffers, no barrier calls.
+  for (bool collective : {true, false}) {
+    op_spec op = named("not a guest's", work{});
+    if (collective) {
+      op_collective c;
+      c.communicator = "grads";
+      c.kind = gpu::collective_kind::barrier;
+      op = op_spec::of(c, "a guest's collective");
+    } else {
+      op.type = op_type::barrier;
+    }
+    graph_spec g;
+    g.add(std::move(op));
+    auto refused_op = guest.ask<std::vector<op_notice>>(theirs->actor, submit_atom::value, g);
+    BOOST_REQUIRE(!refused_op);
+    BOOST_TEST(is(refused_op.error(), errc::permission_denied), guest.why(refused_op));
+    BOOST_TEST(guest.why(refused_op).find("named work only") != std::string::npos,
+               guest.why(refused_op));
+  }
   auto buffer = guest.ask<buffer_handle>(theirs->actor, alloc_atom::value, buffer_call::alloc(64));
   BOOST_REQUIRE(!buffer);
   BOOST_TEST(is(buffer.error(), errc::permission_denied), guest.why(buffer));
@@ -780,4 +799,9 @@ BOOST_AUTO_TEST_CASE(guests_the_owner_admits_work_within_their_quotas_and_nothin
   BOOST_TEST(!short_one);
   auto owners = owner.ask<bool>(mine->actor, admit_atom::value, guest_call{token, token, 3, 1s});
   BOOST_TEST(!owners);
+  // Admitting with no stream time at all would refuse everything: refused (0 operations
+  // revokes instead).
+  auto no_time =
+      owner.ask<bool>(mine->actor, admit_atom::value, guest_call{token, guest_token, 3, 0s});
+  BOOST_TEST(!no_time);
 }

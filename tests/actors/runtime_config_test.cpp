@@ -177,16 +177,21 @@ BOOST_AUTO_TEST_CASE(max_message_bytes_reaches_the_listener_and_is_held_to_32_bi
     runtime_config config;
     std::istringstream in{""};
     BOOST_REQUIRE(
-        !config.parse(std::vector<std::string>{"--cudactor.node.max-message-bytes=2097152"}, in));
+        !config.parse(std::vector<std::string>{"--cudactor.node.max-message-bytes=2097152",
+                                               "--cudactor.node.max-graph-bytes=1048576"},
+                      in));
     auto out = config.runtime_settings();
     BOOST_REQUIRE(out.ok());
     BOOST_TEST(out->node_max_message_bytes == 2097152u);
   }
-  for (const char* bad : {"--cudactor.node.max-message-bytes=1048575",
-                          "--cudactor.node.max-message-bytes=4294967296"}) {
+  for (const char* bad :
+       {"--cudactor.node.max-message-bytes=1048575", "--cudactor.node.max-message-bytes=4294967296",
+        "--cudactor.node.max-message-bytes=2097152"}) {
     runtime_config config;
     std::istringstream in{""};
-    BOOST_REQUIRE(!config.parse(std::vector<std::string>{bad}, in));
+    // The last: below twice max-graph-bytes.
+    BOOST_REQUIRE(!config.parse(
+        std::vector<std::string>{bad, "--cudactor.node.max-graph-bytes=1048577"}, in));
     auto out = config.runtime_settings();
     BOOST_REQUIRE(!out.ok());
     BOOST_TEST(out.error().message().find("max-message-bytes") != std::string::npos, bad);
