@@ -100,10 +100,7 @@ std::chrono::nanoseconds node_guests::used(const std::string& token) const {
 }
 
 node_guests::admission* node_guests::find(std::uint64_t id) {
-  auto t = token_of_.find(id);
-  if (t == token_of_.end()) return nullptr;
-  auto a = by_token_.find(t->second);
-  return a == by_token_.end() ? nullptr : &a->second;
+  return const_cast<admission*>(static_cast<const node_guests*>(this)->find(id));
 }
 
 const node_guests::admission* node_guests::find(std::uint64_t id) const {
