@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <unordered_map>
 #include <utility>
 
@@ -111,6 +112,70 @@ void client::submit(graph_spec graph, std::function<void(std::vector<op_notice>)
                    open->forget(k);
                    (*cell)(std::move(ends));
                  }});
+}
+
+void client::record(graph_spec graph, std::function<void(step_handle, caf::error)> done) {
+  using recorded = std::pair<step_handle, caf::error>;
+  auto cell = std::make_shared<detail::call_once<recorded>>(
+      [f = std::move(done)](recorded r) { f(r.first, std::move(r.second)); },
+      [] {
+        return recorded{step_handle{}, make_error(errc::shutting_down, "client: stopped")};
+      });
+  const auto key = open_ && coordinator_ ? open_->keep(cell) : std::nullopt;
+  if (!key) {
+    cell->otherwise();
+    return;
+  }
+  caf::anon_send(coordinator_, record_atom::value, std::move(graph),
+                 step_record_callback{[cell, open = open_, k = *key](step_handle h, caf::error e) {
+                   open->forget(k);
+                   (*cell)(recorded{h, std::move(e)});
+                 }});
+}
+
+std::future<step_handle> client::record(graph_spec graph) {
+  auto p = std::make_shared<std::promise<step_handle>>();
+  auto f = p->get_future();
+  record(std::move(graph), [p](step_handle h, caf::error why) {
+    if (why) {
+      p->set_exception(std::make_exception_ptr(std::runtime_error{describe(why)}));
+    } else {
+      p->set_value(h);
+    }
+  });
+  return f;
+}
+
+void client::replay(replay_request request, std::function<void(step_outcome)> done) {
+  const step_handle step = request.step;
+  auto cell = std::make_shared<detail::call_once<step_outcome>>(std::move(done), [step] {
+    step_outcome out;
+    out.step = step;
+    out.state = op_state::failed;
+    out.cause = make_error(errc::shutting_down, "client: stopped");
+    return out;
+  });
+  const auto key = open_ && coordinator_ ? open_->keep(cell) : std::nullopt;
+  if (!key) {
+    cell->otherwise();
+    return;
+  }
+  caf::anon_send(coordinator_, replay_atom::value, std::move(request),
+                 step_callback{[cell, open = open_, k = *key](step_outcome out) {
+                   open->forget(k);
+                   (*cell)(std::move(out));
+                 }});
+}
+
+std::future<step_outcome> client::replay(replay_request request) {
+  auto p = std::make_shared<std::promise<step_outcome>>();
+  auto f = p->get_future();
+  replay(std::move(request), [p](step_outcome out) { p->set_value(std::move(out)); });
+  return f;
+}
+
+void client::release(step_handle step) {
+  if (coordinator_) caf::anon_send(coordinator_, release_atom::value, step);
 }
 
 std::future<op_notice> client::submit(op_spec op) {

@@ -51,6 +51,14 @@ class client {
   [[nodiscard]] std::future<op_notice> submit(op_spec op);
   [[nodiscard]] std::future<std::vector<op_notice>> submit(graph_spec graph);
 
+  // Steps (docs/replay.md): `graph` recorded once, answered with its handle or why not;
+  // replayed, answered once with the step's outcome; released (replays in flight run on).
+  void record(graph_spec graph, std::function<void(step_handle, caf::error)> done);
+  [[nodiscard]] std::future<step_handle> record(graph_spec graph);  // failure as an exception
+  void replay(replay_request request, std::function<void(step_outcome)> done);
+  [[nodiscard]] std::future<step_outcome> replay(replay_request request);
+  void release(step_handle step);
+
   // Everything not yet ended is told shutting_down (a failed notice with no id: the client
   // hears an operation only at its end; the work itself goes on); submits after it are too.
   // Idempotent.

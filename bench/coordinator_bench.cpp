@@ -25,6 +25,10 @@
 // inferred by the coordinator, against the same dependencies stated explicitly, in the same
 // runtime, each twice and in both orders; and a denser use of random byte ranges, the same
 // way (buffer_runs below).
+// Replay: the 10k-operation random DAG recorded once as a step and replayed 20 times, against
+// the same graph submitted 20 times, in the same runtime, alternating which goes first
+// (docs/replay.md): replay_ops_per_s, replay_graph_ops_per_s, their ratio, and the direct
+// path over the replay (replay_over_direct: per operation, how much slower the replay is).
 // Direct: the baseline's first run in each runtime (direct_ops_per_s, the figure issue 21's
 // target was set on), and the median of three more right after it (direct_settled_*).
 // Memory: the coordinator's tracked state and the process's resident memory across many
@@ -301,6 +305,65 @@ buffer_outcome buffer_runs(runtime& rt, buffer_scenario scenario, std::size_t n,
   return out;
 }
 
+struct replay_outcome {
+  double graph_ops_per_s = 0;
+  double replay_ops_per_s = 0;
+  double record_ms = 0;
+};
+
+// The random DAG of `n` ops submitted `times` times and recorded once and replayed `times`
+// times, one after another, each waiting for its end; `replay_first` alternates the order.
+replay_outcome replay_runs(runtime& rt, std::size_t n, int times, std::uint64_t seed,
+                           bool replay_first) {
+  std::mt19937_64 rng{seed};
+  const graph_spec g = make_graph(shape::random, n, rng);
+  replay_outcome out;
+  caf::scoped_actor self{rt.system()};
+  const auto submitted = [&] {
+    const auto start = now_ns();
+    for (int k = 0; k < times; ++k) run_graph(rt, g, "replay's graph");
+    out.graph_ops_per_s = static_cast<double>(n) * times / ((now_ns() - start) * 1e-9);
+  };
+  const auto replayed = [&] {
+    step_handle h;
+    const auto start = now_ns();
+    self->request(rt.coordinator(), caf::infinite, record_atom::value, g)
+        .receive([&](step_handle made) { h = made; },
+                 [](caf::error& why) {
+                   std::fprintf(stderr, "record: %s\n", describe(why).c_str());
+                   std::exit(1);
+                 });
+    out.record_ms = (now_ns() - start) * 1e-6;
+    const auto first = now_ns();
+    for (int k = 0; k < times; ++k) {
+      self->request(rt.coordinator(), caf::infinite, replay_atom::value,
+                    replay_request{h, {}, step_notices::none})
+          .receive(
+              [&](const step_outcome& o) {
+                if (o.state != op_state::completed) {
+                  std::fprintf(stderr, "replay: %s\n", describe(o.cause).c_str());
+                  std::exit(1);
+                }
+              },
+              [](caf::error& why) {
+                std::fprintf(stderr, "replay: %s\n", describe(why).c_str());
+                std::exit(1);
+              });
+    }
+    out.replay_ops_per_s = static_cast<double>(n) * times / ((now_ns() - first) * 1e-9);
+    self->request(rt.coordinator(), caf::infinite, release_atom::value, h)
+        .receive([](bool) {}, [](caf::error&) {});
+  };
+  if (replay_first) {
+    replayed();
+    submitted();
+  } else {
+    submitted();
+    replayed();
+  }
+  return out;
+}
+
 // One op per register message, up to bench::depth registered and not yet told.
 struct pipeline_state {
   std::uint64_t total = 0, sent = 0, told = 0;
@@ -482,6 +545,9 @@ int main(int argc, char** argv) {
   samples buffer_inferred, buffer_explicit, buffer_deps, buffer_cost;
   samples buffer_cost_stated_first, buffer_cost_inferred_first;
   samples dense_inferred, dense_explicit, dense_deps, dense_cost;
+  samples replay_graph, replay, replay_record_ms;
+  const std::size_t step_ops = 10'000;
+  const int step_times = 20;
   std::string backend;
   for (int round = 0; round < rounds; ++round) {
     runtime_config config;
@@ -510,6 +576,12 @@ int main(int argc, char** argv) {
         random_waits.add(waits / n);
         random_skipped.add(skipped / n);
       }
+    }
+    {
+      const auto r = replay_runs(*rt, step_ops, step_times, 21 + round, round % 2 == 0);
+      replay_graph.add(r.graph_ops_per_s);
+      replay.add(r.replay_ops_per_s);
+      replay_record_ms.add(r.record_ms);
     }
     single.add(pipelined_run(*rt, n));
     via_client.add(client_run(*rt, n));
@@ -559,6 +631,12 @@ int main(int argc, char** argv) {
   };
   buffer_rows("random DAG as uses", buffer_explicit, buffer_inferred);
   buffer_rows("dense uses", dense_explicit, dense_inferred);
+  results.add({"graph x" + std::to_string(step_times), "random DAG", std::to_string(step_ops),
+               fixed(replay_graph.median(), 0), replay_graph.range(),
+               fixed(direct.median() / replay_graph.median(), 2)});
+  results.add({"step replayed x" + std::to_string(step_times), "random DAG",
+               std::to_string(step_ops), fixed(replay.median(), 0), replay.range(),
+               fixed(direct.median() / replay.median(), 2)});
   results.add({"graph, timing on", "random", std::to_string(n), fixed(timed.median(), 0),
                timed.range(), fixed(direct.median() / timed.median(), 2)});
   results.add({"graph, trace file", "random", std::to_string(n), fixed(traced.median(), 0),
@@ -575,6 +653,8 @@ int main(int argc, char** argv) {
                fixed(direct.median() / direct_settled.median(), 2)});
   results.print("register -> end told to a listener, 8 streams, host backend, " +
                 std::to_string(rounds) + " fresh runtimes (" + backend + ")");
+  std::printf("step: recorded in %.1f ms (median); replay over the same graph submitted %.2fx\n",
+              replay_record_ms.median(), replay.median() / replay_graph.median());
   std::printf(
       "device waits per op: chain %.2f, random %.2f (redundant ones skipped: %.2f per op)\n",
       chain_waits.median(), random_waits.median(), random_skipped.median());
@@ -659,6 +739,11 @@ int main(int argc, char** argv) {
   json.add("buffer_dense_explicit_ops_per_s", dense_explicit.median());
   json.add("buffer_dense_deps_per_op", dense_deps.median());
   json.add("buffer_dense_inference_cost", dense_cost.median());
+  json.add("replay_ops_per_s", replay.median());
+  json.add("replay_graph_ops_per_s", replay_graph.median());
+  json.add("replay_over_graph", replay.median() / replay_graph.median());
+  json.add("replay_over_direct", direct.median() / replay.median());
+  json.add("replay_record_ms", replay_record_ms.median());
   json.add("graph_timed_ops_per_s", timed.median());
   json.add("graph_traced_ops_per_s", traced.median());
   json.add("timing_cost_ratio", graph[shape::random].median() / timed.median());

@@ -43,6 +43,8 @@ using elapsed_atom = caf::atom_constant<caf::atom("elapsed")>;
 using register_atom = caf::atom_constant<caf::atom("register")>;
 // Registers an operation or a graph and answers once every operation of it has ended.
 using run_atom = caf::atom_constant<caf::atom("run")>;
+// A recorded step run again (messaging/step_types.hpp); record_atom records one.
+using replay_atom = caf::atom_constant<caf::atom("replay")>;
 using depend_atom = caf::atom_constant<caf::atom("depend")>;
 using begin_atom = caf::atom_constant<caf::atom("begin")>;
 // The caller of a begun operation has enqueued its work on the leased stream.

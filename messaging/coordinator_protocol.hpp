@@ -26,6 +26,7 @@
 #include "cudactor/messaging/barrier_protocol.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/report_types.hpp"
+#include "cudactor/messaging/step_types.hpp"
 #include "cudactor/messaging/types.hpp"
 #include "cudactor/messaging/work.hpp"
 
@@ -54,6 +55,13 @@ using coordinator_actor = caf::typed_actor<
     // the same, the end told to a local function (op_callback, graph_callback) instead
     caf::reacts_to<run_atom, op_spec, op_callback>,
     caf::reacts_to<run_atom, graph_spec, graph_callback>,
+    // steps (messaging/step_types.hpp): a graph recorded once (checked, inferred, placed),
+    // replayed as one operation answered once with the step's outcome, released
+    caf::replies_to<record_atom, graph_spec>::with<step_handle>,
+    caf::reacts_to<record_atom, graph_spec, step_record_callback>,
+    caf::replies_to<replay_atom, replay_request>::with<step_outcome>,
+    caf::reacts_to<replay_atom, replay_request, step_callback>,
+    caf::replies_to<release_atom, step_handle>::with<bool>,
     // makes the first also depend on the second
     caf::replies_to<depend_atom, op_id, op_id>::with<op_state>,
     // buffers (messaging/buffer_types.hpp): allocated in the order of a stream (named, or

@@ -13,6 +13,7 @@
 #include "cudactor/gpu/types.hpp"
 #include "cudactor/messaging/buffer_types.hpp"
 #include "cudactor/messaging/operation_types.hpp"
+#include "cudactor/messaging/step_types.hpp"
 
 namespace cudactor {
 
@@ -23,13 +24,18 @@ struct enum_range;
 
 template <>
 struct enum_range<op_type> {
-  static constexpr op_type last = op_type::collective_barrier;
+  static constexpr op_type last = op_type::step;
   static constexpr const char* name = "op_type";
 };
 template <>
 struct enum_range<buffer_access> {
   static constexpr buffer_access last = buffer_access::read_write;
   static constexpr const char* name = "buffer_access";
+};
+template <>
+struct enum_range<step_notices> {
+  static constexpr step_notices last = step_notices::all;
+  static constexpr const char* name = "step_notices";
 };
 template <>
 struct enum_range<op_priority> {

@@ -54,6 +54,9 @@ struct op_label {
 // What a collective's fields mean together (the walker checked each enum's range already).
 caf::error check_collective(const op_spec& op, const input_limits& limits, op_label which) {
   const op_collective& c = op.collective;
+  if (op.type == op_type::step) {
+    return bad(which.str() + " has type step, which only a replay of a recorded step has");
+  }
   if (!op.is_collective()) {
     if (op.type == op_type::all_gather || op.type == op_type::reduce_scatter ||
         op.type == op_type::collective_barrier) {
@@ -234,6 +237,17 @@ caf::error check_input(const guest_call& call, const input_limits& limits) {
   if (call.stream_time.count() < 0 || call.stream_time > limits.max_duration) {
     return bad("admit: a guest's stream time is 0 to " +
                std::to_string(limits.max_duration.count()) + " ns");
+  }
+  return {};
+}
+
+caf::error check_input(const replay_request& request, const input_limits& limits) {
+  detail::input_walker walker{limits};
+  walker.walk(request);
+  if (!walker.problem().empty()) return bad("replay: " + walker.problem());
+  if (request.bindings.size() > limits.max_graph_ops) {
+    return bad("replay: at most " + std::to_string(limits.max_graph_ops) + " bindings, not " +
+               std::to_string(request.bindings.size()));
   }
   return {};
 }

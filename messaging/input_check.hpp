@@ -19,6 +19,7 @@
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/input_limits.hpp"
 #include "cudactor/messaging/node_types.hpp"
+#include "cudactor/messaging/step_types.hpp"
 
 namespace cudactor {
 
@@ -43,6 +44,8 @@ namespace cudactor {
 [[nodiscard]] caf::error check_input(const buffer_call& call, buffer_verb verb,
                                      const input_limits& limits);
 [[nodiscard]] caf::error check_input(const rendezvous_entry& entry, const input_limits& limits);
+// A replay: its notices in range, its bindings bounded (the coordinator checks what they name).
+[[nodiscard]] caf::error check_input(const replay_request& request, const input_limits& limits);
 // A name (a barrier's, an operation's): 1 to max_name bytes.
 [[nodiscard]] caf::error check_name(const std::string& name, const input_limits& limits,
                                     std::string_view what);

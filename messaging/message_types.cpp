@@ -68,6 +68,15 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<coordinator_actor>("cudactor::coordinator_actor")
       .add_message_type<op_callback>("cudactor::op_callback")
       .add_message_type<graph_callback>("cudactor::graph_callback")
+      // steps
+      .add_message_type<step_handle>("cudactor::step_handle")
+      .add_message_type<buffer_binding>("cudactor::buffer_binding")
+      .add_message_type<step_notices>("cudactor::step_notices")
+      .add_message_type<replay_request>("cudactor::replay_request")
+      .add_message_type<step_op_end>("cudactor::step_op_end")
+      .add_message_type<step_outcome>("cudactor::step_outcome")
+      .add_message_type<step_record_callback>("cudactor::step_record_callback")
+      .add_message_type<step_callback>("cudactor::step_callback")
       // nodes
       .add_message_type<node_info>("cudactor::node_info")
       .add_message_type<node_actor>("cudactor::node_actor")

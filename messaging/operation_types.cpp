@@ -17,6 +17,7 @@ std::string_view to_string(op_type x) noexcept {
     case op_type::all_gather: return "all_gather";
     case op_type::reduce_scatter: return "reduce_scatter";
     case op_type::collective_barrier: return "collective_barrier";
+    case op_type::step: return "step";
   }
   return "unknown";
 }

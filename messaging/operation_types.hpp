@@ -46,6 +46,9 @@ enum class op_type : std::uint8_t {
   all_gather,
   reduce_scatter,
   collective_barrier,  // every rank of a communicator has arrived (not a barrier of streams)
+  // A replay of a recorded step (messaging/step_types.hpp): the coordinator's own, never
+  // registered by a caller.
+  step,
 };
 
 enum class op_priority : std::uint8_t { critical, high, normal, low, cleanup };

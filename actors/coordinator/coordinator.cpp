@@ -34,6 +34,15 @@ coordinator_actor::behavior_type coordinator_behavior(
       [&st](run_atom, graph_spec& graph) { return st.run_graph(graph); },
       [&st](run_atom, op_spec& spec, op_callback& done) { st.run_op(spec, done); },
       [&st](run_atom, graph_spec& graph, graph_callback& done) { st.run_graph(graph, done); },
+      [&st](record_atom, graph_spec& graph) { return st.record_step(graph); },
+      [&st](record_atom, graph_spec& graph, step_record_callback& done) {
+        st.record_step(graph, done);
+      },
+      [&st](replay_atom, replay_request& request) { return st.replay(request); },
+      [&st](replay_atom, replay_request& request, step_callback& done) {
+        st.replay(request, done);
+      },
+      [&st](release_atom, const step_handle& step) { return st.release_step(step); },
       [&st](depend_atom, op_id op, op_id dep) { return st.depend(op, dep); },
       [&st](alloc_atom, std::uint64_t bytes) { return st.allocate_buffer(std::nullopt, bytes); },
       [&st](alloc_atom, stream_id on, std::uint64_t bytes) {

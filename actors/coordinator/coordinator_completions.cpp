@@ -112,6 +112,7 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
         r->finished_ns = batch.timed[next_timed].ended_ns;
       }
     }
+    if (r != nullptr && r->type == op_type::step) why = replay_cause(id, std::move(why));
     if (r == nullptr || graph_.deps_ended(id)) {
       settle_and_wake(id, std::move(why));
     } else {

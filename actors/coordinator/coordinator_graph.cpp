@@ -21,9 +21,11 @@ caf::result<op_id> coordinator_state::register_op(op_spec& spec, const op_listen
 }
 
 caf::error coordinator_state::add_op(op_spec& spec, const op_listener* listener, std::uint64_t run,
-                                     op_id& out) {
+                                     op_id& out, bool own) {
   if (auto why = refusal()) return why;
-  if (auto bad = check_input(spec, options_.limits)) return bad;
+  if (!own) {
+    if (auto bad = check_input(spec, options_.limits)) return bad;
+  }
   if (auto bad = expand_collective(spec, "the operation")) return bad;
   const bool manual = spec.is_manual();
   if (spec.is_barrier()) {
@@ -105,6 +107,8 @@ std::string words_of(const caf::error& bad) {
   std::string context = error_context(bad);
   return context.empty() ? describe(bad) : context;
 }
+
+}  // namespace
 
 // The graph's operations in an order where each comes after those it names in `after`
 // (Kahn), or the cycle that makes one impossible, named. Linear in operations and edges.
@@ -195,8 +199,6 @@ caf::error order_of(const graph_spec& graph, const std::vector<std::uint32_t>& e
   }
   return {};
 }
-
-}  // namespace
 
 caf::error coordinator_state::check_placement(const op_spec& spec) const {
   const op_placement& p = spec.placement;

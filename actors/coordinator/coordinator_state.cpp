@@ -28,6 +28,7 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
   graph_ = op_graph{options_.failures_kept};
   ended_kept_ = ended_ring{options_.ended_kept};
   pool_ = stream_pool{options_.strategy};
+  steps_ = step_table{options_.max_steps};
   for (const auto& s : context_.streams) {
     pool_.add(s.id, s.priority, s.ledger);
     actors_.push_back(s.actor);
@@ -229,6 +230,9 @@ std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record&
     }
   });
   if (stuck) return std::nullopt;
+  // A replay's parts begin on several streams, each waiting there for the replay's
+  // dependencies: one without a cell must have its ticket back first.
+  if (r.type == op_type::step && bound) return std::nullopt;
   if (r.pinned != no_stream) {
     // Its own stream or nothing: it waits for room there (and for the ticket of a dependency
     // without a cell on its way to another).
@@ -326,7 +330,8 @@ void coordinator_state::stage(op_id id, std::uint32_t index, std::int64_t now) {
   op_record& r = records_.at(id.value);
   dispatched_op op;
   op.fn = std::move(r.fn);
-  op.waits = waits_for(id, index);
+  // A replay's parts go out first; the join (its own point) waits for them.
+  op.waits = r.type == op_type::step ? stage_replay(id, index) : waits_for(id, index);
   op.timed = timing_;
   // Dependents on other streams go out with it, in this pass or a later one before its ticket
   // is back, and wait for the point its stream actor publishes. A buffer user may get

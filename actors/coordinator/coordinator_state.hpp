@@ -43,12 +43,22 @@
 #include "cudactor/actors/coordinator/op_record.hpp"
 #include "cudactor/actors/coordinator/run_table.hpp"
 #include "cudactor/actors/coordinator/staged_passes.hpp"
+#include "cudactor/actors/coordinator/step_replay.hpp"
+#include "cudactor/actors/coordinator/step_table.hpp"
 #include "cudactor/actors/coordinator/stream_pool.hpp"
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/stream_directory.hpp"
 #include "cudactor/actors/detail/wait_keys.hpp"
 
 namespace cudactor::detail {
+
+// The graph's operations in an order where each comes after those it names in `after` (Kahn),
+// or the cycle that makes one impossible, named. Linear in operations and edges. `extra`: more
+// edges by index (inferred from buffer uses), op i's at [extra_first[i], extra_first[i + 1]);
+// none when extra_first is empty.
+[[nodiscard]] caf::error order_of(const graph_spec& graph, const std::vector<std::uint32_t>& extra,
+                                  const std::vector<std::uint32_t>& extra_first,
+                                  std::vector<std::uint32_t>& order);
 
 class coordinator_state {
  public:
@@ -114,6 +124,17 @@ class coordinator_state {
   caf::result<barrier_crossing> synchronize(op_spec& spec, const wait_limit& limit,
                                             const barrier_generation* generation = nullptr);
 
+  // --- steps (coordinator_steps.cpp, docs/replay.md) ----------------------------------------
+  // Checks `graph` as a whole, infers its dependencies and places it once: a recorded step.
+  caf::result<step_handle> record_step(graph_spec& graph);
+  void record_step(graph_spec& graph, step_record_callback& done);
+  // Runs a recorded step as one operation (its uses the union of its operations'), answered
+  // once with its outcome.
+  caf::result<step_outcome> replay(replay_request& request);
+  void replay(replay_request& request, step_callback& done);
+  // Forgets a recorded step (replays in flight run to their end); false when `step` names none.
+  bool release_step(const step_handle& step);
+
   // --- buffers (coordinator_buffers.cpp) ---------------------------------------------------
   // A buffer of `bytes` allocated in the order of `on` (a runtime stream id), or of a stream
   // the coordinator picks.
@@ -157,7 +178,9 @@ class coordinator_state {
                         bool manual, std::int64_t now);
   // register_op and submit_graph, with the run request (0: none) the operations belong to;
   // set before anything can end, so that no end goes by unheard.
-  caf::error add_op(op_spec& spec, const op_listener* listener, std::uint64_t run, op_id& out);
+  // `own`: the coordinator's own operation (a replay), whose input checks it skips.
+  caf::error add_op(op_spec& spec, const op_listener* listener, std::uint64_t run, op_id& out,
+                    bool own = false);
   caf::error add_graph(graph_spec& graph, const op_listener* listener, std::uint64_t run,
                        std::vector<op_id>& out);
   // A graph's dependencies on operations registered before, and its work, resolved into
@@ -169,6 +192,23 @@ class coordinator_state {
   caf::error start_run(op_spec& spec, std::function<void(std::vector<op_notice>)> done);
   caf::error start_run(graph_spec& graph, std::function<void(std::vector<op_notice>)> done);
   void add_listener(op_record& r, const op_listener& listener);
+
+  // Steps (coordinator_steps.cpp).
+  caf::error make_step(graph_spec& graph, step_handle& out);
+  // Registers the replay and calls `done` once with its outcome; the error when nothing was
+  // registered (`done` is then not kept).
+  caf::error start_replay(replay_request& request, std::function<void(step_outcome)> done);
+  // The bindings of `request` checked and applied: the union's uses rebound into `uses`, the
+  // rebound operations' work resolved anew into `replay`.
+  caf::error bind(const replay_request& request, const recorded_step& step,
+                  std::vector<buffer_use>& uses, step_replay& replay);
+  // stage()'s share for a replay onto its home stream `home`: every part's operations staged for
+  // their streams (the home part's before the join), each part's first with the replay's own
+  // waits there; the join's waits (every other part's last operation).
+  [[nodiscard]] std::vector<point_wait> stage_replay(op_id id, std::uint32_t home);
+  // The cause a replay's end carries once its join was reached with `why`: the first of its
+  // operations that failed, by graph index; else `why`.
+  [[nodiscard]] caf::error replay_cause(op_id id, caf::error why) const;
 
   // Hands ready operations to streams while they have room (one message per stream per
   // pass), serves begin waiters whose operation became ready.
@@ -488,6 +528,10 @@ class coordinator_state {
   notice_outbox outbox_;  // sent at the end of the pass (flush)
 
   run_table runs_;  // the run requests still owed an answer
+  step_table steps_;  // recorded steps
+  // The replays registered and not yet ended, by their operation.
+  std::unordered_map<op_id, std::shared_ptr<step_replay>> replays_;
+  std::uint64_t replays_started_ = 0;
   // Arms on_shed() once the coordinator holds no operation (options_.keep_memory_for).
   void arm_shed();
   bool shed_armed_ = false;

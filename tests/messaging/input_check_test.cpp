@@ -48,7 +48,7 @@ BOOST_AUTO_TEST_CASE(a_valid_operation_and_graph_pass) {
 BOOST_AUTO_TEST_CASE(every_enum_field_is_checked_against_its_range) {
   const input_limits limits;
   for (int field = 0; field < 8; ++field) {
-    for (unsigned value : {11u, 12u, 200u, 255u}) {
+    for (unsigned value : {12u, 13u, 200u, 255u}) {
       op_spec op = named_op();
       if (field == 0) op.type = raw<op_type>(static_cast<std::uint8_t>(value));
       if (field == 1) op.priority = raw<op_priority>(static_cast<std::uint8_t>(value));
@@ -302,4 +302,20 @@ BOOST_AUTO_TEST_CASE(a_buffer_call_carries_what_its_verb_needs_and_nothing_else)
   // A store past what one message may carry is refused by the walker or the bound.
   buffer_call big = buffer_call::store(b, 0, std::vector<std::uint8_t>(max_buffer_transfer + 1));
   BOOST_TEST(static_cast<bool>(check_input(big, buffer_verb::store, limits)));
+}
+
+BOOST_AUTO_TEST_CASE(a_step_type_and_a_replay_request_are_checked) {
+  const input_limits limits;
+  op_spec op = named_op();
+  op.type = op_type::step;  // a replay's own
+  BOOST_TEST(says(check_input(op, limits), "only a replay of a recorded step has"));
+  replay_request r;
+  BOOST_TEST(!check_input(r, limits));
+  r.notices = raw<step_notices>(3);
+  BOOST_TEST(says(check_input(r, limits), "is not a valid step_notices"));
+  r.notices = step_notices::all;
+  input_limits few = limits;
+  few.max_graph_ops = 2;
+  r.bindings.resize(3);
+  BOOST_TEST(says(check_input(r, few), "at most 2 bindings"));
 }

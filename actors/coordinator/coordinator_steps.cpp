@@ -1,0 +1,362 @@
+// Steps: a graph recorded once (checked, inferred, placed) and replayed as one operation of the
+// coordinator whose parts go to their streams in one pass (docs/replay.md).
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cudactor/actors/coordinator/coordinator_state.hpp"
+#include "cudactor/actors/detail/clock.hpp"
+#include "cudactor/messaging/errc.hpp"
+#include "cudactor/messaging/input_check.hpp"
+
+namespace cudactor::detail {
+
+namespace {
+
+caf::error refuse_op(std::size_t i, const std::string& why) {
+  return make_error(errc::invalid_argument, "record: step op " + std::to_string(i) + " " + why);
+}
+
+}  // namespace
+
+caf::error coordinator_state::make_step(graph_spec& graph, step_handle& out) {
+  if (auto why = refusal()) return why;
+  const std::size_t n = graph.ops.size();
+  if (n == 0)
+    return make_error(errc::invalid_argument, "record: a step has at least one operation");
+  if (auto bad = check_input(graph, options_.limits)) return bad;
+  if (steps_.size() >= steps_.max()) {
+    return make_error(errc::resource_exhausted,
+                      "record: " + std::to_string(steps_.size()) +
+                          " steps are recorded, the most the coordinator keeps "
+                          "(cudactor.coordinator.max-steps): release one first");
+  }
+  const std::int64_t started = now_ns();
+  for (std::size_t i = 0; i < n; ++i) {
+    const op_spec& spec = graph.ops[i].spec;
+    if (spec.is_barrier()) {
+      return refuse_op(i, "is a barrier: a step records work (its own order is its waits)");
+    }
+    if (spec.is_collective()) return refuse_op(i, "is a collective, which a step cannot hold yet");
+    if (spec.is_manual()) {
+      return refuse_op(i, "has no work: a caller-launched operation cannot be replayed");
+    }
+    if (!spec.deps.empty()) {
+      return refuse_op(i,
+                       "names operations registered before: a step depends only on its own "
+                       "operations, and is ordered against other work by its buffer uses");
+    }
+  }
+  // Its dependencies as a graph's (inferred on scratch copies of the histories, which are
+  // dropped: recording runs nothing), its order, its work resolved against its buffers.
+  const op_id scratch_first{std::uint64_t{1} << 63};
+  graph_uses uses;
+  if (auto bad = infer_graph_uses(graph, scratch_first, uses)) return bad;
+  std::vector<std::uint32_t> order;
+  if (auto bad = order_of(graph, uses.local, uses.local_first, order)) return bad;
+  std::vector<gpu::work_fn> fns;
+  if (auto bad = check_graph(graph, uses, fns)) return bad;
+
+  auto step = std::make_shared<recorded_step>();
+  step->ops.resize(n);
+  step_plan::input in;
+  in.streams = pool_.size();
+  in.order = order;
+  in.after_first.resize(n + 1);
+  in.pinned.assign(n, step_plan::none);
+  in.allowed.resize(n);
+  step->priority = op_priority::cleanup;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    op_spec& spec = graph.ops[i].spec;
+    recorded_step::op& o = step->ops[i];
+    in.after_first[i] = static_cast<std::uint32_t>(in.after.size());
+    for (std::uint32_t a : graph.ops[i].after) in.after.push_back(step_plan::edge{a, false});
+    if (!uses.empty()) {
+      for_each_inferred(uses.inferences[i].inferred, [&](op_id d, dep_kind kind) {
+        if (d.value < scratch_first.value) return;  // registered before: the replay's concern
+        in.after.push_back(step_plan::edge{
+            static_cast<std::uint32_t>(d.value - scratch_first.value), kind == dep_kind::order});
+      });
+      o.ranges.assign(uses.ranges_of(i), uses.ranges_of(i) + spec.uses.size());
+    }
+    if (spec.placement.pinned) in.pinned[i] = *pool_.index_of(spec.placement.stream);
+    if (spec.placement.strict) {
+      for (std::uint32_t s = 0; s < pool_.size(); ++s) {
+        if (pool_.matches(s, spec.priority, spec.workload)) in.allowed[i].push_back(s);
+      }
+    }
+    step->priority = std::min(step->priority, spec.priority);
+    o.body = std::move(spec.body);
+    o.uses = std::move(spec.uses);
+    o.fn = std::move(fns[i]);
+    o.description = std::move(spec.description);
+  }
+  in.after_first[n] = static_cast<std::uint32_t>(in.after.size());
+  step->plan = step_plan{in};
+  // A replay's part goes to its stream in one dispatch message, with that pass's other work.
+  constexpr std::size_t max_part = std::size_t{1} << 15;
+  for (const auto& part : step->plan.parts()) {
+    if (part.entries.size() > max_part) {
+      return make_error(errc::invalid_argument,
+                        "record: the step puts " + std::to_string(part.entries.size()) +
+                            " operations on stream " +
+                            std::to_string(pool_.at(part.stream).id.value) + ", at most " +
+                            std::to_string(max_part) + " go on one stream");
+    }
+  }
+  step->union_uses = union_of_uses(step->ops);
+  for (const buffer_use& u : step->union_uses) {
+    if (std::find(step->buffers.begin(), step->buffers.end(), u.buffer) == step->buffers.end()) {
+      step->buffers.push_back(u.buffer);
+    }
+  }
+  step->recorded_ns = now_ns() - started;
+  const auto handle = steps_.add(std::move(step));
+  assert(handle.has_value());  // room checked above
+  out = *handle;
+  return {};
+}
+
+caf::result<step_handle> coordinator_state::record_step(graph_spec& graph) {
+  step_handle out;
+  if (auto bad = make_step(graph, out)) return bad;
+  return out;
+}
+
+void coordinator_state::record_step(graph_spec& graph, step_record_callback& done) {
+  auto f = std::move(done.get());
+  if (!f) return;
+  step_handle out;
+  caf::error bad = make_step(graph, out);
+  f(out, std::move(bad));
+}
+
+bool coordinator_state::release_step(const step_handle& step) { return steps_.remove(step); }
+
+caf::error coordinator_state::bind(const replay_request& request, const recorded_step& step,
+                                   std::vector<buffer_use>& uses, step_replay& replay) {
+  const std::string label = "replay of " + to_string(request.step);
+  std::vector<std::pair<buffer_id, buffer_id>> map;  // recorded -> bound
+  for (const buffer_binding& b : request.bindings) {
+    if (std::find(step.buffers.begin(), step.buffers.end(), b.from) == step.buffers.end()) {
+      return make_error(errc::invalid_argument,
+                        label + " binds " + to_string(b.from) + ", which the step does not use");
+    }
+    for (const auto& [from, to] : map) {
+      if (from == b.from) {
+        return make_error(errc::invalid_argument, label + " binds " + to_string(b.from) + " twice");
+      }
+    }
+    caf::error why;
+    const buffer_table::entry* to = buffers_->find_live(b.to, why);
+    if (to == nullptr) {
+      return make_error(errc::invalid_argument, label + " binds " + to_string(b.from) + " to " +
+                                                    to_string(b.to) + ": " +
+                                                    cudactor::describe(why));
+    }
+    const buffer_table::entry* from = buffers_->find_live(b.from, why);  // live: checked before
+    if (from == nullptr || from->handle.size != to->handle.size) {
+      return make_error(errc::invalid_argument,
+                        label + " binds " + to_string(b.from) + " (" +
+                            std::to_string(from != nullptr ? from->handle.size : 0) +
+                            " bytes) to " + to_string(b.to) + " (" +
+                            std::to_string(to->handle.size) +
+                            " bytes): a buffer is bound to one of the same size");
+    }
+    map.emplace_back(b.from, b.to);
+  }
+  const auto bound = [&](const buffer_id& id) {
+    for (const auto& [from, to] : map) {
+      if (from == id) return to;
+    }
+    return id;
+  };
+  // The step's dependencies were inferred among distinct buffers: they must stay distinct.
+  std::vector<buffer_id> after;
+  for (const buffer_id& id : step.buffers) after.push_back(bound(id));
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    for (std::size_t j = i + 1; j < after.size(); ++j) {
+      if (after[i] == after[j]) {
+        return make_error(errc::invalid_argument, label + " would use " + to_string(after[i]) +
+                                                      " for both " + to_string(step.buffers[i]) +
+                                                      " and " + to_string(step.buffers[j]) +
+                                                      ": bound buffers stay distinct");
+      }
+    }
+  }
+  for (buffer_use& u : uses) u.buffer = bound(u.buffer);
+  for (std::uint32_t i = 0; i < step.ops.size(); ++i) {
+    const recorded_step::op& op = step.ops[i];
+    const bool touched = std::any_of(op.uses.begin(), op.uses.end(), [&](const buffer_use& u) {
+      return bound(u.buffer) != u.buffer;
+    });
+    if (!touched) continue;
+    if (op.body.is_local()) {
+      return make_error(errc::invalid_argument,
+                        label + ": step op " + std::to_string(i) +
+                            " is a local closure, whose addresses cannot be rebound (bind only "
+                            "buffers that named work uses)");
+    }
+    std::vector<buffer_use> rebound = op.uses;
+    for (buffer_use& u : rebound) u.buffer = bound(u.buffer);
+    gpu::work_fn fn;
+    if (auto bad = resolve(op.body, rebound, op.ranges.data(), fn)) {
+      return make_error(static_cast<errc>(bad.code()),
+                        label + ": step op " + std::to_string(i) + ": " + cudactor::describe(bad));
+    }
+    replay.rebind(i, std::move(fn));
+  }
+  return {};
+}
+
+caf::error coordinator_state::start_replay(replay_request& request,
+                                           std::function<void(step_outcome)> done) {
+  if (auto why = refusal()) return why;
+  if (auto bad = check_input(request, options_.limits)) return bad;
+  step_table::entry* e = steps_.find(request.step);
+  if (e == nullptr) {
+    return make_error(errc::invalid_argument,
+                      "replay: " + to_string(request.step) +
+                          " is not a step recorded here (never recorded, or released)");
+  }
+  if (!e->invalid.empty()) return make_error(errc::invalid_state, "replay: " + e->invalid);
+  const recorded_step& step = *e->step;
+  // A buffer it was recorded with that is gone makes the step invalid for good: its work was
+  // resolved against that memory.
+  for (const buffer_id& b : step.buffers) {
+    caf::error why;
+    if (buffers_->find_live(b, why) == nullptr) {
+      e->invalid = to_string(request.step) + " uses " + to_string(b) +
+                   ", which was released: the step is invalid (release it, record it anew)";
+      return make_error(errc::invalid_state, "replay: " + e->invalid);
+    }
+  }
+  auto replay = std::make_shared<step_replay>(e->step, request.step, request.notices);
+  op_spec spec;
+  spec.type = op_type::step;
+  spec.priority = step.priority;
+  spec.workload = op_workload::mixed;
+  spec.description = to_string(request.step);
+  spec.body = work::local(no_work);  // the join: the replay's own point
+  spec.placement.pinned = true;
+  spec.placement.stream = pool_.at(step.plan.parts()[step.plan.home()].stream).id;
+  spec.uses = step.union_uses;
+  if (!request.bindings.empty()) {
+    if (auto bad = bind(request, step, spec.uses, *replay)) return bad;
+  }
+  const std::uint64_t key =
+      runs_.open(1, [this, replay, done = std::move(done)](std::vector<op_notice> ends) {
+        op_notice& n = ends.front();
+        replay->ended = true;
+        replays_.erase(replay->op);
+        step_outcome out;
+        out.step = replay->handle();
+        out.op = n.id;
+        out.state = n.state;
+        out.cause = std::move(n.cause);
+        out.registered_ns = n.registered_ns;
+        out.dispatched_ns = n.dispatched_ns;
+        out.ended_ns = n.ended_ns;
+        out.ops = replay->ends(out.state, out.cause);
+        done(std::move(out));
+      });
+  // Known before it is registered: a pass inside the registration may stage it.
+  replay->op = op_id{graph_.newest().value + 1};
+  replays_.emplace(replay->op, replay);
+  op_id id;
+  if (auto bad = add_op(spec, nullptr, key, id, true)) {
+    runs_.drop(key);
+    replays_.erase(replay->op);
+    return bad;
+  }
+  assert(id == replay->op);
+  ++replays_started_;
+  return {};
+}
+
+caf::result<step_outcome> coordinator_state::replay(replay_request& request) {
+  auto promise = self_->make_response_promise<step_outcome>();
+  if (auto bad = start_replay(
+          request, [promise](step_outcome out) mutable { promise.deliver(std::move(out)); })) {
+    promise.deliver(std::move(bad));
+  }
+  return promise;
+}
+
+void coordinator_state::replay(replay_request& request, step_callback& done) {
+  auto f = std::move(done.get());
+  if (!f) return;
+  const step_handle step = request.step;
+  if (auto bad = start_replay(request, f)) {
+    step_outcome out;
+    out.step = step;
+    out.state = op_state::failed;
+    out.cause = std::move(bad);
+    f(std::move(out));
+  }
+}
+
+std::vector<point_wait> coordinator_state::stage_replay(op_id id, std::uint32_t home) {
+  const auto found = replays_.find(id);
+  assert(found != replays_.end());
+  step_replay& replay = *found->second;
+  const step_plan& plan = replay.step().plan;
+  std::vector<std::shared_ptr<point_cell>> cells(plan.cells());
+  for (auto& c : cells) c = std::make_shared<point_cell>();
+  const auto wait_on = [&](const step_plan::wait& w) {
+    const step_plan::part& part = plan.parts()[w.part];
+    return point_wait{pool_.at(part.stream).id, 0, w.order_only, cells[part.entries[w.entry].cell]};
+  };
+  for (std::uint32_t p = 0; p < plan.parts().size(); ++p) {
+    const step_plan::part& part = plan.parts()[p];
+    // The replay's own waits (its dependencies outside the step), where each part begins.
+    std::vector<point_wait> outside = waits_for(id, part.stream);
+    for (std::uint32_t k = 0; k < part.segments.size(); ++k) {
+      const step_plan::segment seg = part.segments[k];
+      const step_plan::entry& first = part.entries[seg.first];
+      dispatched_op op;
+      op.fn = replay.wrap(p, k);
+      if (k == 0) op.waits = std::move(outside);
+      for (const auto* w = plan.waits_begin(first); w != plan.waits_end(first); ++w) {
+        op.waits.push_back(wait_on(*w));
+      }
+      const std::uint32_t cell = part.entries[seg.last].cell;
+      if (cell != step_plan::none) op.cell = cells[cell];
+      // Not the coordinator's operation (no id): the stream reports none of them; the join
+      // comes after them all.
+      staged_.add(part.stream, op_id{}, std::move(op));
+    }
+  }
+  (void)home;
+  assert(plan.parts()[plan.home()].stream == home);
+  std::vector<point_wait> join;
+  join.reserve(plan.join_waits().size());
+  for (const auto& w : plan.join_waits()) join.push_back(wait_on(w));
+  return join;
+}
+
+caf::error coordinator_state::replay_cause(op_id id, caf::error why) const {
+  const auto found = replays_.find(id);
+  if (found == replays_.end()) return why;
+  const step_replay& replay = *found->second;
+  const std::uint32_t failed = replay.first_failed();
+  if (failed != step_replay::none) {
+    const std::string& what = replay.step().ops[failed].description;
+    return make_error(errc::op_failed,
+                      to_string(replay.handle()) + " failed at step op " + std::to_string(failed) +
+                          (what.empty() ? std::string{} : " ('" + what + "')") + ": " +
+                          cudactor::describe(to_error(replay.first_failure())));
+  }
+  if (why) {
+    // A failure none of its operations' work saw (a wait, a launch): the step's.
+    return make_error(errc::op_failed,
+                      to_string(replay.handle()) + " failed: " + cudactor::describe(why));
+  }
+  return why;
+}
+
+}  // namespace cudactor::detail

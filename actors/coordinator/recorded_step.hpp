@@ -1,0 +1,46 @@
+// actors/coordinator/recorded_step.hpp
+//
+// A step as the coordinator keeps it between replays (docs/replay.md): each operation's work
+// (kept to be resolved anew against bound buffers), its declared uses and the launch function
+// resolved against the buffers it was recorded with; the plan (where each operation goes and
+// what it waits for, actors/coordinator/step_plan.hpp); and the union of its uses, which a
+// replay declares as one operation so that it is ordered against other work. Immutable once
+// recorded, shared by the replays in flight; only `invalid` is set later, by the coordinator's
+// thread. No CAF actor, no device.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cudactor/actors/coordinator/buffer_uses.hpp"
+#include "cudactor/actors/coordinator/step_plan.hpp"
+#include "cudactor/messaging/buffer_types.hpp"
+#include "cudactor/messaging/operation_types.hpp"
+#include "cudactor/messaging/work.hpp"
+
+namespace cudactor::detail {
+
+struct recorded_step {
+  struct op {
+    work body;
+    std::vector<buffer_use> uses;
+    std::vector<byte_range> ranges;  // of `uses`, as checked at record
+    gpu::work_fn fn;                 // resolved against the recorded buffers
+    std::string description;
+  };
+  std::vector<op> ops;  // in the graph's order
+  step_plan plan;
+  std::vector<buffer_use> union_uses;  // over the recorded buffers
+  std::vector<buffer_id> buffers;      // each buffer it uses, once
+  op_priority priority = op_priority::normal;
+  std::int64_t recorded_ns = 0;  // what recording took
+};
+
+// The uses of one operation that stands for all of `ops`: per buffer, the bytes some operation
+// writes and some reads as read_write, those only written as write, those only read as read,
+// each a merged range (inference then orders the replay exactly as its operations' uses
+// would, taken together).
+[[nodiscard]] std::vector<buffer_use> union_of_uses(const std::vector<recorded_step::op>& ops);
+
+}  // namespace cudactor::detail
