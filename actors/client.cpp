@@ -114,7 +114,7 @@ void client::submit(graph_spec graph, std::function<void(std::vector<op_notice>)
                  }});
 }
 
-void client::record(graph_spec graph, std::function<void(step_handle, caf::error)> done) {
+void client::record(step_spec step, std::function<void(step_handle, caf::error)> done) {
   using recorded = std::pair<step_handle, caf::error>;
   auto cell = std::make_shared<detail::call_once<recorded>>(
       [f = std::move(done)](recorded r) { f(r.first, std::move(r.second)); },
@@ -126,17 +126,17 @@ void client::record(graph_spec graph, std::function<void(step_handle, caf::error
     cell->otherwise();
     return;
   }
-  caf::anon_send(coordinator_, record_atom::value, std::move(graph),
+  caf::anon_send(coordinator_, record_atom::value, std::move(step),
                  step_record_callback{[cell, open = open_, k = *key](step_handle h, caf::error e) {
                    open->forget(k);
                    (*cell)(recorded{h, std::move(e)});
                  }});
 }
 
-std::future<step_handle> client::record(graph_spec graph) {
+std::future<step_handle> client::record(step_spec step) {
   auto p = std::make_shared<std::promise<step_handle>>();
   auto f = p->get_future();
-  record(std::move(graph), [p](step_handle h, caf::error why) {
+  record(std::move(step), [p](step_handle h, caf::error why) {
     if (why) {
       p->set_exception(std::make_exception_ptr(std::runtime_error{describe(why)}));
     } else {

@@ -51,10 +51,10 @@ class client {
   [[nodiscard]] std::future<op_notice> submit(op_spec op);
   [[nodiscard]] std::future<std::vector<op_notice>> submit(graph_spec graph);
 
-  // Steps (docs/replay.md): `graph` recorded once, answered with its handle or why not;
+  // Steps (docs/replay.md): a graph recorded once, answered with its handle or why not;
   // replayed, answered once with the step's outcome; released (replays in flight run on).
-  void record(graph_spec graph, std::function<void(step_handle, caf::error)> done);
-  [[nodiscard]] std::future<step_handle> record(graph_spec graph);  // failure as an exception
+  void record(step_spec step, std::function<void(step_handle, caf::error)> done);
+  [[nodiscard]] std::future<step_handle> record(step_spec step);  // failure as an exception
   void replay(replay_request request, std::function<void(step_outcome)> done);
   [[nodiscard]] std::future<step_outcome> replay(replay_request request);
   void release(step_handle step);

@@ -71,6 +71,7 @@ runtime_config::runtime_config() {
       .add(co_report_names_, "report-names", "operation names the report keeps apart")
       .add(co_max_buffers_, "max-buffers",
            "buffers allocated, adopted or being made, and not yet reclaimed, at most")
+      .add(co_max_steps_, "max-steps", "recorded steps not yet released, at most")
       .add(co_max_buffer_segments_, "max-buffer-segments",
            "segments one buffer's use history holds at most (each use adds up to two)")
       .add(co_max_inferred_edges_, "max-inferred-edges",
@@ -279,6 +280,8 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.coordinator.report_names = co_report_names_;
   if (co_max_buffers_ == 0) return bad("cudactor.coordinator.max-buffers must be at least 1");
   out.coordinator.max_buffers = co_max_buffers_;
+  if (co_max_steps_ == 0) return bad("cudactor.coordinator.max-steps must be at least 1");
+  out.coordinator.max_steps = co_max_steps_;
   // An empty history (one segment) must take an operation with the most uses (two each).
   const std::size_t fewest_segments = 1 + 2 * out.coordinator.limits.max_uses;
   if (co_max_buffer_segments_ < fewest_segments) {

@@ -119,6 +119,7 @@ class runtime_config : public caf::actor_system_config {
   std::string co_trace_;
   std::size_t co_report_names_ = coordinator_options{}.report_names;
   std::size_t co_max_buffers_ = coordinator_options{}.max_buffers;
+  std::size_t co_max_steps_ = coordinator_options{}.max_steps;
   std::size_t co_max_buffer_segments_ = coordinator_options{}.max_buffer_segments;
   std::size_t co_max_inferred_edges_ = coordinator_options{}.max_inferred_edges;
   std::size_t co_max_covered_segments_ = coordinator_options{}.max_covered_segments;

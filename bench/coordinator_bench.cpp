@@ -327,7 +327,7 @@ replay_outcome replay_runs(runtime& rt, std::size_t n, int times, std::uint64_t 
   const auto replayed = [&] {
     step_handle h;
     const auto start = now_ns();
-    self->request(rt.coordinator(), caf::infinite, record_atom::value, g)
+    self->request(rt.coordinator(), caf::infinite, record_atom::value, step_spec{"random DAG", g})
         .receive([&](step_handle made) { h = made; },
                  [](caf::error& why) {
                    std::fprintf(stderr, "record: %s\n", describe(why).c_str());

@@ -40,6 +40,18 @@ void coordinator::run_with(graph_spec graph, on_done<std::vector<op_notice>> don
   ask<std::vector<op_notice>>(std::move(done), run_atom::value, std::move(graph));
 }
 
+void coordinator::record_with(step_spec step, on_done<step_handle> done) const {
+  ask<step_handle>(std::move(done), record_atom::value, std::move(step));
+}
+
+void coordinator::replay_with(replay_request request, on_done<step_outcome> done) const {
+  ask<step_outcome>(std::move(done), replay_atom::value, std::move(request));
+}
+
+void coordinator::release_with(step_handle step, on_done<bool> done) const {
+  ask<bool>(std::move(done), release_atom::value, step);
+}
+
 void coordinator::depend_with(op_id op, op_id on, on_done<op_state> done) const {
   ask<op_state>(std::move(done), depend_atom::value, op, on);
 }

@@ -28,6 +28,7 @@
 #include "cudactor/facade/launch_lease.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/report_types.hpp"
+#include "cudactor/messaging/step_types.hpp"
 
 namespace cudactor {
 
@@ -110,6 +111,37 @@ class coordinator {
   auto release(buffer_id buffer, Token&& token = {}) const {
     return complete<op_id>(std::forward<Token>(token), [c = *this, buffer](on_done<op_id> d) {
       c.release_with(buffer, std::move(d));
+    });
+  }
+
+  // --- steps (docs/replay.md) ----------------------------------------------------------------
+  // A graph recorded once: checked, its dependencies inferred, placed; its handle.
+  template <class Token = use_future_t>
+  auto record(step_spec step, Token&& token = {}) const {
+    return complete<step_handle>(std::forward<Token>(token), [c = *this, step = std::move(step)](
+                                                                 on_done<step_handle> d) mutable {
+      c.record_with(std::move(step), std::move(d));
+    });
+  }
+  // The step run again as one operation, answered once with its outcome (a failed or
+  // cancelled replay is an outcome, not an error; a refused one is an error).
+  template <class Token = use_future_t>
+  auto replay(replay_request request, Token&& token = {}) const {
+    return complete<step_outcome>(
+        std::forward<Token>(token),
+        [c = *this, request = std::move(request)](on_done<step_outcome> d) mutable {
+          c.replay_with(std::move(request), std::move(d));
+        });
+  }
+  template <class Token = use_future_t>
+  auto replay(step_handle step, Token&& token = {}) const {
+    return replay(replay_request{step, {}, step_notices::none}, std::forward<Token>(token));
+  }
+  // Forgets the step (replays in flight run on); false when it names none.
+  template <class Token = use_future_t>
+  auto release(step_handle step, Token&& token = {}) const {
+    return complete<bool>(std::forward<Token>(token), [c = *this, step](on_done<bool> d) {
+      c.release_with(step, std::move(d));
     });
   }
 
@@ -233,6 +265,9 @@ class coordinator {
                      on_done<buffer_handle> done) const;
   void adopt_with(std::uint64_t at, std::uint64_t bytes, on_done<buffer_handle> done) const;
   void release_with(buffer_id buffer, on_done<op_id> done) const;
+  void record_with(step_spec step, on_done<step_handle> done) const;
+  void replay_with(replay_request request, on_done<step_outcome> done) const;
+  void release_with(step_handle step, on_done<bool> done) const;
   void begin_with(op_id op, on_done<launch_lease> done) const;
   void complete_with(op_id op, on_done<ticket> done) const;
   void fail_with(op_id op, std::string why, on_done<op_state> done) const;

@@ -57,8 +57,8 @@ using coordinator_actor = caf::typed_actor<
     caf::reacts_to<run_atom, graph_spec, graph_callback>,
     // steps (messaging/step_types.hpp): a graph recorded once (checked, inferred, placed),
     // replayed as one operation answered once with the step's outcome, released
-    caf::replies_to<record_atom, graph_spec>::with<step_handle>,
-    caf::reacts_to<record_atom, graph_spec, step_record_callback>,
+    caf::replies_to<record_atom, step_spec>::with<step_handle>,
+    caf::reacts_to<record_atom, step_spec, step_record_callback>,
     caf::replies_to<replay_atom, replay_request>::with<step_outcome>,
     caf::reacts_to<replay_atom, replay_request, step_callback>,
     caf::replies_to<release_atom, step_handle>::with<bool>,

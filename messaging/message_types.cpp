@@ -70,6 +70,7 @@ void add_message_types(caf::actor_system_config& config) {
       .add_message_type<graph_callback>("cudactor::graph_callback")
       // steps
       .add_message_type<step_handle>("cudactor::step_handle")
+      .add_message_type<step_spec>("cudactor::step_spec")
       .add_message_type<buffer_binding>("cudactor::buffer_binding")
       .add_message_type<step_notices>("cudactor::step_notices")
       .add_message_type<replay_request>("cudactor::replay_request")

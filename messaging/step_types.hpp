@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cudactor/messaging/buffer_types.hpp"
+#include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/messaging/work.hpp"
 
@@ -45,6 +46,18 @@ typename Inspector::result_type inspect(Inspector& f, step_handle& x) {
 
 // "step 3.1" (slot 3, generation 1): how errors and reports name a step.
 [[nodiscard]] std::string to_string(const step_handle& step);
+
+// What record takes: a graph, and the name its replays go by (the operation's description,
+// the profile's row, the metrics' `step` label; empty: "step").
+struct step_spec {
+  std::string name;
+  graph_spec graph;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_spec& x) {
+  return f(caf::meta::type_name("cudactor::step_spec"), x.name, x.graph);
+}
 
 // For one replay: `to` takes the place of `from`, a buffer the step was recorded with, in
 // every operation that uses it. Both the same size; each recorded buffer bound at most once

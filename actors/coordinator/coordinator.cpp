@@ -34,9 +34,9 @@ coordinator_actor::behavior_type coordinator_behavior(
       [&st](run_atom, graph_spec& graph) { return st.run_graph(graph); },
       [&st](run_atom, op_spec& spec, op_callback& done) { st.run_op(spec, done); },
       [&st](run_atom, graph_spec& graph, graph_callback& done) { st.run_graph(graph, done); },
-      [&st](record_atom, graph_spec& graph) { return st.record_step(graph); },
-      [&st](record_atom, graph_spec& graph, step_record_callback& done) {
-        st.record_step(graph, done);
+      [&st](record_atom, step_spec& spec) { return st.record_step(spec); },
+      [&st](record_atom, step_spec& spec, step_record_callback& done) {
+        st.record_step(spec, done);
       },
       [&st](replay_atom, replay_request& request) { return st.replay(request); },
       [&st](replay_atom, replay_request& request, step_callback& done) {

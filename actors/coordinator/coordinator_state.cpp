@@ -25,6 +25,7 @@ void coordinator_state::init(self_pointer self, const coordinator_context& conte
   registry_ = registry_or_own(context_.metrics);
   gpu_ = gpu_label(*context_.device);
   op_metrics_.emplace(*registry_, gpu_);
+  step_metrics_.emplace(*registry_, gpu_);
   graph_ = op_graph{options_.failures_kept};
   ended_kept_ = ended_ring{options_.ended_kept};
   pool_ = stream_pool{options_.strategy};

@@ -126,8 +126,8 @@ class coordinator_state {
 
   // --- steps (coordinator_steps.cpp, docs/replay.md) ----------------------------------------
   // Checks `graph` as a whole, infers its dependencies and places it once: a recorded step.
-  caf::result<step_handle> record_step(graph_spec& graph);
-  void record_step(graph_spec& graph, step_record_callback& done);
+  caf::result<step_handle> record_step(step_spec& spec);
+  void record_step(step_spec& spec, step_record_callback& done);
   // Runs a recorded step as one operation (its uses the union of its operations'), answered
   // once with its outcome.
   caf::result<step_outcome> replay(replay_request& request);
@@ -194,7 +194,7 @@ class coordinator_state {
   void add_listener(op_record& r, const op_listener& listener);
 
   // Steps (coordinator_steps.cpp).
-  caf::error make_step(graph_spec& graph, step_handle& out);
+  caf::error make_step(step_spec& spec, step_handle& out);
   // Registers the replay and calls `done` once with its outcome; the error when nothing was
   // registered (`done` is then not kept).
   caf::error start_replay(replay_request& request, std::function<void(step_outcome)> done);
@@ -555,6 +555,7 @@ class coordinator_state {
   // Prometheus: by type and priority (each stream's own are its stream actor's).
   std::shared_ptr<metrics::registry> registry_;
   std::optional<op_metrics> op_metrics_;
+  std::optional<step_metrics> step_metrics_;
   std::string gpu_;
   void report_levels();
 

@@ -23,8 +23,14 @@ caf::error refuse_op(std::size_t i, const std::string& why) {
 
 }  // namespace
 
-caf::error coordinator_state::make_step(graph_spec& graph, step_handle& out) {
+caf::error coordinator_state::make_step(step_spec& spec_in, step_handle& out) {
   if (auto why = refusal()) return why;
+  graph_spec& graph = spec_in.graph;
+  if (spec_in.name.size() > options_.limits.max_name) {
+    return make_error(
+        errc::invalid_argument,
+        "record: a step's name has at most " + std::to_string(options_.limits.max_name) + " bytes");
+  }
   const std::size_t n = graph.ops.size();
   if (n == 0)
     return make_error(errc::invalid_argument, "record: a step has at least one operation");
@@ -114,24 +120,26 @@ caf::error coordinator_state::make_step(graph_spec& graph, step_handle& out) {
       step->buffers.push_back(u.buffer);
     }
   }
+  step->name = spec_in.name.empty() ? std::string{"step"} : std::move(spec_in.name);
   step->recorded_ns = now_ns() - started;
+  step_metrics_->recorded(step->name, step->recorded_ns);
   const auto handle = steps_.add(std::move(step));
   assert(handle.has_value());  // room checked above
   out = *handle;
   return {};
 }
 
-caf::result<step_handle> coordinator_state::record_step(graph_spec& graph) {
+caf::result<step_handle> coordinator_state::record_step(step_spec& spec) {
   step_handle out;
-  if (auto bad = make_step(graph, out)) return bad;
+  if (auto bad = make_step(spec, out)) return bad;
   return out;
 }
 
-void coordinator_state::record_step(graph_spec& graph, step_record_callback& done) {
+void coordinator_state::record_step(step_spec& spec, step_record_callback& done) {
   auto f = std::move(done.get());
   if (!f) return;
   step_handle out;
-  caf::error bad = make_step(graph, out);
+  caf::error bad = make_step(spec, out);
   f(out, std::move(bad));
 }
 
@@ -189,6 +197,7 @@ caf::error coordinator_state::bind(const replay_request& request, const recorded
     }
   }
   for (buffer_use& u : uses) u.buffer = bound(u.buffer);
+  std::uint64_t rebound = 0;
   for (std::uint32_t i = 0; i < step.ops.size(); ++i) {
     const recorded_step::op& op = step.ops[i];
     const bool touched = std::any_of(op.uses.begin(), op.uses.end(), [&](const buffer_use& u) {
@@ -201,15 +210,17 @@ caf::error coordinator_state::bind(const replay_request& request, const recorded
                             " is a local closure, whose addresses cannot be rebound (bind only "
                             "buffers that named work uses)");
     }
-    std::vector<buffer_use> rebound = op.uses;
-    for (buffer_use& u : rebound) u.buffer = bound(u.buffer);
+    std::vector<buffer_use> uses_bound = op.uses;
+    for (buffer_use& u : uses_bound) u.buffer = bound(u.buffer);
     gpu::work_fn fn;
-    if (auto bad = resolve(op.body, rebound, op.ranges.data(), fn)) {
+    if (auto bad = resolve(op.body, uses_bound, op.ranges.data(), fn)) {
       return make_error(static_cast<errc>(bad.code()),
                         label + ": step op " + std::to_string(i) + ": " + cudactor::describe(bad));
     }
     replay.rebind(i, std::move(fn));
+    ++rebound;
   }
+  step_metrics_->rebound(step.name, rebound);
   return {};
 }
 
@@ -240,7 +251,7 @@ caf::error coordinator_state::start_replay(replay_request& request,
   spec.type = op_type::step;
   spec.priority = step.priority;
   spec.workload = op_workload::mixed;
-  spec.description = to_string(request.step);
+  spec.description = step.name;
   spec.body = work::local(no_work);  // the join: the replay's own point
   spec.placement.pinned = true;
   spec.placement.stream = pool_.at(step.plan.parts()[step.plan.home()].stream).id;
@@ -262,6 +273,8 @@ caf::error coordinator_state::start_replay(replay_request& request,
         out.dispatched_ns = n.dispatched_ns;
         out.ended_ns = n.ended_ns;
         out.ops = replay->ends(out.state, out.cause);
+        step_metrics_->replayed(replay->step().name, out.state,
+                                std::max<std::int64_t>(0, out.ended_ns - out.registered_ns));
         done(std::move(out));
       });
   // Known before it is registered: a pass inside the registration may stage it.

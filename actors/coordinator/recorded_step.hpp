@@ -33,6 +33,7 @@ struct recorded_step {
   step_plan plan;
   std::vector<buffer_use> union_uses;  // over the recorded buffers
   std::vector<buffer_id> buffers;      // each buffer it uses, once
+  std::string name;  // what its replays go by (the operation's description, the metrics)
   op_priority priority = op_priority::normal;
   std::int64_t recorded_ns = 0;  // what recording took
 };

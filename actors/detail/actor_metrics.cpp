@@ -116,6 +116,49 @@ void op_metrics::ended(op_type t, op_priority p, op_state how, std::int64_t late
   c.latency.observe(std::chrono::nanoseconds{latency_ns});
 }
 
+step_metrics::step_cells& step_metrics::of(const std::string& step) {
+  auto found = cells_.find(step);
+  if (found != cells_.end()) return *found->second;
+  const std::string& label = cells_.size() < max_names ? step : std::string{"other"};
+  if (label != step) {
+    if (auto other = cells_.find(label); other != cells_.end()) return *other->second;
+  }
+  const metrics::label_values values{gpu_, label};
+  const std::vector<std::string> labels{"gpu", "step"};
+  const std::vector<std::string> with_outcome{"gpu", "step", "outcome"};
+  auto replays = [&](const char* outcome) -> metrics::counter& {
+    return registry_
+        .counters("cudactor_step_replays_total", "Replays of recorded steps, by how they ended.",
+                  with_outcome)
+        .add({gpu_, label, outcome});
+  };
+  auto made = std::unique_ptr<step_cells>{new step_cells{
+      replays("completed"), replays("failed"), replays("cancelled"),
+      registry_
+          .histograms("cudactor_step_seconds",
+                      "From a replay's registration to its end, however it ended.", labels)
+          .add(values),
+      registry_
+          .histograms("cudactor_step_record_seconds",
+                      "What recording a step took: checks, inference, placement.", labels)
+          .add(values),
+      registry_
+          .counters("cudactor_step_rebound_operations_total",
+                    "Operations whose work a replay's bindings resolved anew.", labels)
+          .add(values)}};
+  return *cells_.emplace(label, std::move(made)).first->second;
+}
+
+void step_metrics::replayed(const std::string& step, op_state how, std::int64_t ns) {
+  step_cells& c = of(step);
+  switch (how) {
+    case op_state::completed: c.completed.add(); break;
+    case op_state::failed: c.failed.add(); break;
+    default: c.cancelled.add(); break;
+  }
+  c.time.observe(std::chrono::nanoseconds{ns});
+}
+
 event_pool_metrics::event_pool_metrics(metrics::registry& r, const std::string& gpu,
                                        std::uint32_t capacity) {
   const std::vector<std::string> labels{"gpu", "kind"};

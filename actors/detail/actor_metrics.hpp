@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cudactor/gpu/backend.hpp"
@@ -152,6 +153,38 @@ class op_metrics {
   metrics::gauge& stalled_;
   metrics::gauge& live_;
   metrics::gauge& queued_;
+};
+
+// Steps by name (docs/replay.md): replays by how they ended and their time from registration
+// to end, what recording took, and the operations a replay's bindings resolved anew. Names
+// past the first max_names share the label "other", so that the label set stays bounded.
+class step_metrics {
+ public:
+  static constexpr std::size_t max_names = 256;
+
+  step_metrics(metrics::registry& registry, std::string gpu)
+      : registry_(registry), gpu_(std::move(gpu)) {}
+
+  void recorded(const std::string& step, std::int64_t ns) {
+    of(step).record.observe(std::chrono::nanoseconds{ns});
+  }
+  void replayed(const std::string& step, op_state how, std::int64_t ns);
+  void rebound(const std::string& step, std::uint64_t ops) { of(step).rebound.add(ops); }
+
+ private:
+  struct step_cells {
+    metrics::counter& completed;
+    metrics::counter& failed;
+    metrics::counter& cancelled;
+    metrics::duration_histogram& time;
+    metrics::duration_histogram& record;
+    metrics::counter& rebound;
+  };
+  step_cells& of(const std::string& step);
+
+  metrics::registry& registry_;
+  std::string gpu_;
+  std::unordered_map<std::string, std::unique_ptr<step_cells>> cells_;
 };
 
 // The event pool's events by kind (regular, timing).

@@ -146,6 +146,24 @@ BOOST_AUTO_TEST_CASE(max_buffers_reaches_the_coordinator_and_zero_is_refused) {
   BOOST_TEST(out.error().message().find("max-buffers") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(max_steps_reaches_the_coordinator_and_zero_is_refused) {
+  {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(
+        !config.parse(std::vector<std::string>{"--cudactor.coordinator.max-steps=3"}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(out.ok());
+    BOOST_TEST(out->coordinator.max_steps == 3u);
+  }
+  runtime_config config;
+  std::istringstream in{""};
+  BOOST_REQUIRE(!config.parse(std::vector<std::string>{"--cudactor.coordinator.max-steps=0"}, in));
+  auto out = config.runtime_settings();
+  BOOST_REQUIRE(!out.ok());
+  BOOST_TEST(out.error().message().find("max-steps") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(max_rendezvous_reaches_the_node_and_zero_is_refused) {
   {
     runtime_config config;

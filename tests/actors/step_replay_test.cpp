@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 
+#include "common/metric_reader.hpp"
 #include "common/test_seed.hpp"
 #include "coordinator_fixture.hpp"
 
@@ -69,8 +70,9 @@ class steps : public runtime_fixture {
     std::memset(b->as<void>(), 0, bytes);
     return *b;
   }
-  step_handle record(graph_spec graph) {
-    auto h = ask<step_handle>(co(), record_atom::value, std::move(graph));
+  step_handle record(graph_spec graph, std::string name = {}) {
+    auto h =
+        ask<step_handle>(co(), record_atom::value, step_spec{std::move(name), std::move(graph)});
     BOOST_REQUIRE_MESSAGE(h, why(h));
     return *h;
   }
@@ -256,7 +258,7 @@ BOOST_AUTO_TEST_CASE(bindings_put_other_buffers_of_the_same_size_in_place) {
   graph_spec g;
   g.add(mix_op(1, {buffer_use::write(a.id)}));
   g.add(mix_op(2, {buffer_use::read(a.id), buffer_use::write(b.id)}));
-  const step_handle h = record(std::move(g));
+  const step_handle h = record(std::move(g), "bound step");
   auto plain = replay(h);
   BOOST_REQUIRE(plain);
   BOOST_REQUIRE((plain->state == op_state::completed));
@@ -277,6 +279,18 @@ BOOST_AUTO_TEST_CASE(bindings_put_other_buffers_of_the_same_size_in_place) {
     BOOST_TEST(r.error().code() == static_cast<std::uint8_t>(errc::invalid_argument));
     BOOST_TEST(render(r.error()).find(words) != std::string::npos, render(r.error()));
   };
+  // Seen by people (counted before a replay is answered): three replays completed; the
+  // binding of b resolved one operation anew, the swap both.
+  {
+    const metric_reader m{rt().metrics()};
+    const label_map step{{"step", "bound step"}};
+    label_map completed = step;
+    completed["outcome"] = "completed";
+    BOOST_TEST(m.counter("cudactor_step_replays_total", completed) == 3);
+    BOOST_TEST(m.observations("cudactor_step_seconds", step) == 3u);
+    BOOST_TEST(m.observations("cudactor_step_record_seconds", step) == 1u);
+    BOOST_TEST(m.counter("cudactor_step_rebound_operations_total", step) == 3);
+  }
   refused({{b.id, small.id}}, "a buffer is bound to one of the same size");
   refused({{other.id, b2.id}}, "which the step does not use");
   refused({{b.id, b2.id}, {b.id, other.id}}, "twice");
@@ -331,7 +345,7 @@ BOOST_AUTO_TEST_CASE(a_released_buffer_invalidates_the_step_and_a_released_step_
 BOOST_AUTO_TEST_CASE(recording_refuses_what_cannot_be_replayed_in_words) {
   const buffer_handle a = allocate(64);
   const auto refused = [&](graph_spec g, const std::string& words) {
-    auto h = ask<step_handle>(co(), record_atom::value, std::move(g));
+    auto h = ask<step_handle>(co(), record_atom::value, step_spec{{}, std::move(g)});
     BOOST_REQUIRE(!h);
     BOOST_TEST(render(h.error()).find(words) != std::string::npos, render(h.error()));
   };
@@ -358,6 +372,23 @@ BOOST_AUTO_TEST_CASE(recording_refuses_what_cannot_be_replayed_in_words) {
   s.type = op_type::step;
   typed.add(std::move(s));
   refused(std::move(typed), "only a replay of a recorded step has");
+}
+
+BOOST_AUTO_TEST_CASE(recorded_steps_are_bounded_until_released) {
+  std::vector<step_handle> kept;
+  const auto one = [] {
+    graph_spec g;
+    g.add(spec_of(noop()));
+    return g;
+  };
+  for (std::size_t i = 0; i < coordinator_options{}.max_steps; ++i) kept.push_back(record(one()));
+  auto full = ask<step_handle>(co(), record_atom::value, step_spec{{}, one()});
+  BOOST_REQUIRE(!full);
+  BOOST_TEST(full.error().code() == static_cast<std::uint8_t>(errc::resource_exhausted));
+  BOOST_TEST(render(full.error()).find("max-steps") != std::string::npos, render(full.error()));
+  BOOST_REQUIRE(*ask<bool>(co(), release_atom::value, kept.back()));
+  kept.back() = record(one());
+  for (const auto& h : kept) BOOST_REQUIRE(*ask<bool>(co(), release_atom::value, h));
 }
 
 BOOST_AUTO_TEST_CASE(a_step_in_flight_at_shutdown_ends_shutting_down_once) {

@@ -4,7 +4,9 @@
 #define BOOST_TEST_MODULE facade_coordinator
 #include <boost/test/unit_test.hpp>
 
+#include <array>
 #include <atomic>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -219,6 +221,49 @@ BOOST_AUTO_TEST_CASE(buffers_order_their_users_and_are_released_after_the_last) 
   BOOST_TEST((get_within(adopted_back).state == op_state::completed));
   auto fs = c.allocate(64, stream_id{0});
   BOOST_TEST((get_within(fs).stream == stream_id{0}));
+}
+
+BOOST_AUTO_TEST_CASE(a_step_is_recorded_once_and_replayed_from_plain_code) {
+  cudactor::coordinator c{rt()};
+  // Three operations, each counting its runs; the third after the first two.
+  auto runs = std::make_shared<std::array<std::atomic<int>, 3>>();
+  for (auto& r : *runs) r = 0;
+  auto counting = [runs](int i) {
+    return [runs, i](const gpu::launch_context&) {
+      ++(*runs)[i];
+      return gpu::status{};
+    };
+  };
+  graph_spec g;
+  const auto a = g.add(op_of(counting(0)));
+  const auto b = g.add(op_of(counting(1)));
+  g.add(op_of(counting(2)), {a, b});
+  auto recorded = c.record(step_spec{"facade step", g});
+  const step_handle h = get_within(recorded);
+  for (int k = 1; k <= 3; ++k) {
+    auto replayed = c.replay(h);
+    const step_outcome out = get_within(replayed);
+    BOOST_TEST((out.state == op_state::completed), describe(out.cause));
+    BOOST_TEST(!out.op.empty());
+    for (int i = 0; i < 3; ++i) BOOST_TEST((*runs)[i].load() == k);
+  }
+  // The same through the client, with every operation's end asked for.
+  client cl{rt()};
+  auto from_client = cl.replay(replay_request{h, {}, step_notices::all});
+  BOOST_REQUIRE(from_client.wait_for(10s) == std::future_status::ready);
+  const step_outcome all = from_client.get();
+  BOOST_TEST((all.state == op_state::completed));
+  BOOST_TEST(all.ops.size() == 3u);
+  auto gone = c.release(h);
+  BOOST_TEST(get_within(gone));
+  auto refused = c.replay(h);
+  const failure f = failure_of(refused);
+  BOOST_TEST_MESSAGE(f.what());
+  BOOST_TEST((f == errc::invalid_argument));
+  BOOST_TEST(std::string{f.what()}.find("not a step recorded here") != std::string::npos);
+  auto again = cl.record(step_spec{"client step", g});
+  BOOST_REQUIRE(again.wait_for(10s) == std::future_status::ready);
+  BOOST_TEST(!again.get().empty());
 }
 
 BOOST_AUTO_TEST_CASE(unknown_ids_and_impossible_requests_are_named) {
