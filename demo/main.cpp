@@ -25,6 +25,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -69,6 +70,9 @@ class demo_config : public runtime_config {
              "cudactor.coordinator.trace; timing on)")
         .add(learning_rate, "learning-rate", "the optimizer's step size")
         .add(quiet, "quiet", "no progress line")
+        .add(no_replay, "no-replay",
+             "submit every step as a graph (by default the third step on replays the step "
+             "recorded once per batch buffer: docs/replay.md)")
         .add(nodes, "nodes",
              "train data-parallel across this many cudactor-node processes instead (0: in "
              "this process)")
@@ -85,6 +89,7 @@ class demo_config : public runtime_config {
   std::string trace;
   double learning_rate = 0.01;
   bool quiet = false;
+  bool no_replay = false;
   std::size_t nodes = 0;
   std::string node_program;
 };
@@ -288,7 +293,9 @@ int main(int argc, char** argv) {
   };
 
   const bool live = !config.quiet && isatty(STDOUT_FILENO);
-  std::size_t steps_done = 0;
+  std::size_t steps_done = 0, replayed = 0;
+  std::array<step_handle, 2> steps{};  // recorded, by batch buffer (step % 2)
+  metrics::duration_histogram step_latency{fine_latency_buckets()};
   const auto start = std::chrono::steady_clock::now();
   auto last_print = start;
   try {
@@ -302,7 +309,25 @@ int main(int argc, char** argv) {
         break;
       }
       model.fill_next(step);
-      account(control.run(model.step_graph(step)).get());
+      if (!config.no_replay && step >= 2) {
+        // The graphs of steps two apart are the same: each recorded once, then replayed as
+        // one operation, answered once (its operations are counted, not timed one by one).
+        if (steps[0].empty()) {
+          for (std::uint64_t p = 0; p < 2; ++p) {
+            steps[(step + p) % 2] =
+                control.record(step_spec{"training step", model.step_graph(step + p, false)}).get();
+          }
+        }
+        const step_outcome out = control.replay(steps[step % 2]).get();
+        ops += model.ops_per_step(false);
+        ++replayed;
+        step_latency.observe(std::chrono::nanoseconds{out.ended_ns - out.registered_ns});
+        if (out.state != op_state::completed && failed++ == 0) {
+          first_failure = rt->system().render(out.cause);
+        }
+      } else {
+        account(control.run(model.step_graph(step)).get());
+      }
       ++steps_done;
       const auto now = std::chrono::steady_clock::now();
       if (!config.quiet && now - last_print > std::chrono::milliseconds{live ? 200 : 2000}) {
@@ -313,6 +338,9 @@ int main(int argc, char** argv) {
                     us(percentile(latency, 0.99)).c_str(), live ? "   " : "\n");
         std::fflush(stdout);
       }
+    }
+    for (const step_handle& h : steps) {
+      if (!h.empty()) (void)control.release(h).get();
     }
     model.release(control);
   } catch (const failure& f) {
@@ -333,6 +361,11 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(inferred));
   std::printf("%-34s %s / %s us\n", "op latency p50 / p99", us(percentile(latency, 0.5)).c_str(),
               us(percentile(latency, 0.99)).c_str());
+  if (replayed != 0) {
+    std::printf("%-34s %zu (each one operation; step time p50 / p99 %s / %s us)\n",
+                "steps replayed", replayed, us(percentile(step_latency, 0.5)).c_str(),
+                us(percentile(step_latency, 0.99)).c_str());
+  }
   for (const auto& family : rt->metrics().collect()) {
     if (family.name != "cudactor_poller_detection_delay_seconds") continue;
     for (const auto& m : family.metric) {

@@ -107,7 +107,7 @@ void training_model::fill_next(std::uint64_t step) {
   fill_batch(staged(step + 1).data(), shape_.width, step + 1);
 }
 
-graph_spec training_model::step_graph(std::uint64_t step) const {
+graph_spec training_model::step_graph(std::uint64_t step, bool with_barrier) const {
   const std::size_t n = shape_.width;
   const std::size_t layers = shape_.layers;
   const std::size_t replicas = shape_.replicas;
@@ -181,6 +181,7 @@ graph_spec training_model::step_graph(std::uint64_t step) const {
   // thread waits for it. It names the step's last operations (the copy and the updates;
   // the backward passes precede the all-reduces, so the updates cover them): a barrier uses
   // no buffer, its order is stated.
+  if (!with_barrier) return g;
   op_spec barrier;
   barrier.type = op_type::barrier;
   barrier.priority = op_priority::critical;

@@ -54,8 +54,11 @@ class training_model {
 
   // The graph of step `step`. It reads the batch that step `step - 1`'s graph copied (step
   // 0's is copied by prepare()) and copies the batch of `step + 1` from the other pinned
-  // buffer, which fill_next() must have filled first.
-  [[nodiscard]] graph_spec step_graph(std::uint64_t step) const;
+  // buffer, which fill_next() must have filled first. The graphs of steps two apart are the
+  // same (the batches alternate between two buffers): recorded once per parity, a step is
+  // replayed (docs/replay.md). Without the barrier (`barrier` false) for a recording: a
+  // replay is one operation, ordered after the step before it by the buffers they share.
+  [[nodiscard]] graph_spec step_graph(std::uint64_t step, bool barrier = true) const;
   // Fills the pinned batch that step `step`'s graph copies from (that of step + 1). The
   // graph of step - 1 must have ended: it copied from the same buffer.
   void fill_next(std::uint64_t step);
@@ -72,8 +75,8 @@ class training_model {
   [[nodiscard]] const model_shape& shape() const noexcept { return shape_; }
   // The next batch's copy and the barrier, and per layer: forward, backward per replica,
   // all-reduce, optimizer.
-  [[nodiscard]] std::size_t ops_per_step() const noexcept {
-    return 2 + shape_.layers * (3 + shape_.replicas);
+  [[nodiscard]] std::size_t ops_per_step(bool barrier = true) const noexcept {
+    return (barrier ? 2 : 1) + shape_.layers * (3 + shape_.replicas);
   }
 
  private:

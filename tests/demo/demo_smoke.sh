@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs cudactor-demo for a few steps and checks what it prints: every step ran, the summary
 # has its figures, the operations spread over the streams, and the weights equal the host's
-# reference. Then: weights that overflow fail the check, and SIGTERM ends an open-ended run
-# with its summary and a complete trace. The backend is CUDACTOR_TEST_BACKEND's (host when
+# reference, with every step submitted and with the steps replayed. Then: weights that
+# overflow fail the check, and SIGTERM ends an open-ended run with its summary and a complete
+# trace. The backend is CUDACTOR_TEST_BACKEND's (host when
 # unset). Usage: demo_smoke.sh path/to/cudactor-demo
 set -eu
 demo=$1
@@ -11,8 +12,9 @@ trace=$(mktemp "${TMPDIR:-/tmp}/demo_smoke.XXXXXX.json")
 trace2=$(mktemp "${TMPDIR:-/tmp}/demo_smoke.XXXXXX.json")
 log=$(mktemp "${TMPDIR:-/tmp}/demo_smoke.XXXXXX.log")
 trap 'rm -f "$trace" "$trace2" "$log"' EXIT
+# Every step submitted as a graph (--no-replay): each operation counted where it ran.
 out=$("$demo" --steps=40 --layers=4 --replicas=3 --width=4096 --streams=3 --metrics-port=0 \
-  --cudactor.backend="$backend" --quiet --trace="$trace")
+  --cudactor.backend="$backend" --quiet --trace="$trace" --no-replay)
 echo "$out"
 fail() { echo "demo_smoke: $*" >&2; exit 1; }
 echo "$out" | grep -q '26 ops per step' || fail "not 26 ops per step"
@@ -54,6 +56,17 @@ events=$(grep -c '"ph":"X"' "$trace") || true
 tail -c 4 "$trace" | grep -q ']}' || fail "the trace is not closed"
 echo "$out" | grep -Eq 'largest difference from the host reference 0: exact$' ||
   fail "weights differ from the host reference"
+
+# By default the third step on is a replay of the step recorded once per batch buffer: 38
+# replays, each one operation named "training step" in the profile, and the same weights.
+out=$("$demo" --steps=40 --layers=4 --replicas=3 --width=4096 --streams=3 --metrics-port=0 \
+  --cudactor.backend="$backend" --quiet)
+echo "$out"
+echo "$out" | grep -q '^steps  *40$' || fail "replay: not 40 steps"
+echo "$out" | grep -Eq '^steps replayed  *38 ' || fail "replay: not 38 steps replayed"
+echo "$out" | grep -Eq '^training step +38 ' || fail "replay: no profile row for the replays"
+echo "$out" | grep -Eq 'largest difference from the host reference 0: exact$' ||
+  fail "replay: weights differ from the host reference"
 
 # A learning rate that makes the weights overflow: NaN compares false with everything, so
 # the check must say so and fail rather than pass over it.
