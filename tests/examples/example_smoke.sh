@@ -30,7 +30,8 @@ case $name in
     ;;
   training_step)
     # shellcheck disable=SC2086
-    out=$("$program" --steps=12 $common)
+    # Every step submitted as a graph (--no-replay): each operation's inferred dependencies.
+    out=$("$program" --steps=12 --no-replay $common)
     echo "$out"
     echo "$out" | grep -q "^training_step: 12 steps of 22 operations on $backend: requested" || fail "no header"
     # 25 per step, none stated: forward 3 (each layer after the one below), backward 6 (per
@@ -41,6 +42,13 @@ case $name in
       fail "not every dependency inferred"
     echo "$out" | grep -Eq '^after 12 steps: weight sum [0-9.]+, largest difference from the host 0$' ||
       fail "weights differ from the host reference"
+    # By default the third step on is a replay of the step recorded once per batch buffer.
+    # shellcheck disable=SC2086
+    out=$("$program" --steps=12 $common)
+    echo "$out"
+    echo "$out" | grep -q '^steps replayed: 10$' || fail "not 10 steps replayed"
+    echo "$out" | grep -Eq '^after 12 steps: weight sum [0-9.]+, largest difference from the host 0$' ||
+      fail "replayed: weights differ from the host reference"
     ;;
   barrier)
     # shellcheck disable=SC2086
