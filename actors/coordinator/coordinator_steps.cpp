@@ -47,7 +47,6 @@ caf::error coordinator_state::make_step(step_spec& spec_in, step_handle& out) {
     if (spec.is_barrier()) {
       return refuse_op(i, "is a barrier: a step records work (its own order is its waits)");
     }
-    if (spec.is_collective()) return refuse_op(i, "is a collective, which a step cannot hold yet");
     if (spec.is_manual()) {
       return refuse_op(i, "has no work: a caller-launched operation cannot be replayed");
     }
@@ -55,6 +54,15 @@ caf::error coordinator_state::make_step(step_spec& spec_in, step_handle& out) {
       return refuse_op(i,
                        "names operations registered before: a step depends only on its own "
                        "operations, and is ordered against other work by its buffer uses");
+    }
+  }
+  // A collective's buffers become its uses, and a write of its communicator's order token: in
+  // the step its collectives keep their order, and a replay is ordered against the
+  // communicator's other collectives (docs/collectives.md).
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!graph.ops[i].spec.is_collective()) continue;
+    if (auto bad = expand_collective(graph.ops[i].spec, "record: step op " + std::to_string(i))) {
+      return bad;
     }
   }
   // Its dependencies as a graph's (inferred on scratch copies of the histories, which are
@@ -66,6 +74,13 @@ caf::error coordinator_state::make_step(step_spec& spec_in, step_handle& out) {
   if (auto bad = order_of(graph, uses.local, uses.local_first, order)) return bad;
   std::vector<gpu::work_fn> fns;
   if (auto bad = check_graph(graph, uses, fns)) return bad;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!graph.ops[i].spec.is_collective()) continue;
+    if (auto bad =
+            resolve_collective(graph.ops[i].spec, "record: step op " + std::to_string(i), fns[i])) {
+      return bad;
+    }
+  }
 
   auto step = std::make_shared<recorded_step>();
   step->ops.resize(n);
@@ -97,6 +112,7 @@ caf::error coordinator_state::make_step(step_spec& spec_in, step_handle& out) {
     }
     step->priority = std::min(step->priority, spec.priority);
     o.body = std::move(spec.body);
+    o.collective = std::move(spec.collective);
     o.uses = std::move(spec.uses);
     o.fn = std::move(fns[i]);
     o.description = std::move(spec.description);
@@ -204,6 +220,20 @@ caf::error coordinator_state::bind(const replay_request& request, const recorded
       return bound(u.buffer) != u.buffer;
     });
     if (!touched) continue;
+    if (!op.collective.empty()) {
+      // A collective's buffers are named by id: the same call on the bound ones.
+      op_spec call;
+      call.collective = op.collective;
+      call.collective.send = bound(call.collective.send);
+      call.collective.recv = bound(call.collective.recv);
+      gpu::work_fn fn;
+      if (auto bad = resolve_collective(call, label + ": step op " + std::to_string(i), fn)) {
+        return bad;
+      }
+      replay.rebind(i, std::move(fn));
+      ++rebound;
+      continue;
+    }
     if (op.body.is_local()) {
       return make_error(errc::invalid_argument,
                         label + ": step op " + std::to_string(i) +

@@ -16,6 +16,7 @@
 #include "cudactor/actors/coordinator/buffer_uses.hpp"
 #include "cudactor/actors/coordinator/step_plan.hpp"
 #include "cudactor/messaging/buffer_types.hpp"
+#include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/operation_types.hpp"
 #include "cudactor/messaging/work.hpp"
 
@@ -24,6 +25,7 @@ namespace cudactor::detail {
 struct recorded_step {
   struct op {
     work body;
+    op_collective collective;  // a collective's call (its buffers by id); empty otherwise
     std::vector<buffer_use> uses;
     std::vector<byte_range> ranges;  // of `uses`, as checked at record
     gpu::work_fn fn;                 // resolved against the recorded buffers

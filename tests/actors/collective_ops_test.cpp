@@ -210,6 +210,58 @@ BOOST_AUTO_TEST_CASE(an_all_reduce_between_compute_that_writes_and_reads_its_buf
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_step_with_an_all_reduce_inside_is_recorded_once_and_replayed) {
+  ranks world{3};
+  world.connect("grads", 1);
+  constexpr std::size_t n = 500;
+  std::vector<std::unique_ptr<adopted<float>>> x, y;
+  std::vector<std::shared_ptr<std::vector<float>>> input, seen;
+  std::vector<step_handle> steps;
+  for (std::size_t r = 0; r < 3; ++r) {
+    auto& node = world.nodes[r];
+    x.push_back(std::make_unique<adopted<float>>(*node->co, n));
+    y.push_back(std::make_unique<adopted<float>>(*node->co, n, -1.0f));
+    input.push_back(std::make_shared<std::vector<float>>(n));
+    seen.push_back(std::make_shared<std::vector<float>>());
+    // The fill reads what the test put in `input` for this round.
+    float* at = x[r]->data.data();
+    op_spec fill_in = op_spec::of(op_type::kernel, op_priority::normal, {}, "fill",
+                                  [at, in = input[r]](const gpu::launch_context&) {
+                                    std::copy(in->begin(), in->end(), at);
+                                    return gpu::status{};
+                                  });
+    fill_in.uses = {buffer_use::write(x[r]->id())};
+    graph_spec g;
+    g.add(std::move(fill_in));
+    g.add(op_spec::of(collective(gpu::collective_kind::all_reduce, gpu::element_type::f32, n,
+                                 x[r]->id(), y[r]->id()),
+                      "all-reduce"));
+    g.add(copy_out(*y[r], n, seen[r]));
+    steps.push_back(node->co->record(step_spec{"reduce step", std::move(g)}).get());
+  }
+  for (int round = 0; round < 5; ++round) {
+    for (std::size_t r = 0; r < 3; ++r) {
+      for (std::size_t k = 0; k < n; ++k) {
+        (*input[r])[k] = static_cast<float>((r + 1) * 100 + k + round);
+      }
+    }
+    std::vector<std::future<step_outcome>> pending;
+    for (std::size_t r = 0; r < 3; ++r) pending.push_back(world.nodes[r]->co->replay(steps[r]));
+    for (std::size_t r = 0; r < 3; ++r) {
+      const step_outcome out = pending[r].get();
+      BOOST_REQUIRE_MESSAGE(out.state == op_state::completed,
+                            "rank " << r << ": " << describe(out.cause));
+      BOOST_REQUIRE(seen[r]->size() == n);
+      bool exact = true;
+      for (std::size_t k = 0; k < n; ++k) {
+        exact = exact && (*seen[r])[k] == static_cast<float>(600 + 3 * (k + round));
+      }
+      BOOST_TEST(exact, "rank " << r << " round " << round);
+    }
+  }
+  for (std::size_t r = 0; r < 3; ++r) BOOST_TEST(world.nodes[r]->co->release(steps[r]).get());
+}
+
 BOOST_AUTO_TEST_CASE(every_kind_in_one_graph_in_several_element_types) {
   ranks world{3};
   world.connect("grads", 1);
