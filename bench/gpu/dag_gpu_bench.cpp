@@ -6,7 +6,9 @@
 // dependency ran on another stream) against the same DAG written directly with CUDA streams
 // and events (op i on stream i % 8, an event after each op, cudaStreamWaitEvent per
 // cross-stream dependency, one cudaDeviceSynchronize), in the same run, alternately. Also the
-// device's floor: kernels x 5 us / 8 streams.
+// device's floor: kernels x 5 us / 8 streams. And the same DAG recorded once as a step and
+// replayed (docs/replay.md: the step's plan over the streams; CUDA graphs for it are not
+// built yet), from the replay's request to its answer.
 //
 //   dag_gpu_bench --backend=cuda [--quick] [-- runtime options]
 // Prints a table, then one JSON object on the last line.
@@ -65,8 +67,7 @@ work spin_work() {
   });
 }
 
-// Seconds from the graph's submission to the last end told.
-double coordinator_run(runtime& rt, const kernels::dag& dag) {
+graph_spec graph_of(const kernels::dag& dag) {
   graph_spec g;
   g.ops.reserve(dag.after.size());
   for (const auto& after : dag.after) {
@@ -74,6 +75,12 @@ double coordinator_run(runtime& rt, const kernels::dag& dag) {
     s.body = spin_work();
     g.add(std::move(s), after);
   }
+  return g;
+}
+
+// Seconds from the graph's submission to the last end told.
+double coordinator_run(runtime& rt, const kernels::dag& dag) {
+  graph_spec g = graph_of(dag);
   auto st = std::make_shared<count_state>();
   st->expected = dag.after.size();
   auto done = st->done.get_future();
@@ -86,6 +93,28 @@ double coordinator_run(runtime& rt, const kernels::dag& dag) {
   const double seconds = static_cast<double>(now_ns() - started) * 1e-9;
   caf::anon_send_exit(listener, caf::exit_reason::user_shutdown);
   if (st->not_completed != 0) fail(std::to_string(st->not_completed) + " ops did not complete");
+  return seconds;
+}
+
+// Seconds from the replay's request to its answer; recording is not counted.
+double replay_run(runtime& rt, const kernels::dag& dag) {
+  caf::scoped_actor self{rt.system()};
+  step_handle h;
+  self->request(rt.coordinator(), std::chrono::seconds{60}, record_atom::value,
+                step_spec{"dag", graph_of(dag)})
+      .receive([&](step_handle made) { h = made; },
+               [](caf::error& why) { fail("record: " + describe(why)); });
+  const auto started = now_ns();
+  self->request(rt.coordinator(), std::chrono::seconds{120}, replay_atom::value,
+                replay_request{h, {}, step_notices::none})
+      .receive(
+          [](const step_outcome& o) {
+            if (o.state != op_state::completed) fail("replay: " + describe(o.cause));
+          },
+          [](caf::error& why) { fail("replay: " + describe(why)); });
+  const double seconds = static_cast<double>(now_ns() - started) * 1e-9;
+  self->request(rt.coordinator(), std::chrono::seconds{10}, release_atom::value, h)
+      .receive([](bool) {}, [](caf::error&) {});
   return seconds;
 }
 
@@ -108,17 +137,20 @@ int main(int argc, char** argv) {
       start_cuda_runtime(config, {"--cudactor.streams=" + std::to_string(streams)}, mode.passed_on);
   const std::string backend = rt->backend_reason();
 
-  samples through_coordinator, raw;
+  samples through_coordinator, raw, replayed;
   const auto warm = make_dag(n / 10, 99);
   coordinator_run(*rt, warm);
   raw_run(warm);
+  replay_run(*rt, warm);
   for (int round = 0; round < rounds; ++round) {
     const auto dag = make_dag(n, 7 + static_cast<std::uint64_t>(round));
     // Alternately first, so that neither always runs on a warmer device.
     if (round % 2 == 0) {
       through_coordinator.add(coordinator_run(*rt, dag));
       raw.add(raw_run(dag));
+      replayed.add(replay_run(*rt, dag));
     } else {
+      replayed.add(replay_run(*rt, dag));
       raw.add(raw_run(dag));
       through_coordinator.add(coordinator_run(*rt, dag));
     }
@@ -133,6 +165,8 @@ int main(int argc, char** argv) {
   t.add({"coordinator", std::to_string(n), ms(through_coordinator.median()),
          lo_hi(through_coordinator), fixed(n / through_coordinator.median(), 0),
          fixed(through_coordinator.median() / floor_s, 2)});
+  t.add({"step replayed", std::to_string(n), ms(replayed.median()), lo_hi(replayed),
+         fixed(n / replayed.median(), 0), fixed(replayed.median() / floor_s, 2)});
   t.add({"raw CUDA", std::to_string(n), ms(raw.median()), lo_hi(raw), fixed(n / raw.median(), 0),
          fixed(raw.median() / floor_s, 2)});
   t.add({"device floor", std::to_string(n), ms(floor_s), "-", fixed(n / floor_s, 0), "1.00"});
@@ -151,6 +185,9 @@ int main(int argc, char** argv) {
   json.add("raw_ms", raw.median() * 1e3);
   json.add("floor_ms", floor_s * 1e3);
   json.add("coordinator_over_raw", through_coordinator.median() / raw.median());
+  json.add("replay_ms", replayed.median() * 1e3);
+  json.add("replay_over_raw", replayed.median() / raw.median());
+  json.add("replay_over_floor", replayed.median() / floor_s);
   json.print();
   return 0;
 }
