@@ -261,35 +261,40 @@ caf::error coordinator_state::check_graph(const graph_spec& graph, const graph_u
   return {};
 }
 
+caf::error coordinator_state::prepare_graph(graph_spec& graph, const std::string& label,
+                                            graph_uses& uses, std::vector<std::uint32_t>& order,
+                                            std::vector<gpu::work_fn>& fns) {
+  const std::size_t n = graph.ops.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!graph.ops[i].spec.is_collective()) continue;  // no label to build
+    if (auto bad = expand_collective(graph.ops[i].spec, label + std::to_string(i))) return bad;
+  }
+  // Buffer uses are inferred in the graph's own order (its submission order), before the
+  // order ids are issued in, which must respect them too.
+  if (auto bad = infer_graph_uses(graph, scratch_first, uses)) return bad;
+  if (auto bad = order_of(graph, uses.local, uses.local_first, order)) return bad;
+  if (auto bad = check_graph(graph, uses, fns)) return bad;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!graph.ops[i].spec.is_collective()) continue;
+    if (auto bad = resolve_collective(graph.ops[i].spec, label + std::to_string(i), fns[i])) {
+      return bad;
+    }
+  }
+  return {};
+}
+
 caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* listener,
                                         std::uint64_t run, std::vector<op_id>& ids) {
   if (auto why = refusal()) return why;
   if (auto bad = check_input(graph, options_.limits)) return bad;
   const std::size_t n = graph.ops.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!graph.ops[i].spec.is_collective()) continue;  // no label to build
-    if (auto bad = expand_collective(graph.ops[i].spec, "graph op " + std::to_string(i))) {
-      return bad;
-    }
-  }
   // Ids are issued in a dependency order, so every dependency is older than its dependent,
   // as op_graph requires; everything is checked before anything is registered.
-  // Buffer uses are inferred in the graph's own order (its submission order), before the
-  // order ids are issued in, which must respect them too.
-  const op_id scratch_first{std::uint64_t{1} << 63};
   graph_uses uses;
-  if (auto bad = infer_graph_uses(graph, scratch_first, uses)) return bad;
-  std::vector<use_inference>& inferences = uses.inferences;
   std::vector<std::uint32_t> order;
-  if (auto bad = order_of(graph, uses.local, uses.local_first, order)) return bad;
   std::vector<gpu::work_fn> fns;
-  if (auto bad = check_graph(graph, uses, fns)) return bad;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!graph.ops[i].spec.is_collective()) continue;
-    if (auto bad = resolve_collective(graph.ops[i].spec, "graph op " + std::to_string(i), fns[i])) {
-      return bad;
-    }
-  }
+  if (auto bad = prepare_graph(graph, "graph op ", uses, order, fns)) return bad;
+  std::vector<use_inference>& inferences = uses.inferences;
   ids.assign(n, op_id{});
   // A scratch id as the real one, once issued.
   const auto real = [&](op_id x) {

@@ -186,6 +186,14 @@ class coordinator_state {
   // A graph's dependencies on operations registered before, and its work, resolved into
   // `fns` (by index): what would refuse it, before any of it is registered.
   struct graph_uses;
+  // What a graph's (or a step's) operations are named by in its scratch histories until
+  // registered: scratch_first + their index.
+  static constexpr op_id scratch_first{std::uint64_t{1} << 63};
+  // A graph as a whole before anything of it is registered: collectives expanded into uses,
+  // uses checked and inferred, an order, work and collectives resolved into `fns`. Errors
+  // name an operation as `label` + its index.
+  caf::error prepare_graph(graph_spec& graph, const std::string& label, graph_uses& uses,
+                           std::vector<std::uint32_t>& order, std::vector<gpu::work_fn>& fns);
   [[nodiscard]] caf::error check_graph(const graph_spec& graph, const graph_uses& uses,
                                        std::vector<gpu::work_fn>& fns);
   // Registers a run request; the error when nothing was registered (`done` is then not kept).

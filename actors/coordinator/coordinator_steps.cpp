@@ -56,31 +56,15 @@ caf::error coordinator_state::make_step(step_spec& spec_in, step_handle& out) {
                        "operations, and is ordered against other work by its buffer uses");
     }
   }
-  // A collective's buffers become its uses, and a write of its communicator's order token: in
-  // the step its collectives keep their order, and a replay is ordered against the
-  // communicator's other collectives (docs/collectives.md).
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!graph.ops[i].spec.is_collective()) continue;
-    if (auto bad = expand_collective(graph.ops[i].spec, "record: step op " + std::to_string(i))) {
-      return bad;
-    }
-  }
-  // Its dependencies as a graph's (inferred on scratch copies of the histories, which are
-  // dropped: recording runs nothing), its order, its work resolved against its buffers.
-  const op_id scratch_first{std::uint64_t{1} << 63};
+  // Checked and inferred as a graph is (its dependencies inferred on scratch copies of the
+  // histories, which are dropped: recording runs nothing), its order, its work resolved
+  // against its buffers. A collective's buffers become its uses, and a write of its
+  // communicator's order token: in the step its collectives keep their order, and a replay is
+  // ordered against the communicator's other collectives (docs/collectives.md).
   graph_uses uses;
-  if (auto bad = infer_graph_uses(graph, scratch_first, uses)) return bad;
   std::vector<std::uint32_t> order;
-  if (auto bad = order_of(graph, uses.local, uses.local_first, order)) return bad;
   std::vector<gpu::work_fn> fns;
-  if (auto bad = check_graph(graph, uses, fns)) return bad;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!graph.ops[i].spec.is_collective()) continue;
-    if (auto bad =
-            resolve_collective(graph.ops[i].spec, "record: step op " + std::to_string(i), fns[i])) {
-      return bad;
-    }
-  }
+  if (auto bad = prepare_graph(graph, "record: step op ", uses, order, fns)) return bad;
 
   auto step = std::make_shared<recorded_step>();
   step->ops.resize(n);
