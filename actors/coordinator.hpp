@@ -56,6 +56,9 @@ struct coordinator_options {
   std::size_t failures_kept = 65536;  // failed ids remembered to refuse dependencies on them
   std::size_t max_buffers = 65536;    // buffers allocated or adopted and not yet reclaimed
   std::size_t max_steps = 1024;       // recorded steps not yet released (docs/replay.md)
+  // Operations in one dispatch message, at most: what a stream actor takes in one
+  // (cudactor.max-batch). A pass that holds more (replays' parts) goes in several.
+  std::size_t max_pass = 65536;
   // Buffer inference's bounds (docs/buffers.md#bounds): what one graph's uses may cost the
   // coordinator, whose handler they run in. Segments one buffer's use history holds (each use
   // adds at most two; they go as their users end); dependencies one graph's uses infer (each

@@ -237,6 +237,7 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.stream.event_batch = static_cast<std::uint32_t>(event_batch_);
   if (max_batch_ == 0) return bad("cudactor.max-batch must be at least 1");
   out.stream.max_batch = max_batch_;
+  out.coordinator.max_pass = max_batch_;
   out.stream.reuse_limit = reuse_limit_;
   if (pool_max_ == 0 || pool_max_ > std::numeric_limits<std::uint32_t>::max()) {
     return bad("cudactor.pool.max-events must be 1 to 2^32-1");

@@ -233,7 +233,7 @@ std::optional<std::uint32_t> coordinator_state::place(op_id id, const op_record&
   if (stuck) return std::nullopt;
   // A replay's parts begin on several streams, each waiting there for the replay's
   // dependencies: one without a cell must have its ticket back first.
-  if (r.type == op_type::step && bound) return std::nullopt;
+  if (r.type == op_type::step && (bound || !replay_streams_free(id))) return std::nullopt;
   if (r.pinned != no_stream) {
     // Its own stream or nothing: it waits for room there (and for the ticket of a dependency
     // without a cell on its way to another).
@@ -371,14 +371,33 @@ void coordinator_state::send_staged() {
     ++passes_;
     pool_.publish(index);  // before the message: the stream actor gives each back when reached
     staged_passes::pass pass = staged_.take(index);
-    auto ids = std::make_shared<std::vector<op_id>>(std::move(pass.ids));
-    const std::uint64_t epoch = epoch_;
-    self_
-        ->request(actors_[index], caf::infinite, dispatch_atom::value,
-                  stream_dispatch{std::move(pass.ops)})
-        .then([this, epoch, index, ids](
-                  const std::vector<ticket>& tickets) { dispatched(epoch, index, *ids, tickets); },
+    // At most max_pass operations a message (what a stream actor takes in one): a pass with
+    // replays' parts can hold more. The messages reach the stream actor in the order sent.
+    const std::size_t total = pass.ops.size();
+    const std::size_t per = std::max<std::size_t>(1, options_.max_pass);
+    for (std::size_t from = 0; from < total; from += per) {
+      const std::size_t to = std::min(total, from + per);
+      std::shared_ptr<std::vector<op_id>> ids;
+      std::vector<dispatched_op> ops;
+      if (from == 0 && to == total) {
+        ids = std::make_shared<std::vector<op_id>>(std::move(pass.ids));
+        ops = std::move(pass.ops);
+      } else {
+        ids = std::make_shared<std::vector<op_id>>(pass.ids.begin() + from, pass.ids.begin() + to);
+        ops.assign(std::make_move_iterator(pass.ops.begin() + from),
+                   std::make_move_iterator(pass.ops.begin() + to));
+        if (from != 0) ++passes_;
+      }
+      const std::uint64_t epoch = epoch_;
+      self_
+          ->request(actors_[index], caf::infinite, dispatch_atom::value,
+                    stream_dispatch{std::move(ops)})
+          .then(
+              [this, epoch, index, ids](const std::vector<ticket>& tickets) {
+                dispatched(epoch, index, *ids, tickets);
+              },
               [this, epoch, index, ids](caf::error& why) { dispatch_refused(epoch, index, why); });
+    }
     // Released buffers' memory, freed right after their release's point (it waits for every
     // stream's last use): reusable once the stream has passed the free.
     for (auto& memory : frees_[index]) {

@@ -214,6 +214,9 @@ class coordinator_state {
   // their streams (the home part's before the join), each part's first with the replay's own
   // waits there; the join's waits (every other part's last operation).
   [[nodiscard]] std::vector<point_wait> stage_replay(op_id id, std::uint32_t home);
+  // No stream of the replay's plan is held for a caller (begin): its part would queue behind
+  // the hold, and with it the join and everything after it.
+  [[nodiscard]] bool replay_streams_free(op_id id) const;
   // The cause a replay's end carries once its join was reached with `why`: the first of its
   // operations that failed, by graph index; else `why`.
   [[nodiscard]] caf::error replay_cause(op_id id, caf::error why) const;

@@ -103,17 +103,6 @@ caf::error coordinator_state::make_step(step_spec& spec_in, step_handle& out) {
   }
   in.after_first[n] = static_cast<std::uint32_t>(in.after.size());
   step->plan = step_plan{in};
-  // A replay's part goes to its stream in one dispatch message, with that pass's other work.
-  constexpr std::size_t max_part = std::size_t{1} << 15;
-  for (const auto& part : step->plan.parts()) {
-    if (part.entries.size() > max_part) {
-      return make_error(errc::invalid_argument,
-                        "record: the step puts " + std::to_string(part.entries.size()) +
-                            " operations on stream " +
-                            std::to_string(pool_.at(part.stream).id.value) + ", at most " +
-                            std::to_string(max_part) + " go on one stream");
-    }
-  }
   step->union_uses = union_of_uses(step->ops);
   for (const buffer_use& u : step->union_uses) {
     if (std::find(step->buffers.begin(), step->buffers.end(), u.buffer) == step->buffers.end()) {
@@ -364,6 +353,15 @@ std::vector<point_wait> coordinator_state::stage_replay(op_id id, std::uint32_t 
   join.reserve(plan.join_waits().size());
   for (const auto& w : plan.join_waits()) join.push_back(wait_on(w));
   return join;
+}
+
+bool coordinator_state::replay_streams_free(op_id id) const {
+  const auto found = replays_.find(id);
+  if (found == replays_.end()) return true;
+  for (const step_plan::part& part : found->second->step().plan.parts()) {
+    if (!pool_.at(part.stream).reserved_by.empty()) return false;
+  }
+  return true;
 }
 
 caf::error coordinator_state::replay_cause(op_id id, caf::error why) const {

@@ -50,27 +50,56 @@ void pieces(const ranges& a, const ranges& b, F&& f) {
   }
 }
 
+// `r` less what `done` (merged) covers.
+ranges minus(const byte_range& r, const ranges& done) {
+  ranges out;
+  std::uint64_t at = r.begin;
+  auto it = std::upper_bound(done.begin(), done.end(), r.begin,
+                             [](std::uint64_t x, const byte_range& d) { return x < d.begin; });
+  if (it != done.begin()) --it;
+  for (; it != done.end() && it->begin < r.end && at < r.end; ++it) {
+    if (it->end <= at) continue;
+    if (it->begin > at) out.push_back(byte_range{at, it->begin});
+    at = std::max(at, it->end);
+  }
+  if (at < r.end) out.push_back(byte_range{at, r.end});
+  return out;
+}
+
 }  // namespace
 
 std::vector<buffer_use> union_of_uses(const std::vector<recorded_step::op>& ops) {
-  // By buffer (slot, generation, owner), in a stable order: reads and writes.
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>,
-           std::pair<buffer_id, std::pair<ranges, ranges>>>
-      by_buffer;
+  // By buffer (slot, generation, owner), in a stable order: the bytes the step reads before
+  // writing them (reads from outside the step), and the bytes it writes. Operations in the
+  // graph's order, which is the order inference used; an operation's reads before its writes.
+  struct seen {
+    buffer_id id;
+    ranges outside_reads, written;
+  };
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, seen> by_buffer;
+  const auto at = [&](const buffer_id& id) -> seen& {
+    seen& s = by_buffer[{id.slot, id.generation, id.owner}];
+    s.id = id;
+    return s;
+  };
   for (const auto& op : ops) {
     for (std::size_t u = 0; u < op.uses.size(); ++u) {
-      const buffer_use& use = op.uses[u];
-      auto& [id, both] = by_buffer[{use.buffer.slot, use.buffer.generation, use.buffer.owner}];
-      id = use.buffer;
-      if (reads(use.access)) both.first.push_back(op.ranges[u]);
-      if (writes(use.access)) both.second.push_back(op.ranges[u]);
+      if (!reads(op.uses[u].access)) continue;
+      seen& s = at(op.uses[u].buffer);
+      for (const byte_range& r : minus(op.ranges[u], s.written)) s.outside_reads.push_back(r);
+    }
+    for (std::size_t u = 0; u < op.uses.size(); ++u) {
+      if (!writes(op.uses[u].access)) continue;
+      seen& s = at(op.uses[u].buffer);
+      s.written.push_back(op.ranges[u]);
+      s.written = merged(std::move(s.written));
     }
   }
   std::vector<buffer_use> out;
   for (auto& [key, entry] : by_buffer) {
-    const buffer_id id = entry.first;
-    const ranges read = merged(std::move(entry.second.first));
-    const ranges written = merged(std::move(entry.second.second));
+    const buffer_id id = entry.id;
+    const ranges read = merged(std::move(entry.outside_reads));
+    const ranges written = std::move(entry.written);
     // Adjacent pieces of the same access are one use.
     std::vector<buffer_use> mine;
     pieces(read, written, [&](const byte_range& r, bool is_read, bool is_written) {

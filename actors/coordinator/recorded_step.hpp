@@ -40,10 +40,11 @@ struct recorded_step {
   std::int64_t recorded_ns = 0;  // what recording took
 };
 
-// The uses of one operation that stands for all of `ops`: per buffer, the bytes some operation
-// writes and some reads as read_write, those only written as write, those only read as read,
-// each a merged range (inference then orders the replay exactly as its operations' uses
-// would, taken together).
+// The uses of one operation that stands for all of `ops` (in the graph's order): per buffer,
+// the bytes the step reads before it writes them (what it reads from outside) and then writes
+// as read_write, the bytes it writes without reading from outside as write, those it only
+// reads as read; merged ranges. A byte the step writes before reading it is a write: a failed
+// replay's poison on it does not cancel the next replay, which writes it anew.
 [[nodiscard]] std::vector<buffer_use> union_of_uses(const std::vector<recorded_step::op>& ops);
 
 }  // namespace cudactor::detail

@@ -1,5 +1,7 @@
 #include "cudactor/actors/coordinator/step_replay.hpp"
 
+#include <exception>
+#include <string>
 #include <utility>
 
 #include "cudactor/messaging/errc.hpp"
@@ -24,7 +26,14 @@ gpu::work_fn step_replay::wrap(std::uint32_t part, std::uint32_t segment) {
     for (std::uint32_t e = seg.first; e <= seg.last; ++e) {
       const std::uint32_t op = p.entries[e].op;
       const gpu::work_fn& fn = self->bound_[op] ? self->bound_[op] : self->step_->ops[op].fn;
-      gpu::status s = fn(context);
+      gpu::status s;
+      try {  // as the host engine does for a lone work: a throw is that work's failure
+        s = fn(context);
+      } catch (const std::exception& e) {
+        s = gpu::status{gpu::status_code::op_failed, std::string{"work threw: "} + e.what()};
+      } catch (...) {
+        s = gpu::status{gpu::status_code::op_failed, "work threw"};
+      }
       self->ran(op, s);
       if (!s.ok() && first.ok()) first = std::move(s);
     }

@@ -145,6 +145,24 @@ BOOST_AUTO_TEST_CASE(a_replayed_step_gives_the_bytes_of_the_same_graph_submitted
     BOOST_TEST((bytes_of(b) == want_b));
     BOOST_TEST((bytes_of(c) == want_c));
   }
+  // The same with each operation pinned to a stream of its own: parts, waits and the join.
+  graph_spec spread = diamond(a, b, c);
+  for (std::uint32_t i = 0; i < spread.ops.size(); ++i) {
+    spread.ops[i].spec.placement.pinned = true;
+    spread.ops[i].spec.placement.stream = stream_id{i % 4};
+  }
+  const step_handle p = record(std::move(spread));
+  for (int round = 0; round < 5; ++round) {
+    std::memset(a.as<void>(), 0, a.size);
+    std::memset(b.as<void>(), 0, b.size);
+    std::memset(c.as<void>(), 0, c.size);
+    auto out = replay(p);
+    BOOST_REQUIRE_MESSAGE(out, why(out));
+    BOOST_TEST((out->state == op_state::completed), render(out->cause));
+    BOOST_TEST((bytes_of(a) == want_a));
+    BOOST_TEST((bytes_of(b) == want_b));
+    BOOST_TEST((bytes_of(c) == want_c));
+  }
   auto all = replay(h, {}, step_notices::all);
   BOOST_REQUIRE(all);
   BOOST_TEST(all->ops.size() == 5u);
@@ -169,49 +187,24 @@ BOOST_AUTO_TEST_CASE(a_replay_is_ordered_with_other_work_by_its_buffers) {
   graph_spec first;
   first.add(spec_of(open.hold()));
   first.add(std::move(slow), {0});
-  auto before = std::async(std::launch::async, [this, &first] {
-    caf::scoped_actor other{rt().system()};
-    caf::expected<std::vector<op_notice>> out{caf::sec::request_timeout};
-    other->request(co(), scaled(10s), run_atom::value, first)
-        .receive([&](std::vector<op_notice>& n) { out = std::move(n); },
-                 [&](caf::error& e) { out = std::move(e); });
-    runtime::release_calling_thread();
-    return out;
-  });
-  // Registered after the writer (it is registered at once; the gate holds its run).
-  std::this_thread::sleep_for(scaled(50ms));
-  auto replayed = std::async(std::launch::async, [this, h] {
-    caf::scoped_actor other{rt().system()};
-    caf::expected<step_outcome> out{caf::sec::request_timeout};
-    other->request(co(), scaled(10s), replay_atom::value, replay_request{h, {}, {}})
-        .receive([&](step_outcome& o) { out = std::move(o); },
-                 [&](caf::error& e) { out = std::move(e); });
-    runtime::release_calling_thread();
-    return out;
-  });
-  std::this_thread::sleep_for(scaled(50ms));
-  auto after = std::async(std::launch::async, [this, &c, &b] {
-    caf::scoped_actor other{rt().system()};
-    caf::expected<op_notice> out{caf::sec::request_timeout};
-    other
-        ->request(co(), scaled(10s), run_atom::value,
-                  mix_op(11, {buffer_use::read(b.id), buffer_use::write(c.id)}))
-        .receive([&](op_notice& n) { out = std::move(n); },
-                 [&](caf::error& e) { out = std::move(e); });
-    runtime::release_calling_thread();
-    return out;
-  });
+  // All three from one actor, so they reach the coordinator in this order.
+  caf::scoped_actor other{rt().system()};
+  auto w = other->request(co(), scaled(10s), run_atom::value, first);
+  auto r = other->request(co(), scaled(10s), replay_atom::value, replay_request{h, {}, {}});
+  auto l = other->request(co(), scaled(10s), run_atom::value,
+                          mix_op(11, {buffer_use::read(b.id), buffer_use::write(c.id)}));
   std::this_thread::sleep_for(scaled(50ms));
   BOOST_TEST((bytes_of(c) == std::vector<std::uint8_t>(256, 0)));  // nothing ran yet
   open.open();
-  auto w = before.get();
-  auto r = replayed.get();
-  auto l = after.get();
-  BOOST_REQUIRE_MESSAGE(w, why(w));
-  BOOST_REQUIRE_MESSAGE(r, why(r));
-  BOOST_REQUIRE_MESSAGE(l, why(l));
-  BOOST_TEST((r->state == op_state::completed), render(r->cause));
-  BOOST_TEST((l->state == op_state::completed), render(l->cause));
+  w.receive(
+      [&](std::vector<op_notice>& ends) {
+        for (const auto& n : ends) BOOST_TEST((n.state == op_state::completed));
+      },
+      [&](caf::error& e) { BOOST_FAIL(render(e)); });
+  r.receive([&](step_outcome& o) { BOOST_TEST((o.state == op_state::completed), render(o.cause)); },
+            [&](caf::error& e) { BOOST_FAIL(render(e)); });
+  l.receive([&](op_notice& n) { BOOST_TEST((n.state == op_state::completed), render(n.cause)); },
+            [&](caf::error& e) { BOOST_FAIL(render(e)); });
   // The model: a written by 9, b from a by 7, c from b by 11.
   std::vector<std::uint8_t> ma(256, 0), mb(256, 0), mc(256, 0);
   write_from(digest_of({}, 9), ma.data(), 256, false);
@@ -243,13 +236,18 @@ BOOST_AUTO_TEST_CASE(a_failing_operation_fails_the_step_naming_it) {
   // What the step was to write is poisoned, as a failed operation's: a reader is cancelled.
   const op_notice reader = run(mix_op(4, {buffer_use::read(c.id), buffer_use::write(a.id)}));
   BOOST_TEST((reader.state == op_state::cancelled), render(reader.cause));
-  // A write without a read heals it, and the step may run again (and fail again).
+  // The step writes every byte before it reads it: its own poison does not cancel it, it runs
+  // again (and fails again, by its own operation).
+  auto again = replay(h);
+  BOOST_REQUIRE(again);
+  BOOST_TEST((again->state == op_state::failed), render(again->cause));
+  BOOST_TEST(render(again->cause).find("step op 1") != std::string::npos);
+  // A write without a read heals the bytes for others.
   const op_notice heal =
       run(mix_op(5, {buffer_use::write(a.id), buffer_use::write(b.id), buffer_use::write(c.id)}));
   BOOST_TEST((heal.state == op_state::completed), render(heal.cause));
-  auto again = replay(h);
-  BOOST_REQUIRE(again);
-  BOOST_TEST((again->state == op_state::failed));
+  const op_notice after = run(mix_op(6, {buffer_use::read(c.id), buffer_use::write(a.id)}));
+  BOOST_TEST((after.state == op_state::completed), render(after.cause));
 }
 
 BOOST_AUTO_TEST_CASE(bindings_put_other_buffers_of_the_same_size_in_place) {
@@ -391,6 +389,42 @@ BOOST_AUTO_TEST_CASE(recorded_steps_are_bounded_until_released) {
   for (const auto& h : kept) BOOST_REQUIRE(*ask<bool>(co(), release_atom::value, h));
 }
 
+BOOST_AUTO_TEST_CASE(a_replay_waits_while_a_stream_of_its_plan_is_held_for_a_caller) {
+  // A caller-launched operation holds stream 1 from begin to complete: a replay whose plan
+  // uses stream 1 is not dispatched meanwhile, on any of its streams (its part would queue
+  // behind the hold, and the join and all after it with it).
+  op_spec manual;
+  manual.placement.pinned = true;
+  manual.placement.stream = stream_id{1};
+  auto id = ask<op_id>(co(), register_atom::value, manual);
+  BOOST_REQUIRE_MESSAGE(id, why(id));
+  auto lease = ask<op_lease>(co(), begin_atom::value, *id);
+  BOOST_REQUIRE_MESSAGE(lease, why(lease));
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  graph_spec g;
+  // The held stream's operation first: the replay's home (its last operation's stream) is
+  // stream 0, which is free.
+  for (std::uint32_t s : {1u, 0u}) {
+    op_spec counting = spec_of(work::local([runs](const gpu::launch_context&) {
+      ++*runs;
+      return gpu::status{};
+    }));
+    counting.placement.pinned = true;
+    counting.placement.stream = stream_id{s};
+    g.add(std::move(counting));
+  }
+  const step_handle h = record(std::move(g));
+  caf::scoped_actor other{rt().system()};
+  auto r = other->request(co(), scaled(10s), replay_atom::value, replay_request{h, {}, {}});
+  std::this_thread::sleep_for(scaled(100ms));
+  BOOST_TEST(runs->load() == 0);  // not even stream 0's part
+  auto done = ask<ticket>(co(), enqueued_atom::value, *id);
+  BOOST_REQUIRE_MESSAGE(done, why(done));
+  r.receive([&](step_outcome& o) { BOOST_TEST((o.state == op_state::completed), render(o.cause)); },
+            [&](caf::error& e) { BOOST_FAIL(render(e)); });
+  BOOST_TEST(runs->load() == 2);
+}
+
 BOOST_AUTO_TEST_CASE(a_step_in_flight_at_shutdown_ends_shutting_down_once) {
   gate held;
   graph_spec g;
@@ -478,7 +512,12 @@ BOOST_AUTO_TEST_CASE(random_steps_replayed_with_rebinding_and_failures_match_a_s
         const auto access = static_cast<buffer_access>(1 + rng() % 3);
         m.uses.push_back(buffer_use{buffers[which].id, access, offset, bytes});
       }
-      g.add(mix_op(m.salt, m.uses, m.fails));
+      op_spec spec = mix_op(m.salt, m.uses, m.fails);
+      if (rng() % 3 == 0) {  // pinned: small steps cross streams too
+        spec.placement.pinned = true;
+        spec.placement.stream = stream_id{static_cast<std::uint32_t>(rng() % 4)};
+      }
+      g.add(std::move(spec));
       ops.push_back(std::move(m));
     }
     const step_handle h = record(std::move(g));
@@ -538,11 +577,14 @@ BOOST_AUTO_TEST_CASE(random_steps_replayed_with_rebinding_and_failures_match_a_s
           named = named || words.find("step op " + std::to_string(f) + ":") != std::string::npos;
         }
         BOOST_TEST(named, words);
-        BOOST_TEST(!out->ops.empty());
+        // Every operation told as failed is one that fails, and one of them is told.
+        std::size_t told_failed = 0;
         for (const auto& e : out->ops) {
-          BOOST_TEST((e.state != op_state::completed));
-          if (e.state == op_state::failed) BOOST_TEST(ops[e.index].fails);
+          if (e.state != op_state::failed) continue;
+          ++told_failed;
+          BOOST_TEST(ops[e.index].fails, "step op " << e.index << " failed: " << render(e.cause));
         }
+        BOOST_TEST(told_failed >= 1u);
         heal();
       }
     }
@@ -555,3 +597,35 @@ BOOST_AUTO_TEST_CASE(random_steps_replayed_with_rebinding_and_failures_match_a_s
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// A stream actor takes at most cudactor.max-batch operations in one message: a pass with a
+// replay's parts that holds more goes in several (before, the stream refused the pass and the
+// coordinator took it for a lost device).
+BOOST_AUTO_TEST_CASE(a_pass_larger_than_a_stream_takes_at_once_goes_in_several_messages) {
+  runtime_fixture small{
+      {"--cudactor.host.workers=2", "--cudactor.streams=2", "--cudactor.max-batch=4"}};
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  graph_spec g;
+  // A chain across the two streams: every operation a segment of its own, 20 on each.
+  for (std::uint32_t i = 0; i < 40; ++i) {
+    op_spec counting = spec_of(work::local([runs](const gpu::launch_context&) {
+      ++*runs;
+      return gpu::status{};
+    }));
+    counting.placement.pinned = true;
+    counting.placement.stream = stream_id{i % 2};
+    std::vector<std::uint32_t> after;
+    if (i > 0) after.push_back(i - 1);
+    g.add(std::move(counting), std::move(after));
+  }
+  auto h = small.ask<step_handle>(small.rt().coordinator(), record_atom::value,
+                                  step_spec{"chain", std::move(g)});
+  BOOST_REQUIRE_MESSAGE(h, small.why(h));
+  for (int k = 1; k <= 3; ++k) {
+    auto out = small.ask<step_outcome>(small.rt().coordinator(), replay_atom::value,
+                                       replay_request{*h, {}, {}});
+    BOOST_REQUIRE_MESSAGE(out, small.why(out));
+    BOOST_TEST((out->state == op_state::completed), small.render(out->cause));
+    BOOST_TEST(runs->load() == 40 * k);
+  }
+}

@@ -125,6 +125,37 @@ BOOST_AUTO_TEST_CASE(random_steps_wait_only_backwards_and_every_target_has_a_cel
       }
     }
     BOOST_TEST(entries == static_cast<std::size_t>(n));
+    // Every dependency is ordered before its operation, through stream order and waits: a
+    // clock per entry of how far into each part it comes after, merged along its waits.
+    const std::size_t parts = plan.parts().size();
+    std::vector<std::vector<std::vector<std::uint32_t>>> clock(parts);
+    for (std::size_t p = 0; p < parts; ++p) clock[p].resize(plan.parts()[p].entries.size());
+    for (std::uint32_t op = 0; op < static_cast<std::uint32_t>(n); ++op) {
+      const std::uint32_t p = plan.part_of(op), e = plan.entry_of(op);
+      auto& mine = clock[p][e];
+      mine = e == 0 ? std::vector<std::uint32_t>(parts, 0) : clock[p][e - 1];
+      mine[p] = e + 1;
+      const auto& entry = plan.parts()[p].entries[e];
+      for (const auto* w = plan.waits_begin(entry); w != plan.waits_end(entry); ++w) {
+        const auto& theirs = clock[w->part][w->entry];
+        for (std::size_t q = 0; q < parts; ++q) mine[q] = std::max(mine[q], theirs[q]);
+      }
+      for (const auto& d : b.after[op]) {
+        BOOST_TEST(mine[plan.part_of(d.dep)] >= plan.entry_of(d.dep) + 1,
+                   "op " << op << " is not ordered after op " << d.dep);
+      }
+    }
+    // The join comes after every part's last entry.
+    if (n > 0) {
+      std::vector<std::uint32_t> join = clock[plan.home()].back();
+      for (const auto& w : plan.join_waits()) {
+        for (std::size_t q = 0; q < parts; ++q)
+          join[q] = std::max(join[q], clock[w.part][w.entry][q]);
+      }
+      for (std::size_t q = 0; q < parts; ++q) {
+        BOOST_TEST(join[q] == plan.parts()[q].entries.size());
+      }
+    }
     // Segments cover each part in order; only a segment's first entry waits, only its last is
     // waited for.
     for (const auto& part : plan.parts()) {
