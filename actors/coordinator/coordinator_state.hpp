@@ -9,6 +9,9 @@
 // buffer user leaves behind it. The behaviour in coordinator.cpp only unpacks messages and
 // calls in here; each coordinator_*.cpp holds one concept's share.
 //
+// Past 600 lines because it is the one class whose members every part's file defines: each
+// concept's state lives in its own type (above), its handlers' declarations here.
+//
 // Notices are flushed in one place: a handler that ends an operation, readies one or frees a
 // stream asks for a pass (pump_later: a message to itself, handled once the messages already
 // in the mailbox are), and that pass sends the notices of every operation that ended since

@@ -6,7 +6,8 @@
 // and a randomized run of recorded steps with rebinding and failures against a sequential
 // model of the same operations.
 //
-// Host backend only: the kernels read and write the buffers from host threads.
+// Host backend only: the kernels read and write the buffers from host threads. Past 600 lines:
+// one fixture and one kernel for every case of the feature, kept together.
 // CUDACTOR_TEST_SEED=<seed> replays the randomized run.
 #define BOOST_TEST_MODULE step_replay
 #include <cstring>
