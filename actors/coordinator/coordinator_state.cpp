@@ -332,7 +332,7 @@ void coordinator_state::stage(op_id id, std::uint32_t index, std::int64_t now) {
   dispatched_op op;
   op.fn = std::move(r.fn);
   // A replay's parts go out first; the join (its own point) waits for them.
-  op.waits = r.type == op_type::step ? stage_replay(id, index) : waits_for(id, index);
+  op.waits = r.type == op_type::step ? stage_replay(id) : waits_for(id, index);
   op.timed = timing_;
   // Dependents on other streams go out with it, in this pass or a later one before its ticket
   // is back, and wait for the point its stream actor publishes. A buffer user may get

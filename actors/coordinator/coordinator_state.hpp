@@ -213,10 +213,10 @@ class coordinator_state {
   // rebound operations' work resolved anew into `replay`.
   caf::error bind(const replay_request& request, const recorded_step& step,
                   std::vector<buffer_use>& uses, step_replay& replay);
-  // stage()'s share for a replay onto its home stream `home`: every part's operations staged for
-  // their streams (the home part's before the join), each part's first with the replay's own
+  // stage()'s share for a replay (pinned to its home part's stream): every part's operations staged
+  // for their streams (the home part's before the join), each part's first with the replay's own
   // waits there; the join's waits (every other part's last operation).
-  [[nodiscard]] std::vector<point_wait> stage_replay(op_id id, std::uint32_t home);
+  [[nodiscard]] std::vector<point_wait> stage_replay(op_id id);
   // No stream of the replay's plan is held for a caller (begin): its part would queue behind
   // the hold, and with it the join and everything after it.
   [[nodiscard]] bool replay_streams_free(op_id id) const;
@@ -545,7 +545,6 @@ class coordinator_state {
   step_table steps_;  // recorded steps
   // The replays registered and not yet ended, by their operation.
   std::unordered_map<op_id, std::shared_ptr<step_replay>> replays_;
-  std::uint64_t replays_started_ = 0;
   // Arms on_shed() once the coordinator holds no operation (options_.keep_memory_for).
   void arm_shed();
   bool shed_armed_ = false;

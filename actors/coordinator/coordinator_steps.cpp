@@ -265,7 +265,6 @@ caf::error coordinator_state::start_replay(replay_request& request,
   const std::uint64_t key =
       runs_.open(1, [this, replay, done = std::move(done)](std::vector<op_notice> ends) {
         op_notice& n = ends.front();
-        replay->ended = true;
         replays_.erase(replay->op);
         step_outcome out;
         out.step = replay->handle();
@@ -290,7 +289,6 @@ caf::error coordinator_state::start_replay(replay_request& request,
     return bad;
   }
   assert(id == replay->op);
-  ++replays_started_;
   return {};
 }
 
@@ -316,7 +314,7 @@ void coordinator_state::replay(replay_request& request, step_callback& done) {
   }
 }
 
-std::vector<point_wait> coordinator_state::stage_replay(op_id id, std::uint32_t home) {
+std::vector<point_wait> coordinator_state::stage_replay(op_id id) {
   const auto found = replays_.find(id);
   assert(found != replays_.end());
   step_replay& replay = *found->second;
@@ -347,8 +345,6 @@ std::vector<point_wait> coordinator_state::stage_replay(op_id id, std::uint32_t 
       staged_.add(part.stream, op_id{}, std::move(op));
     }
   }
-  (void)home;
-  assert(plan.parts()[plan.home()].stream == home);
   std::vector<point_wait> join;
   join.reserve(plan.join_waits().size());
   for (const auto& w : plan.join_waits()) join.push_back(wait_on(w));

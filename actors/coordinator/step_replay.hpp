@@ -51,9 +51,8 @@ class step_replay : public std::enable_shared_from_this<step_replay> {
   // failure it waited for).
   [[nodiscard]] std::vector<step_op_end> ends(op_state ended, const caf::error& cause) const;
 
-  // The coordinator's operation the replay is, once registered (0 before).
+  // The coordinator's operation the replay is (known before it is registered).
   op_id op;
-  bool ended = false;  // its end was told (possibly inside its own registration)
 
  private:
   void ran(std::uint32_t op, const gpu::status& s);
