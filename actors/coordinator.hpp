@@ -48,6 +48,12 @@ namespace detail {
 class stream_ledger;  // actors/detail/stream_ledger.hpp
 }  // namespace detail
 
+// How a recorded step replays (docs/replay.md): as one backend graph launched on one stream
+// (gpu/work_graph.hpp: a CUDA graph on CUDA), or as the plan's parts on the streams. automatic:
+// a graph where the backend builds one natively (CUDA), the plan elsewhere; always: a graph on
+// every backend (on the host its nodes run in order on one stream: for tests); never: the plan.
+enum class step_graph_mode : std::uint8_t { automatic, always, never };
+
 struct coordinator_options {
   // How a ready operation's stream is chosen. Each stream's in-flight cap is its stream
   // actor's, published in its ledger (detail::stream_ledger): ready operations wait beyond it.
@@ -56,6 +62,7 @@ struct coordinator_options {
   std::size_t failures_kept = 65536;  // failed ids remembered to refuse dependencies on them
   std::size_t max_buffers = 65536;    // buffers allocated or adopted and not yet reclaimed
   std::size_t max_steps = 1024;       // recorded steps not yet released (docs/replay.md)
+  step_graph_mode step_graphs = step_graph_mode::automatic;
   // Operations in one dispatch message, at most: what a stream actor takes in one
   // (cudactor.max-batch). A pass that holds more (replays' parts) goes in several.
   std::size_t max_pass = 65536;

@@ -72,6 +72,8 @@ runtime_config::runtime_config() {
       .add(co_max_buffers_, "max-buffers",
            "buffers allocated, adopted or being made, and not yet reclaimed, at most")
       .add(co_max_steps_, "max-steps", "recorded steps not yet released, at most")
+      .add(co_step_graphs_, "step-graphs",
+           "replay steps as backend graphs: auto (on CUDA), always (the host too) or never")
       .add(co_max_buffer_segments_, "max-buffer-segments",
            "segments one buffer's use history holds at most (each use adds up to two)")
       .add(co_max_inferred_edges_, "max-inferred-edges",
@@ -283,6 +285,16 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.coordinator.max_buffers = co_max_buffers_;
   if (co_max_steps_ == 0) return bad("cudactor.coordinator.max-steps must be at least 1");
   out.coordinator.max_steps = co_max_steps_;
+  if (co_step_graphs_ == "auto") {
+    out.coordinator.step_graphs = step_graph_mode::automatic;
+  } else if (co_step_graphs_ == "always") {
+    out.coordinator.step_graphs = step_graph_mode::always;
+  } else if (co_step_graphs_ == "never") {
+    out.coordinator.step_graphs = step_graph_mode::never;
+  } else {
+    return bad("cudactor.coordinator.step-graphs must be auto, always or never, not '" +
+               co_step_graphs_.substr(0, 64) + "'");
+  }
   // An empty history (one segment) must take an operation with the most uses (two each).
   const std::size_t fewest_segments = 1 + 2 * out.coordinator.limits.max_uses;
   if (co_max_buffer_segments_ < fewest_segments) {

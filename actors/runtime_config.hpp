@@ -120,6 +120,7 @@ class runtime_config : public caf::actor_system_config {
   std::size_t co_report_names_ = coordinator_options{}.report_names;
   std::size_t co_max_buffers_ = coordinator_options{}.max_buffers;
   std::size_t co_max_steps_ = coordinator_options{}.max_steps;
+  std::string co_step_graphs_ = "auto";
   std::size_t co_max_buffer_segments_ = coordinator_options{}.max_buffer_segments;
   std::size_t co_max_inferred_edges_ = coordinator_options{}.max_inferred_edges;
   std::size_t co_max_covered_segments_ = coordinator_options{}.max_covered_segments;

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "cudactor/gpu/buffer.hpp"
 #include "cudactor/gpu/event.hpp"
@@ -25,6 +26,7 @@
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/gpu/timeline.hpp"
 #include "cudactor/gpu/types.hpp"
+#include "cudactor/gpu/work_graph.hpp"
 
 namespace cudactor::gpu {
 
@@ -105,6 +107,13 @@ class backend {
   // stream, and answers ok. Read failures from the points, which agree on both.
   [[nodiscard]] virtual status enqueue(stream_ref s, work_fn work) = 0;
   [[nodiscard]] virtual status add_callback(stream_ref s, host_callback callback) = 0;
+
+  // --- graphs --------------------------------------------------------------------------------
+  // Builds `nodes` into a graph launched as one piece of work (gpu/work_graph.hpp): on CUDA each
+  // node's work runs now, captured; a node that cannot be captured fails the build, named.
+  // invalid_argument for nodes check_graph_nodes refuses; device_lost when the device is.
+  [[nodiscard]] virtual result<std::unique_ptr<work_graph>> build_graph(
+      std::vector<graph_node> nodes) = 0;
 
   // A burst of operations issued by this thread until the matching end_batch() reaches the
   // backend's workers at once: the host backend hands each stream to a worker once for the

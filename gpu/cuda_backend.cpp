@@ -23,6 +23,7 @@
 #include "cudactor/gpu/detail/cuda_release_stream.hpp"
 #include "cudactor/gpu/detail/cuda_status.hpp"
 #include "cudactor/gpu/detail/cuda_timeline.hpp"
+#include "cudactor/gpu/detail/cuda_work_graph.hpp"
 #include "cudactor/gpu/detail/handle_table.hpp"
 
 namespace cudactor::gpu {
@@ -755,6 +756,17 @@ void CUDART_CB run_host_callback(cudaStream_t, cudaError_t answer, void* data) {
 }
 
 }  // namespace
+
+result<std::unique_ptr<work_graph>> cuda_backend::build_graph(std::vector<graph_node> nodes) {
+  if (auto bad = check_graph_nodes(nodes); !bad.ok()) return bad;
+  if (auto bad = impl_->usable(); !bad.ok()) return bad;
+  const detail::cuda_work_graph::priorities native{impl_->native_priority(stream_priority::low),
+                                                   impl_->native_priority(stream_priority::normal),
+                                                   impl_->native_priority(stream_priority::high)};
+  auto built = detail::cuda_work_graph::build(impl_->ordinal, native, std::move(nodes));
+  if (!built && built.code() == status_code::device_lost) impl_->mark_lost(built.error());
+  return built;
+}
 
 status cuda_backend::add_callback(stream_ref s, host_callback callback) {
   if (!callback) return {status_code::invalid_argument, "empty host callback"};

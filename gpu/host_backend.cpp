@@ -10,6 +10,7 @@
 #include "cudactor/gpu/detail/handle_table.hpp"
 #include "cudactor/gpu/detail/host_completion.hpp"
 #include "cudactor/gpu/detail/host_engine.hpp"
+#include "cudactor/gpu/detail/host_work_graph.hpp"
 
 namespace cudactor::gpu {
 namespace {
@@ -478,6 +479,12 @@ status host_backend::enqueue(stream_ref s, work_fn work) {
   o.work = std::move(work);
   o.stream = s;
   return impl_->submit(s, std::move(o));
+}
+
+result<std::unique_ptr<work_graph>> host_backend::build_graph(std::vector<graph_node> nodes) {
+  if (auto bad = check_graph_nodes(nodes); !bad.ok()) return bad;
+  if (auto lost = impl_->engine->loss(); !lost.ok()) return lost;
+  return std::unique_ptr<work_graph>{std::make_unique<detail::host_work_graph>(std::move(nodes))};
 }
 
 status host_backend::add_callback(stream_ref s, host_callback callback) {

@@ -95,6 +95,8 @@ class host_backend final : public backend {
 
   [[nodiscard]] status enqueue(stream_ref s, work_fn work) override;
   [[nodiscard]] status add_callback(stream_ref s, host_callback callback) override;
+  [[nodiscard]] result<std::unique_ptr<work_graph>> build_graph(
+      std::vector<graph_node> nodes) override;
 
   [[nodiscard]] result<timeline_point> signal(stream_ref s) override;
   [[nodiscard]] signalled_work enqueue_signalled(stream_ref s, work_fn work) override;

@@ -180,6 +180,12 @@ class nccl_communicator final : public communicator {
       abort_locked(status{status_code::op_failed, what + ": " + nccl_words(comm_, r)});
       return broken_;
     }
+    // Captured into a graph (a step's, gpu/work_graph.hpp): there is no completion of its own to
+    // watch now (an event recorded under capture cannot be queried), and each launch of the
+    // graph is watched by whoever launches it; NCCL's asynchronous error is still polled.
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &capturing) != cudaSuccess) (void)cudaGetLastError();
+    if (capturing != cudaStreamCaptureStatusNone) return {};
     pending_op p{seq, nullptr, std::chrono::steady_clock::now()};
     if (!spare_.empty()) {
       p.done = spare_.back();

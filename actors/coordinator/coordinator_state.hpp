@@ -206,6 +206,9 @@ class coordinator_state {
 
   // Steps (coordinator_steps.cpp).
   caf::error make_step(step_spec& spec, step_handle& out);
+  // Builds the step's backend graph when options_.step_graphs asks for one on this backend;
+  // the error names the operation whose work could not be captured.
+  caf::error make_step_graph(recorded_step& step, const step_plan::input& in);
   // Registers the replay and calls `done` once with its outcome; the error when nothing was
   // registered (`done` is then not kept).
   caf::error start_replay(replay_request& request, std::function<void(step_outcome)> done);

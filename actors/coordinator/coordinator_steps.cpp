@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cudactor/actors/coordinator/coordinator_state.hpp"
+#include "cudactor/actors/coordinator/step_graph.hpp"
 #include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/input_check.hpp"
@@ -110,11 +111,49 @@ caf::error coordinator_state::make_step(step_spec& spec_in, step_handle& out) {
     }
   }
   step->name = spec_in.name.empty() ? std::string{"step"} : std::move(spec_in.name);
+  if (auto bad = make_step_graph(*step, in)) return bad;
   step->recorded_ns = now_ns() - started;
   step_metrics_->recorded(step->name, step->recorded_ns);
   const auto handle = steps_.add(std::move(step));
   assert(handle.has_value());  // room checked above
   out = *handle;
+  return {};
+}
+
+caf::error coordinator_state::make_step_graph(recorded_step& step, const step_plan::input& in) {
+  const bool wanted = options_.step_graphs == step_graph_mode::always ||
+                      (options_.step_graphs == step_graph_mode::automatic &&
+                       context_.device->kind() == gpu::backend_kind::cuda);
+  if (!wanted) return {};
+  const std::int64_t started = now_ns();
+  // Nodes in the step's dependency order; each node's kernels at the priority of the stream
+  // the plan put its operation on (what the strategy chose for it).
+  const std::size_t n = step.ops.size();
+  std::vector<std::uint32_t> node_of(n);
+  for (std::uint32_t k = 0; k < n; ++k) node_of[in.order[k]] = k;
+  std::vector<gpu::graph_node> nodes(n);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::uint32_t op = in.order[k];
+    gpu::graph_node& node = nodes[k];
+    node.work = step.ops[op].fn;
+    for (std::uint32_t e = in.after_first[op]; e < in.after_first[op + 1]; ++e) {
+      const std::uint32_t dep = node_of[in.after[e].dep];
+      if (std::find(node.after.begin(), node.after.end(), dep) == node.after.end()) {
+        node.after.push_back(dep);
+      }
+    }
+    node.priority = pool_.at(step.plan.parts()[step.plan.part_of(op)].stream).priority;
+    const std::string& what = step.ops[op].description;
+    node.label =
+        "step op " + std::to_string(op) + (what.empty() ? std::string{} : " ('" + what + "')");
+  }
+  auto built = context_.device->build_graph(std::move(nodes));
+  if (!built) {
+    return make_error(to_errc(built.code()),
+                      "record: the step's graph: " + built.error().to_string());
+  }
+  step.graph = std::make_shared<step_graph>(std::move(built).value(), in.order);
+  step_metrics_->built(step.name, now_ns() - started);
   return {};
 }
 
@@ -203,7 +242,7 @@ caf::error coordinator_state::bind(const replay_request& request, const recorded
       if (auto bad = resolve_collective(call, label + ": step op " + std::to_string(i), fn)) {
         return bad;
       }
-      replay.rebind(i, std::move(fn));
+      replay.rebind(i, std::move(fn), {call.collective.send, call.collective.recv});
       ++rebound;
       continue;
     }
@@ -220,7 +259,9 @@ caf::error coordinator_state::bind(const replay_request& request, const recorded
       return make_error(static_cast<errc>(bad.code()),
                         label + ": step op " + std::to_string(i) + ": " + cudactor::describe(bad));
     }
-    replay.rebind(i, std::move(fn));
+    std::vector<buffer_id> resolved_on;
+    for (const buffer_use& u : uses_bound) resolved_on.push_back(u.buffer);
+    replay.rebind(i, std::move(fn), std::move(resolved_on));
     ++rebound;
   }
   step_metrics_->rebound(step.name, rebound);
@@ -255,7 +296,15 @@ caf::error coordinator_state::start_replay(replay_request& request,
   spec.priority = step.priority;
   spec.workload = op_workload::mixed;
   spec.description = step.name;
-  spec.body = work::local(no_work);  // the join: the replay's own point
+  if (step.graph) {
+    // One operation whose work launches the step's graph; its point is the replay's.
+    if (!step.graph->observes_operations()) replay->outcome_is_whole();
+    spec.body = work::local([graph = step.graph, replay](const gpu::launch_context& on) {
+      return graph->launch(on, *replay);
+    });
+  } else {
+    spec.body = work::local(no_work);  // the join: the replay's own point
+  }
   spec.placement.pinned = true;
   spec.placement.stream = pool_.at(step.plan.parts()[step.plan.home()].stream).id;
   spec.uses = step.union_uses;
@@ -275,8 +324,13 @@ caf::error coordinator_state::start_replay(replay_request& request,
         out.dispatched_ns = n.dispatched_ns;
         out.ended_ns = n.ended_ns;
         out.ops = replay->ends(out.state, out.cause);
-        step_metrics_->replayed(replay->step().name, out.state,
+        const recorded_step& step = replay->step();
+        step_metrics_->replayed(step.name, out.state,
                                 std::max<std::int64_t>(0, out.ended_ns - out.registered_ns));
+        if (step.graph) {
+          const auto changed = step.graph->take_changes();
+          step_metrics_->graph_changes(step.name, changed.instantiations, changed.updates);
+        }
         done(std::move(out));
       });
   // Known before it is registered: a pass inside the registration may stage it.
@@ -319,6 +373,8 @@ std::vector<point_wait> coordinator_state::stage_replay(op_id id) {
   assert(found != replays_.end());
   step_replay& replay = *found->second;
   const step_plan& plan = replay.step().plan;
+  // A graph is launched by the replay's own operation: its waits are the replay's.
+  if (replay.step().graph) return waits_for(id, plan.parts()[plan.home()].stream);
   std::vector<std::shared_ptr<point_cell>> cells(plan.cells());
   for (auto& c : cells) c = std::make_shared<point_cell>();
   const auto wait_on = [&](const step_plan::wait& w) {
@@ -354,7 +410,9 @@ std::vector<point_wait> coordinator_state::stage_replay(op_id id) {
 bool coordinator_state::replay_streams_free(op_id id) const {
   const auto found = replays_.find(id);
   if (found == replays_.end()) return true;
-  for (const step_plan::part& part : found->second->step().plan.parts()) {
+  const recorded_step& step = found->second->step();
+  if (step.graph) return true;  // one operation on one stream: held like any other
+  for (const step_plan::part& part : step.plan.parts()) {
     if (!pool_.at(part.stream).reserved_by.empty()) return false;
   }
   return true;

@@ -5,11 +5,12 @@
 // resolved against the buffers it was recorded with; the plan (where each operation goes and
 // what it waits for, actors/coordinator/step_plan.hpp); and the union of its uses, which a
 // replay declares as one operation so that it is ordered against other work. Immutable once
-// recorded, shared by the replays in flight; only `invalid` is set later, by the coordinator's
-// thread. No CAF actor, no device.
+// recorded (its graph changes only its nodes' work, under its own lock), shared by the replays in
+// flight; only `invalid` is set later, by the coordinator's thread. No CAF actor, no device.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@
 
 namespace cudactor::detail {
 
+class step_graph;  // actors/coordinator/step_graph.hpp
+
 struct recorded_step {
   struct op {
     work body;
@@ -33,6 +36,9 @@ struct recorded_step {
   };
   std::vector<op> ops;  // in the graph's order
   step_plan plan;
+  // The backend graph it replays as, when it does (coordinator_options::step_graphs): then a
+  // replay is one operation on the plan's home stream that launches it.
+  std::shared_ptr<step_graph> graph;
   std::vector<buffer_use> union_uses;  // over the recorded buffers
   std::vector<buffer_id> buffers;      // each buffer it uses, once
   std::string name;  // what its replays go by (the operation's description, the metrics)

@@ -18,6 +18,11 @@ step_replay::step_replay(std::shared_ptr<const recorded_step> step, step_handle 
   for (std::size_t i = 0; i < step_->ops.size(); ++i) ran_[i].store(0, std::memory_order_relaxed);
 }
 
+void step_replay::rebind(std::uint32_t op, gpu::work_fn fn, std::vector<buffer_id> buffers) {
+  if (!bound_[op].fn) rebound_.push_back(op);
+  bound_[op] = binding{std::move(fn), std::move(buffers)};
+}
+
 gpu::work_fn step_replay::wrap(std::uint32_t part, std::uint32_t segment) {
   return [self = shared_from_this(), part, segment](const gpu::launch_context& context) {
     const step_plan::part& p = self->step_->plan.parts()[part];
@@ -25,7 +30,7 @@ gpu::work_fn step_replay::wrap(std::uint32_t part, std::uint32_t segment) {
     gpu::status first;
     for (std::uint32_t e = seg.first; e <= seg.last; ++e) {
       const std::uint32_t op = p.entries[e].op;
-      const gpu::work_fn& fn = self->bound_[op] ? self->bound_[op] : self->step_->ops[op].fn;
+      const gpu::work_fn& fn = self->bound_[op].fn ? self->bound_[op].fn : self->step_->ops[op].fn;
       gpu::status s;
       try {  // as the host engine does for a lone work: a throw is that work's failure
         s = fn(context);
@@ -77,7 +82,12 @@ std::vector<step_op_end> step_replay::ends(op_state ended, const caf::error& cau
         break;
       }
       default:
-        // It never ran: the step ended first, or what it waited for failed.
+        if (whole_ && ended == op_state::completed) {
+          e.state = op_state::completed;  // the graph it is part of completed
+          break;
+        }
+        // It never ran: the step ended first, or what it waited for failed; in a graph that
+        // tells only its own outcome, it is not known to have run.
         e.state = op_state::cancelled;
         e.cause = ended == op_state::completed
                       ? make_error(errc::dependency_failed,

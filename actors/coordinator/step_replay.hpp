@@ -2,10 +2,10 @@
 //
 // One replay of a recorded step while it runs: the step it runs (held, so that a release does
 // not pull it away), the launch functions its bindings resolved anew, and what each operation
-// did. Every operation's work goes to its stream wrapped (wrap()): the wrapper runs the
-// operation's function and notes how it went, on whatever thread the backend runs it, so that
-// the step's outcome names the operation that failed without a timeline point or an end of
-// its own per operation. Shared between the coordinator and the wrapped work, which may still
+// did. On the plan's streams every operation's work goes to its stream wrapped (wrap()): the
+// wrapper runs the operation's function and notes how it went, on whatever thread the backend runs
+// it, so that the step's outcome names the operation that failed without a timeline point or an end
+// of its own per operation. Shared between the coordinator and the wrapped work, which may still
 // run after the replay has ended (it was cancelled on its way). No CAF actor.
 #pragma once
 
@@ -32,12 +32,28 @@ class step_replay : public std::enable_shared_from_this<step_replay> {
   [[nodiscard]] step_handle handle() const noexcept { return handle_; }
   [[nodiscard]] step_notices notices() const noexcept { return notices_; }
 
-  // Operation `op` runs `fn` in this replay instead of its recorded function (rebound).
-  void rebind(std::uint32_t op, gpu::work_fn fn) { bound_[op] = std::move(fn); }
+  // Operation `op` runs `fn` in this replay instead of its recorded function (rebound);
+  // `buffers` are those `fn` was resolved against, the buffers of its uses in order (a step's
+  // graph keeps a node's work while they stay the same).
+  void rebind(std::uint32_t op, gpu::work_fn fn, std::vector<buffer_id> buffers);
+  // The operations rebound, in the order rebound; their work and buffers.
+  [[nodiscard]] const std::vector<std::uint32_t>& rebound() const noexcept { return rebound_; }
+  [[nodiscard]] const gpu::work_fn& bound_work(std::uint32_t op) const noexcept {
+    return bound_[op].fn;
+  }
+  [[nodiscard]] const std::vector<buffer_id>& bound_buffers(std::uint32_t op) const noexcept {
+    return bound_[op].buffers;
+  }
   // The work that goes to the stream for segment `segment` of part `part` of the plan: each of
   // its operations in turn (all of them, as a stream runs work after a failure), each noted;
   // the first failure is the segment's.
   [[nodiscard]] gpu::work_fn wrap(std::uint32_t part, std::uint32_t segment);
+
+  // Notes how operation `op` went (the wrapped work, and a step's graph, call it).
+  void ran(std::uint32_t op, const gpu::status& s);
+  // The replay runs as a graph that tells only its own outcome (CUDA): an operation no one
+  // noted ended as the replay did.
+  void outcome_is_whole() noexcept { whole_ = true; }
 
   // The first operation that failed (none: none did) and its status.
   [[nodiscard]] std::uint32_t first_failed() const;
@@ -55,12 +71,17 @@ class step_replay : public std::enable_shared_from_this<step_replay> {
   op_id op;
 
  private:
-  void ran(std::uint32_t op, const gpu::status& s);
+  struct binding {
+    gpu::work_fn fn;  // empty unless rebound
+    std::vector<buffer_id> buffers;
+  };
 
   std::shared_ptr<const recorded_step> step_;
   step_handle handle_;
   step_notices notices_;
-  std::vector<gpu::work_fn> bound_;  // per op: empty unless rebound
+  bool whole_ = false;
+  std::vector<binding> bound_;  // per op
+  std::vector<std::uint32_t> rebound_;
   std::unique_ptr<std::atomic<std::uint8_t>[]> ran_;
   mutable std::mutex mutex_;  // guards the failures
   // Each operation that failed, in the order they were seen (rare: kept with a lock).

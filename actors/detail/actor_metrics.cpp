@@ -145,6 +145,24 @@ step_metrics::step_cells& step_metrics::of(const std::string& step) {
       registry_
           .counters("cudactor_step_rebound_operations_total",
                     "Operations whose work a replay's bindings resolved anew.", labels)
+          .add(values),
+      registry_
+          .histograms("cudactor_step_instantiate_seconds",
+                      "What building a step's graph took (on CUDA: capture, instantiation, "
+                      "upload).",
+                      labels)
+          .add(values),
+      registry_
+          .counters("cudactor_step_graph_instantiations_total",
+                    "Times a step's graph was instantiated: once when recorded, again when a "
+                    "binding changed a node's shape.",
+                    labels)
+          .add(values),
+      registry_
+          .counters("cudactor_step_graph_updates_total",
+                    "Nodes of a step's graph given another work in place for a replay's "
+                    "bindings (no instantiation).",
+                    labels)
           .add(values)}};
   return *cells_.emplace(label, std::move(made)).first->second;
 }

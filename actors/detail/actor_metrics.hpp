@@ -170,6 +170,17 @@ class step_metrics {
   }
   void replayed(const std::string& step, op_state how, std::int64_t ns);
   void rebound(const std::string& step, std::uint64_t ops) { of(step).rebound.add(ops); }
+  // A step's backend graph (docs/replay.md): what building it took, and since the last call
+  // the times it was instantiated and the nodes updated in place for bindings.
+  void built(const std::string& step, std::int64_t ns) {
+    of(step).instantiate.observe(std::chrono::nanoseconds{ns});
+  }
+  void graph_changes(const std::string& step, std::uint64_t instantiations, std::uint64_t updates) {
+    if (instantiations == 0 && updates == 0) return;
+    step_cells& c = of(step);
+    c.instantiations.add(instantiations);
+    c.updates.add(updates);
+  }
 
  private:
   struct step_cells {
@@ -179,6 +190,9 @@ class step_metrics {
     metrics::duration_histogram& time;
     metrics::duration_histogram& record;
     metrics::counter& rebound;
+    metrics::duration_histogram& instantiate;
+    metrics::counter& instantiations;
+    metrics::counter& updates;
   };
   step_cells& of(const std::string& step);
 

@@ -7,8 +7,9 @@
 // and events (op i on stream i % 8, an event after each op, cudaStreamWaitEvent per
 // cross-stream dependency, one cudaDeviceSynchronize), in the same run, alternately. Also the
 // device's floor: kernels x 5 us / 8 streams. And the same DAG recorded once as a step and
-// replayed (docs/replay.md: the step's plan over the streams; CUDA graphs for it are not
-// built yet), from the replay's request to its answer.
+// replayed (docs/replay.md), from the replay's request to its answer: as a CUDA graph (the
+// default, cudactor.coordinator.step-graphs=auto) and, in a second runtime on the same device
+// with step-graphs=never, as the step's plan over the streams.
 //
 //   dag_gpu_bench --backend=cuda [--quick] [-- runtime options]
 // Prints a table, then one JSON object on the last line.
@@ -136,12 +137,18 @@ int main(int argc, char** argv) {
   auto rt =
       start_cuda_runtime(config, {"--cudactor.streams=" + std::to_string(streams)}, mode.passed_on);
   const std::string backend = rt->backend_reason();
+  runtime_config plan_config;
+  auto rt_plan = start_cuda_runtime(
+      plan_config,
+      {"--cudactor.streams=" + std::to_string(streams), "--cudactor.coordinator.step-graphs=never"},
+      mode.passed_on);
 
-  samples through_coordinator, raw, replayed;
+  samples through_coordinator, raw, replayed, planned;
   const auto warm = make_dag(n / 10, 99);
   coordinator_run(*rt, warm);
   raw_run(warm);
   replay_run(*rt, warm);
+  replay_run(*rt_plan, warm);
   for (int round = 0; round < rounds; ++round) {
     const auto dag = make_dag(n, 7 + static_cast<std::uint64_t>(round));
     // Alternately first, so that neither always runs on a warmer device.
@@ -149,7 +156,9 @@ int main(int argc, char** argv) {
       through_coordinator.add(coordinator_run(*rt, dag));
       raw.add(raw_run(dag));
       replayed.add(replay_run(*rt, dag));
+      planned.add(replay_run(*rt_plan, dag));
     } else {
+      planned.add(replay_run(*rt_plan, dag));
       replayed.add(replay_run(*rt, dag));
       raw.add(raw_run(dag));
       through_coordinator.add(coordinator_run(*rt, dag));
@@ -165,8 +174,10 @@ int main(int argc, char** argv) {
   t.add({"coordinator", std::to_string(n), ms(through_coordinator.median()),
          lo_hi(through_coordinator), fixed(n / through_coordinator.median(), 0),
          fixed(through_coordinator.median() / floor_s, 2)});
-  t.add({"step replayed", std::to_string(n), ms(replayed.median()), lo_hi(replayed),
+  t.add({"step replayed (CUDA graph)", std::to_string(n), ms(replayed.median()), lo_hi(replayed),
          fixed(n / replayed.median(), 0), fixed(replayed.median() / floor_s, 2)});
+  t.add({"step replayed (plan)", std::to_string(n), ms(planned.median()), lo_hi(planned),
+         fixed(n / planned.median(), 0), fixed(planned.median() / floor_s, 2)});
   t.add({"raw CUDA", std::to_string(n), ms(raw.median()), lo_hi(raw), fixed(n / raw.median(), 0),
          fixed(raw.median() / floor_s, 2)});
   t.add({"device floor", std::to_string(n), ms(floor_s), "-", fixed(n / floor_s, 0), "1.00"});
@@ -188,6 +199,8 @@ int main(int argc, char** argv) {
   json.add("replay_ms", replayed.median() * 1e3);
   json.add("replay_over_raw", replayed.median() / raw.median());
   json.add("replay_over_floor", replayed.median() / floor_s);
+  json.add("replay_plan_ms", planned.median() * 1e3);
+  json.add("replay_plan_over_raw", planned.median() / raw.median());
   json.print();
   return 0;
 }

@@ -164,6 +164,29 @@ BOOST_AUTO_TEST_CASE(max_steps_reaches_the_coordinator_and_zero_is_refused) {
   BOOST_TEST(out.error().message().find("max-steps") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(step_graphs_reaches_the_coordinator_and_other_words_are_refused) {
+  const auto mode_of = [](const std::string& value) {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(
+        !config.parse(std::vector<std::string>{"--cudactor.coordinator.step-graphs=" + value}, in));
+    return config.runtime_settings();
+  };
+  {
+    runtime_config config;
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(out.ok());
+    BOOST_TEST((out->coordinator.step_graphs == step_graph_mode::automatic));
+  }
+  BOOST_TEST((mode_of("always")->coordinator.step_graphs == step_graph_mode::always));
+  BOOST_TEST((mode_of("never")->coordinator.step_graphs == step_graph_mode::never));
+  BOOST_TEST((mode_of("auto")->coordinator.step_graphs == step_graph_mode::automatic));
+  auto bad = mode_of("sometimes");
+  BOOST_REQUIRE(!bad.ok());
+  BOOST_TEST(bad.error().message().find("step-graphs must be auto, always or never") !=
+             std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(max_rendezvous_reaches_the_node_and_zero_is_refused) {
   {
     runtime_config config;

@@ -10,6 +10,7 @@
 // one fixture and one kernel for every case of the feature, kept together.
 // CUDACTOR_TEST_SEED=<seed> replays the randomized run.
 #define BOOST_TEST_MODULE step_replay
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -54,14 +55,26 @@ gpu::status mix(const gpu::launch_context&, const buffer_spans& spans, std::uint
   return {};
 }
 
+// CUDACTOR_TEST_STEP_GRAPHS=always (ctest's step_replay_graph_test) runs every case with the
+// steps replayed as backend graphs: on the host, the coordinator's path that CUDA takes.
+bool graphs() {
+  const char* mode = std::getenv("CUDACTOR_TEST_STEP_GRAPHS");
+  return mode != nullptr && std::string{mode} == "always";
+}
+std::vector<std::string> with_graph_mode(std::vector<std::string> args) {
+  if (graphs()) args.emplace_back("--cudactor.coordinator.step-graphs=always");
+  return args;
+}
+
 class steps : public runtime_fixture {
  public:
   steps()
-      : runtime_fixture(
-            {"--cudactor.host.workers=4", "--cudactor.streams=4"}, [](runtime_config& config) {
-              auto s = config.operations().add_typed_on_buffers<std::uint32_t, bool>("mix", 1, mix);
-              BOOST_REQUIRE(s.ok());
-            }) {}
+      : runtime_fixture(with_graph_mode({"--cudactor.host.workers=4", "--cudactor.streams=4"}),
+                        [](runtime_config& config) {
+                          auto s = config.operations().add_typed_on_buffers<std::uint32_t, bool>(
+                              "mix", 1, mix);
+                          BOOST_REQUIRE(s.ok());
+                        }) {}
 
   const coordinator_actor& co() { return rt().coordinator(); }
 
@@ -289,6 +302,13 @@ BOOST_AUTO_TEST_CASE(bindings_put_other_buffers_of_the_same_size_in_place) {
     BOOST_TEST(m.observations("cudactor_step_seconds", step) == 3u);
     BOOST_TEST(m.observations("cudactor_step_record_seconds", step) == 1u);
     BOOST_TEST(m.counter("cudactor_step_rebound_operations_total", step) == 3);
+    if (graphs()) {
+      // Built once; each node a binding changed given its work in place: the binding of b
+      // one, the swap both (a node keeps its work while its buffers stay the same).
+      BOOST_TEST(m.observations("cudactor_step_instantiate_seconds", step) == 1u);
+      BOOST_TEST(m.counter("cudactor_step_graph_instantiations_total", step) == 1);
+      BOOST_TEST(m.counter("cudactor_step_graph_updates_total", step) == 3);
+    }
   }
   refused({{b.id, small.id}}, "a buffer is bound to one of the same size");
   refused({{other.id, b2.id}}, "which the step does not use");
@@ -417,6 +437,16 @@ BOOST_AUTO_TEST_CASE(a_replay_waits_while_a_stream_of_its_plan_is_held_for_a_cal
   const step_handle h = record(std::move(g));
   caf::scoped_actor other{rt().system()};
   auto r = other->request(co(), scaled(10s), replay_atom::value, replay_request{h, {}, {}});
+  if (graphs()) {
+    // A graph runs on its home stream alone, which is free: the hold does not concern it.
+    r.receive(
+        [&](step_outcome& o) { BOOST_TEST((o.state == op_state::completed), render(o.cause)); },
+        [&](caf::error& e) { BOOST_FAIL(render(e)); });
+    BOOST_TEST(runs->load() == 2);
+    auto done = ask<ticket>(co(), enqueued_atom::value, *id);
+    BOOST_REQUIRE_MESSAGE(done, why(done));
+    return;
+  }
   std::this_thread::sleep_for(scaled(100ms));
   BOOST_TEST(runs->load() == 0);  // not even stream 0's part
   auto done = ask<ticket>(co(), enqueued_atom::value, *id);
@@ -603,8 +633,8 @@ BOOST_AUTO_TEST_SUITE_END()
 // replay's parts that holds more goes in several (before, the stream refused the pass and the
 // coordinator took it for a lost device).
 BOOST_AUTO_TEST_CASE(a_pass_larger_than_a_stream_takes_at_once_goes_in_several_messages) {
-  runtime_fixture small{
-      {"--cudactor.host.workers=2", "--cudactor.streams=2", "--cudactor.max-batch=4"}};
+  runtime_fixture small{with_graph_mode(
+      {"--cudactor.host.workers=2", "--cudactor.streams=2", "--cudactor.max-batch=4"})};
   auto runs = std::make_shared<std::atomic<int>>(0);
   graph_spec g;
   // A chain across the two streams: every operation a segment of its own, 20 on each.

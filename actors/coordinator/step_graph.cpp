@@ -1,0 +1,61 @@
+#include "cudactor/actors/coordinator/step_graph.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "cudactor/actors/coordinator/step_replay.hpp"
+
+namespace cudactor::detail {
+
+step_graph::step_graph(std::unique_ptr<gpu::work_graph> graph,
+                       std::vector<std::uint32_t> op_of_node)
+    : graph_(std::move(graph)),
+      op_of_node_(std::move(op_of_node)),
+      node_of_op_(op_of_node_.size()),
+      held_(op_of_node_.size()) {
+  for (std::uint32_t k = 0; k < op_of_node_.size(); ++k) node_of_op_[op_of_node_[k]] = k;
+}
+
+gpu::status step_graph::launch(const gpu::launch_context& on, step_replay& replay) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  const recorded_step& step = replay.step();
+  // A node whose work this replay changes is given it; one a binding changed before and this
+  // replay does not bind gets its recorded work back. A node that cannot take its work fails
+  // the replay, named, before anything is launched.
+  const auto give = [&](std::uint32_t op, const gpu::work_fn& fn, std::vector<buffer_id> to) {
+    if (auto bad = graph_->set_work(node_of_op_[op], fn); !bad.ok()) {
+      replay.ran(op, bad);
+      return bad;
+    }
+    held_[op] = std::move(to);
+    return gpu::status{};
+  };
+  for (const std::uint32_t op : rebound_) {
+    if (replay.bound_work(op)) continue;
+    if (auto bad = give(op, step.ops[op].fn, {}); !bad.ok()) return bad;
+  }
+  rebound_.erase(std::remove_if(rebound_.begin(), rebound_.end(),
+                                [&](std::uint32_t op) { return held_[op].empty(); }),
+                 rebound_.end());
+  for (const std::uint32_t op : replay.rebound()) {
+    const std::vector<buffer_id>& to = replay.bound_buffers(op);
+    if (held_[op] == to) continue;
+    const bool was_recorded = held_[op].empty();
+    if (auto bad = give(op, replay.bound_work(op), to); !bad.ok()) return bad;
+    if (was_recorded) rebound_.push_back(op);
+  }
+  const gpu::node_observer observer = [&](std::uint32_t node, const gpu::status& outcome) {
+    replay.ran(op_of_node_[node], outcome);
+  };
+  return graph_->launch(on, &observer);
+}
+
+step_graph::changes step_graph::take_changes() {
+  const changes now{graph_->instantiations(), graph_->updates()};
+  const changes delta{now.instantiations - reported_.instantiations,
+                      now.updates - reported_.updates};
+  reported_ = now;
+  return delta;
+}
+
+}  // namespace cudactor::detail

@@ -1,0 +1,56 @@
+// actors/coordinator/step_graph.hpp
+//
+// A recorded step's backend graph (gpu/work_graph.hpp), when it replays as one
+// (coordinator_options::step_graphs, docs/replay.md): which node each operation is, which work
+// each node holds now (the recorded one, or the one a replay's bindings resolved), and a
+// replay's launch, made by the work of the replay's own operation on its stream: the nodes
+// whose work this replay's bindings change are given it first (in place, on CUDA without
+// instantiating), then the graph is launched, each node's outcome noted to the replay where
+// the backend tells. Launches of one step are serialized by its stream, which runs them in
+// order; the graph's own lock keeps that true whatever calls it. No CAF actor.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cudactor/gpu/work_graph.hpp"
+#include "cudactor/messaging/buffer_types.hpp"
+
+namespace cudactor::detail {
+
+class step_replay;
+
+class step_graph {
+ public:
+  // `op_of_node[k]`: the operation (graph index) node k runs, for every operation.
+  step_graph(std::unique_ptr<gpu::work_graph> graph, std::vector<std::uint32_t> op_of_node);
+
+  // What the replay's operation runs on its stream, `on` its context.
+  [[nodiscard]] gpu::status launch(const gpu::launch_context& on, step_replay& replay);
+  // Whether a launch names the operations that failed (else only the step's outcome).
+  [[nodiscard]] bool observes_operations() const noexcept { return graph_->observes_nodes(); }
+
+  // Instantiations and in-place updates since the last call (the coordinator's thread only:
+  // the metrics).
+  struct changes {
+    std::uint64_t instantiations = 0;
+    std::uint64_t updates = 0;
+  };
+  [[nodiscard]] changes take_changes();
+
+ private:
+  std::unique_ptr<gpu::work_graph> graph_;
+  std::vector<std::uint32_t> op_of_node_;
+  std::vector<std::uint32_t> node_of_op_;
+  std::mutex mutex_;  // guards what follows
+  // Per operation: the buffers its node's work was resolved against, when a binding's (empty:
+  // the recorded work); and the operations whose node holds a bound work.
+  std::vector<std::vector<buffer_id>> held_;
+  std::vector<std::uint32_t> rebound_;
+  changes reported_;  // the coordinator's thread only
+};
+
+}  // namespace cudactor::detail
