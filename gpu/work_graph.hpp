@@ -9,8 +9,8 @@
 //    dependencies become the graph's edges (no events); the graph is instantiated once (node
 //    priorities kept: cudaGraphInstantiateFlagUseNodePriority) and uploaded. A launch is one
 //    cudaGraphLaunch. Anything the work does besides launching on the stream it is given runs
-//    at capture only; a work that cannot be captured (it synchronizes, calls the backend,
-//    uses the legacy stream) fails the build, naming its node.
+//    at capture only (a launch on another stream too: CUDA does not see it); a work that
+//    cannot be captured (it synchronizes, calls the backend) fails the build, naming its node.
 //  - On the host backend the nodes run in their order inside the work that launches the graph,
 //    each noted to the launch's observer: CUDA graph semantics on one stream, so that what
 //    launches graphs is tested without a GPU.

@@ -16,9 +16,19 @@ step_graph::step_graph(std::unique_ptr<gpu::work_graph> graph,
   for (std::uint32_t k = 0; k < op_of_node_.size(); ++k) node_of_op_[op_of_node_[k]] = k;
 }
 
+void step_graph::add_communicator(std::uint32_t op, std::shared_ptr<gpu::communicator> comm) {
+  communicators_.emplace_back(op, std::move(comm));
+}
+
 gpu::status step_graph::launch(const gpu::launch_context& on, step_replay& replay) {
   std::lock_guard<std::mutex> lock{mutex_};
   const recorded_step& step = replay.step();
+  for (const auto& [op, comm] : communicators_) {
+    if (auto broken = comm->broken(); !broken.ok()) {
+      replay.ran(op, broken);
+      return broken;
+    }
+  }
   // A node whose work this replay changes is given it; one a binding changed before and this
   // replay does not bind gets its recorded work back. A node that cannot take its work fails
   // the replay, named, before anything is launched.

@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
+#include "cudactor/gpu/communicator.hpp"
 #include "cudactor/gpu/work_graph.hpp"
 #include "cudactor/messaging/buffer_types.hpp"
 
@@ -27,6 +29,11 @@ class step_graph {
  public:
   // `op_of_node[k]`: the operation (graph index) node k runs, for every operation.
   step_graph(std::unique_ptr<gpu::work_graph> graph, std::vector<std::uint32_t> op_of_node);
+
+  // Operation `op` is a collective on `comm`: a launch checks it first (a graph replays the
+  // NCCL calls captured at record without going through the communicator, which may have been
+  // aborted since: its memory is gone).
+  void add_communicator(std::uint32_t op, std::shared_ptr<gpu::communicator> comm);
 
   // What the replay's operation runs on its stream, `on` its context.
   [[nodiscard]] gpu::status launch(const gpu::launch_context& on, step_replay& replay);
@@ -45,6 +52,7 @@ class step_graph {
   std::unique_ptr<gpu::work_graph> graph_;
   std::vector<std::uint32_t> op_of_node_;
   std::vector<std::uint32_t> node_of_op_;
+  std::vector<std::pair<std::uint32_t, std::shared_ptr<gpu::communicator>>> communicators_;
   std::mutex mutex_;  // guards what follows
   // Per operation: the buffers its node's work was resolved against, when a binding's (empty:
   // the recorded work); and the operations whose node holds a bound work.

@@ -11,10 +11,9 @@ namespace cudactor::gpu::detail {
 
 namespace {
 
-std::size_t count_nodes(cudaGraph_t g) {
-  std::size_t count = 0;
-  if (cudaGraphGetNodes(g, nullptr, &count) != cudaSuccess) return 0;
-  return count;
+status count_nodes(cudaGraph_t g, std::size_t& count) {
+  count = 0;
+  return from_cuda(cudaGraphGetNodes(g, nullptr, &count), "counting a captured graph's nodes");
 }
 
 }  // namespace
@@ -32,17 +31,11 @@ result<std::unique_ptr<work_graph>> cuda_work_graph::build(int ordinal, prioriti
     made->nodes_.push_back(std::move(s));
   }
   if (auto bad = made->assemble(); !bad.ok()) return bad;
-  cudaStream_t upload = nullptr;
-  if (auto bad = made->capture_stream(stream_priority::normal, upload); !bad.ok()) return bad;
-  // Its device resources now, not at the first launch.
-  if (auto bad = from_cuda(cudaGraphUpload(made->exec_, upload), "uploading a graph"); !bad.ok()) {
-    return bad;
-  }
   return std::unique_ptr<work_graph>{std::move(made)};
 }
 
 cuda_work_graph::~cuda_work_graph() {
-  if (!select_device(ordinal_).ok()) return;
+  (void)select_device(ordinal_);  // the handles know their context: released either way
   // Nothing to report to from a destructor; an executable graph still running is freed by
   // CUDA when its launches end.
   if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
@@ -127,7 +120,12 @@ status cuda_work_graph::assemble() {
     if (auto bad = capture(i, nodes_[i].work, child); !bad.ok()) return fail(std::move(bad));
     deps.clear();
     for (const std::uint32_t a : nodes_[i].after) deps.push_back(handles[a]);
-    empty[i] = count_nodes(child) == 0;
+    std::size_t count = 0;
+    if (auto bad = count_nodes(child, count); !bad.ok()) {
+      (void)cudaGraphDestroy(child);
+      return fail(std::move(bad));
+    }
+    empty[i] = count == 0;
     const cudaError_t added =
         empty[i] ? cudaGraphAddEmptyNode(&handles[i], graph, deps.data(), deps.size())
                  // The child is cloned into the node.
@@ -143,6 +141,14 @@ status cuda_work_graph::assemble() {
           "instantiating a graph of " + std::to_string(nodes_.size()) + " nodes");
       !bad.ok()) {
     return fail(std::move(bad));
+  }
+  // Its device resources now, not at the first launch.
+  cudaStream_t upload = nullptr;
+  status uploaded = capture_stream(stream_priority::normal, upload);
+  if (uploaded.ok()) uploaded = from_cuda(cudaGraphUpload(exec, upload), "uploading a graph");
+  if (!uploaded.ok()) {
+    (void)cudaGraphExecDestroy(exec);
+    return fail(std::move(uploaded));
   }
   count_instantiation();
   if (exec_ != nullptr) (void)cudaGraphExecDestroy(exec_);
@@ -166,7 +172,19 @@ status cuda_work_graph::set_work(std::uint32_t node, work_fn work) {
   cudaGraph_t child = nullptr;
   if (auto bad = capture(node, work, child); !bad.ok()) return bad;
   node_state& n = nodes_[node];
-  if (!n.empty && count_nodes(child) != 0) {
+  std::size_t count = 0;
+  if (auto bad = count_nodes(child, count); !bad.ok()) {
+    (void)cudaGraphDestroy(child);
+    return bad;
+  }
+  if (n.empty && count == 0) {
+    // Still nothing on the device: an empty node stays one.
+    (void)cudaGraphDestroy(child);
+    n.work = std::move(work);
+    count_update();
+    return {};
+  }
+  if (!n.empty && count != 0) {
     // The same node, other parameters (addresses): in place, no instantiation.
     const cudaError_t swapped = cudaGraphExecChildGraphNodeSetParams(exec_, n.handle, child);
     (void)cudaGraphDestroy(child);
