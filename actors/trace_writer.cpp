@@ -111,6 +111,7 @@ void trace_writer::add(const traced_op& op) {
     e += ",\"args\":{\"op\":" + std::to_string(op.id) + ",\"state\":";
     append_escaped(e, op.state);
     e += std::string{",\"timed\":"} + (timed ? "true" : "false");
+    if (op.step_op >= 0) e += ",\"step_op\":" + std::to_string(op.step_op);
     e += ",\"queued_us\":" + us(op.dispatched_ns - op.registered_ns);
     e += ",\"end_seen_after_us\":" + us(std::max<std::int64_t>(0, op.ended_ns - to));
     e += "}}";

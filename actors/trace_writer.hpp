@@ -4,7 +4,9 @@
 // chrome://tracing open: per operation an async "queued" span (registered -> dispatched) and,
 // on its stream's track, a complete event from when it started to when it finished on the
 // stream (timing events around it stamp both; without them, dispatched -> end seen, marked
-// "timed": false). Times are microseconds from when the file was opened.
+// "timed": false). A replay of a recorded step also has a span per operation of the step
+// where the backend told when each ran (args.step_op: its graph index). Times are
+// microseconds from when the file was opened.
 //
 // add() only appends to a buffer; full buffers go to a thread of the writer's own, so the
 // coordinator never waits for the disk. close() (or the destructor) writes the rest and the
@@ -38,6 +40,9 @@ struct traced_op {
   std::int64_t started_ns = 0;
   std::int64_t finished_ns = 0;
   std::int64_t ended_ns = 0;
+  // An operation of the replay `id` is (a recorded step's, by its graph index): a span inside
+  // the replay's, on the stream it ran on, with no queue of its own. -1: not one.
+  std::int64_t step_op = -1;
 };
 
 class trace_writer {

@@ -433,7 +433,11 @@ void coordinator_state::profile(op_id id, const op_record& r, op_state state, st
     t.started_ns = p.started_ns;
     t.finished_ns = p.finished_ns;
     t.ended_ns = now;
-    context_.trace->add(t);
+    if (r.type == op_type::step) {
+      trace_replay(id, t);
+    } else {
+      context_.trace->add(t);
+    }
   }
 }
 

@@ -52,6 +52,7 @@
 #include "cudactor/actors/detail/actor_metrics.hpp"
 #include "cudactor/actors/detail/stream_directory.hpp"
 #include "cudactor/actors/detail/wait_keys.hpp"
+#include "cudactor/actors/trace_writer.hpp"
 
 namespace cudactor::detail {
 
@@ -226,6 +227,9 @@ class coordinator_state {
   // The cause a replay's end carries once its join was reached with `why`: the first of its
   // operations that failed, by graph index; else `why`.
   [[nodiscard]] caf::error replay_cause(op_id id, caf::error why) const;
+  // Adds a replay's span to the trace, and inside it a span per operation where the backend
+  // told when each ran.
+  void trace_replay(op_id id, traced_op& t) const;
 
   // Hands ready operations to streams while they have room (one message per stream per
   // pass), serves begin waiters whose operation became ready.

@@ -300,6 +300,7 @@ caf::error coordinator_state::start_replay(replay_request& request,
     }
   }
   auto replay = std::make_shared<step_replay>(e->step, request.step, request.notices);
+  if (context_.trace) replay->trace_times();
   op_spec spec;
   spec.type = op_type::step;
   spec.priority = step.priority;
@@ -414,6 +415,50 @@ std::vector<point_wait> coordinator_state::stage_replay(op_id id) {
   join.reserve(plan.join_waits().size());
   for (const auto& w : plan.join_waits()) join.push_back(wait_on(w));
   return join;
+}
+
+void coordinator_state::trace_replay(op_id id, traced_op& t) const {
+  const auto found = replays_.find(id);
+  const step_replay::op_time* times = found != replays_.end() ? found->second->times() : nullptr;
+  if (times == nullptr) {
+    context_.trace->add(t);
+    return;
+  }
+  const step_replay& replay = *found->second;
+  const recorded_step& step = replay.step();
+  // The replay's span begins where its first operation did: its operations lie inside it.
+  struct ran {
+    std::int64_t started_ns, finished_ns;
+    std::uint32_t part;
+  };
+  std::vector<ran> when(step.ops.size(), ran{0, 0, 0});
+  for (std::uint32_t i = 0; i < step.ops.size(); ++i) {
+    const std::int64_t finished = times[i].finished_ns.load(std::memory_order_acquire);
+    if (finished == 0) continue;  // never ran, or still running
+    when[i] = ran{times[i].started_ns.load(std::memory_order_relaxed), finished,
+                  times[i].part.load(std::memory_order_relaxed)};
+    if (t.started_ns == 0 || when[i].started_ns < t.started_ns) t.started_ns = when[i].started_ns;
+  }
+  context_.trace->add(t);
+  for (std::uint32_t i = 0; i < step.ops.size(); ++i) {
+    if (when[i].finished_ns == 0) continue;
+    const std::uint8_t how = replay.outcome_of(i);
+    const std::string fallback = "step op " + std::to_string(i);
+    traced_op o;
+    o.id = t.id;
+    o.name = step.ops[i].description.empty() ? std::string_view{fallback}
+                                             : std::string_view{step.ops[i].description};
+    o.type = "step op";
+    o.state = how == 2 ? "failed" : "completed";
+    o.on_stream = true;
+    o.stream = pool_.at(step.plan.parts()[when[i].part].stream).id.value;
+    o.dispatched_ns = t.dispatched_ns;
+    o.started_ns = when[i].started_ns;
+    o.finished_ns = when[i].finished_ns;
+    o.ended_ns = t.ended_ns;
+    o.step_op = i;
+    context_.trace->add(o);
+  }
 }
 
 bool coordinator_state::replay_streams_free(op_id id) const {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "cudactor/actors/coordinator/step_replay.hpp"
+#include "cudactor/actors/detail/clock.hpp"
 
 namespace cudactor::detail {
 
@@ -54,7 +55,17 @@ gpu::status step_graph::launch(const gpu::launch_context& on, step_replay& repla
     if (auto bad = give(op, replay.bound_work(op), to); !bad.ok()) return bad;
     if (was_recorded) rebound_.push_back(op);
   }
+  // The host runs the nodes one after the other, each told as it ends: one began where the
+  // one before it ended.
+  const bool timed = replay.traced() && on.kind() == gpu::backend_kind::host;
+  std::int64_t since = timed ? now_ns() : 0;
+  const std::uint32_t home = step.plan.home();
   const gpu::node_observer observer = [&](std::uint32_t node, const gpu::status& outcome) {
+    if (timed) {
+      const std::int64_t ended = now_ns();
+      replay.ran_at(op_of_node_[node], since, ended, home);
+      since = ended;
+    }
     replay.ran(op_of_node_[node], outcome);
   };
   return graph_->launch(on, &observer);

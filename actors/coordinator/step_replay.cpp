@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "cudactor/actors/detail/clock.hpp"
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor::detail {
@@ -18,6 +19,8 @@ step_replay::step_replay(std::shared_ptr<const recorded_step> step, step_handle 
   for (std::size_t i = 0; i < step_->ops.size(); ++i) ran_[i].store(0, std::memory_order_relaxed);
 }
 
+void step_replay::trace_times() { times_.reset(new op_time[step_->ops.size()]); }
+
 void step_replay::rebind(std::uint32_t op, gpu::work_fn fn, std::vector<buffer_id> buffers) {
   if (!bound_[op].fn) rebound_.push_back(op);
   bound_[op] = binding{std::move(fn), std::move(buffers)};
@@ -28,8 +31,10 @@ gpu::work_fn step_replay::wrap(std::uint32_t part, std::uint32_t segment) {
     const step_plan::part& p = self->step_->plan.parts()[part];
     const step_plan::segment seg = p.segments[segment];
     gpu::status first;
+    const bool timed = self->traced() && context.kind() == gpu::backend_kind::host;
     for (std::uint32_t e = seg.first; e <= seg.last; ++e) {
       const std::uint32_t op = p.entries[e].op;
+      const std::int64_t started = timed ? now_ns() : 0;
       const gpu::work_fn& fn = self->bound_[op].fn ? self->bound_[op].fn : self->step_->ops[op].fn;
       gpu::status s;
       try {  // as the host engine does for a lone work: a throw is that work's failure
@@ -39,6 +44,7 @@ gpu::work_fn step_replay::wrap(std::uint32_t part, std::uint32_t segment) {
       } catch (...) {
         s = gpu::status{gpu::status_code::op_failed, "work threw"};
       }
+      if (timed) self->ran_at(op, started, now_ns(), part);
       self->ran(op, s);
       if (!s.ok() && first.ok()) first = std::move(s);
     }

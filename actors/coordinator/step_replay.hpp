@@ -55,6 +55,28 @@ class step_replay : public std::enable_shared_from_this<step_replay> {
   // noted ended as the replay did.
   void outcome_is_whole() noexcept { whole_ = true; }
 
+  // When each operation ran, for the trace: asked for with trace_times() before the replay is
+  // dispatched, noted where the backend runs the work on the host (its started and finished
+  // times there are the device's), never on CUDA (work there is a launch, not the run).
+  // Written on the backend's threads, read by the coordinator's once the replay ended: a
+  // replay that ended early (shutdown) may still have work running, hence atomics; finished_ns
+  // is written last.
+  struct op_time {
+    std::atomic<std::int64_t> started_ns{0};
+    std::atomic<std::int64_t> finished_ns{0};
+    std::atomic<std::uint32_t> part{none};  // of the plan: the stream it ran on
+  };
+  void trace_times();
+  [[nodiscard]] bool traced() const noexcept { return times_ != nullptr; }
+  void ran_at(std::uint32_t op, std::int64_t started, std::int64_t finished,
+              std::uint32_t part) noexcept {
+    times_[op].part.store(part, std::memory_order_relaxed);
+    times_[op].started_ns.store(started, std::memory_order_relaxed);
+    times_[op].finished_ns.store(finished, std::memory_order_release);
+  }
+  // Read once the replay ended (its work has run, or never will); nullptr when not traced.
+  [[nodiscard]] const op_time* times() const noexcept { return times_.get(); }
+
   // The first operation that failed (none: none did) and its status.
   [[nodiscard]] std::uint32_t first_failed() const;
   [[nodiscard]] gpu::status first_failure() const;
@@ -82,6 +104,7 @@ class step_replay : public std::enable_shared_from_this<step_replay> {
   bool whole_ = false;
   std::vector<binding> bound_;  // per op
   std::vector<std::uint32_t> rebound_;
+  std::unique_ptr<op_time[]> times_;
   std::unique_ptr<std::atomic<std::uint8_t>[]> ran_;
   mutable std::mutex mutex_;  // guards the failures
   // Each operation that failed, in the order they were seen (rare: kept with a lock).

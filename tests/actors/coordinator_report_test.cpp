@@ -249,6 +249,82 @@ BOOST_AUTO_TEST_CASE(the_trace_has_every_operation_in_the_order_it_ran) {
   }
 }
 
+// A replay is one operation with its step's operations inside its span, each on the stream it
+// ran on, where the backend tells when each ran (the host; not CUDA, where work is a launch).
+BOOST_AUTO_TEST_CASE(a_replay_has_its_operations_inside_its_span_in_the_trace) {
+  const std::string path = "coordinator_report_test.step." + std::to_string(getpid()) + ".json";
+  constexpr std::size_t ops = 6, replays = 2;
+  {
+    coordinator_fixture fx{{"--cudactor.streams=3", "--cudactor.coordinator.trace=" + path}};
+    auto log = std::make_shared<work_log>(ops * replays);
+    graph_spec g;
+    // Two chains of three on streams 0 and 1, the last after both: waits across streams.
+    for (std::size_t i = 0; i < ops; ++i) {
+      op_spec s = spec_of(log->record(i, 200us), {}, {}, {}, "traced " + std::to_string(i));
+      s.placement.pinned = true;
+      s.placement.stream = stream_id{static_cast<std::uint32_t>(i < 3 ? 0 : 1)};
+      std::vector<std::uint32_t> after;
+      if (i % 3 != 0) after.push_back(static_cast<std::uint32_t>(i - 1));
+      if (i == ops - 1) after.push_back(2);
+      g.add(std::move(s), after);
+    }
+    auto h = fx.ask<step_handle>(fx.rt().coordinator(), record_atom::value,
+                                 step_spec{"traced step", std::move(g)});
+    BOOST_REQUIRE_MESSAGE(h, fx.why(h));
+    for (std::size_t k = 0; k < replays; ++k) {
+      auto out = fx.ask<step_outcome>(fx.rt().coordinator(), replay_atom::value,
+                                      replay_request{*h, {}, {}});
+      BOOST_REQUIRE_MESSAGE(out, fx.why(out));
+      BOOST_TEST((out->state == op_state::completed), fx.render(out->cause));
+    }
+    fx.stop();
+  }
+  boost::property_tree::ptree trace;
+  BOOST_REQUIRE_NO_THROW(boost::property_tree::read_json(path, trace));
+  std::remove(path.c_str());
+  struct span {
+    double from, to;
+    int tid;
+    long index;
+  };
+  std::map<std::uint64_t, span> replay_spans;
+  std::map<std::uint64_t, std::vector<span>> inside;
+  for (const auto& [unused, e] : trace.get_child("traceEvents")) {
+    if (e.get<std::string>("ph") != "X") continue;
+    const double ts = e.get<double>("ts");
+    const span x{ts, ts + e.get<double>("dur"), e.get<int>("tid"), e.get<long>("args.step_op", -1)};
+    const auto op = e.get<std::uint64_t>("args.op");
+    if (x.index >= 0) {
+      BOOST_TEST(e.get<std::string>("cat") == "step op");
+      BOOST_TEST(e.get<std::string>("name") == "traced " + std::to_string(x.index));
+      inside[op].push_back(x);
+    } else if (e.get<std::string>("cat") == "step") {
+      replay_spans[op] = x;
+    }
+  }
+  BOOST_TEST(replay_spans.size() == replays);
+  if (on_cuda()) {
+    BOOST_TEST(inside.empty());  // CUDA does not tell when each operation ran
+    return;
+  }
+  BOOST_TEST(inside.size() == replays);
+  for (auto& [op, list] : inside) {
+    BOOST_REQUIRE(replay_spans.count(op) == 1u);
+    const span& whole = replay_spans[op];
+    BOOST_TEST(list.size() == ops);
+    std::map<long, span> by_index;
+    for (const span& x : list) {
+      BOOST_TEST(x.from >= whole.from - 0.002);
+      BOOST_TEST(x.to <= whole.to + 0.002);
+      BOOST_TEST(x.to - x.from >= 190.0);  // a 200 us work (printed to 1 ns)
+      by_index[x.index] = x;
+    }
+    // The plan keeps each chain on its stream; the last runs after both chains.
+    for (long i : {1L, 2L, 4L}) BOOST_TEST(by_index[i].from >= by_index[i - 1].to - 0.002);
+    BOOST_TEST(by_index[5].from >= by_index[2].to - 0.002);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_trace_file_that_cannot_be_made_stops_the_start) {
   runtime_config config;
   BOOST_REQUIRE(!config.parse(
