@@ -426,7 +426,10 @@ void coordinator_state::trace_replay(op_id id, traced_op& t) const {
   }
   const step_replay& replay = *found->second;
   const recorded_step& step = replay.step();
-  // The replay's span begins where its first operation did: its operations lie inside it.
+  // The replay's span runs from where its first operation began to where its last ended or
+  // the join did, whichever is later: its operations lie inside it. (The join's stamps come
+  // through the device clock, whose base is known within tens of microseconds; the
+  // operations' are the host's own.)
   struct ran {
     std::int64_t started_ns, finished_ns;
     std::uint32_t part;
@@ -438,6 +441,7 @@ void coordinator_state::trace_replay(op_id id, traced_op& t) const {
     when[i] = ran{times[i].started_ns.load(std::memory_order_relaxed), finished,
                   times[i].part.load(std::memory_order_relaxed)};
     if (t.started_ns == 0 || when[i].started_ns < t.started_ns) t.started_ns = when[i].started_ns;
+    if (t.finished_ns != 0 && finished > t.finished_ns) t.finished_ns = finished;
   }
   context_.trace->add(t);
   for (std::uint32_t i = 0; i < step.ops.size(); ++i) {
