@@ -490,6 +490,16 @@ cluster_actor::behavior_type cluster_behavior(cluster_actor::stateful_pointer<cl
       [self](register_atom, const std::string& name, op_spec& op) -> caf::result<op_notice> {
         return forward<op_notice>(self, name, register_atom::value, std::move(op));
       },
+      [self](record_atom, const std::string& name, step_spec& spec) -> caf::result<step_handle> {
+        return forward<step_handle>(self, name, record_atom::value, std::move(spec));
+      },
+      [self](replay_atom, const std::string& name,
+             replay_request& request) -> caf::result<step_outcome> {
+        return forward<step_outcome>(self, name, replay_atom::value, std::move(request));
+      },
+      [self](release_atom, const std::string& name, const step_handle& step) -> caf::result<bool> {
+        return forward<bool>(self, name, release_atom::value, step);
+      },
       [self](alloc_atom, const std::string& name, buffer_call& call) -> caf::result<buffer_handle> {
         call.owner_token = self->state.options.owner_token;
         return forward<buffer_handle>(self, name, alloc_atom::value, std::move(call));

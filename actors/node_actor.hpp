@@ -59,6 +59,9 @@ struct node_options {
   // control plane can take of the node's memory (its buffers are released when it is gone).
   std::size_t max_buffers = 1024;
   std::uint64_t max_buffer_bytes = std::uint64_t{1} << 32;
+  // The steps the owner may have recorded on the node at once (docs/replay.md): each holds its
+  // operations' work and plan (on CUDA a CUDA graph) until released, or until the owner goes.
+  std::size_t max_steps = 64;
 };
 
 struct node_context {

@@ -120,6 +120,7 @@ runtime_config::runtime_config() {
       .add(node_max_hold_, "max-hold", "longest a barrier may hold a node's new work")
       .add(node_max_rendezvous_, "max-rendezvous",
            "longest a communicator's rendezvous may wait for its ranks")
+      .add(node_max_steps_, "max-steps", "steps the owner may have recorded on the node at once")
       .add(node_owner_token_, "owner-token",
            "only the control plane presenting this token (16 to 256 bytes) holds the node");
   opt_group{custom_options_, "cudactor.tls"}
@@ -338,6 +339,8 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
     return bad("cudactor.node.max-rendezvous must be more than 0");
   }
   out.node.max_rendezvous = node_max_rendezvous_;
+  if (node_max_steps_ == 0) return bad("cudactor.node.max-steps must be at least 1");
+  out.node.max_steps = node_max_steps_;
   if (!node_owner_token_.empty() &&
       (node_owner_token_.size() < min_owner_token || node_owner_token_.size() > max_owner_token)) {
     return bad("cudactor.node.owner-token must be " + std::to_string(min_owner_token) + " to " +

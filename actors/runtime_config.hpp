@@ -153,6 +153,7 @@ class runtime_config : public caf::actor_system_config {
   std::size_t node_max_pending_ops_ = node_options{}.max_pending_ops;
   caf::timespan node_max_hold_ = node_options{}.max_hold;
   caf::timespan node_max_rendezvous_ = node_options{}.max_rendezvous;
+  std::size_t node_max_steps_ = node_options{}.max_steps;
   std::string node_owner_token_;
   bool node_insecure_ = false;
   bool network_ = false;

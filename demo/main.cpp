@@ -113,6 +113,7 @@ int run_on_nodes(demo_config& config, const char* argv0) {
   o.width = config.width;
   o.step_us = 2000;
   o.backend = config.backend;
+  o.replay = !config.no_replay;
   // The one beside the demo (an install), else where a build tree keeps it relative to the
   // demo (a build moved elsewhere, as the GPU bundle is), else the one this build made.
   const auto here = std::filesystem::path{argv0}.parent_path();

@@ -169,6 +169,7 @@ struct training {
   std::vector<remote_node> remotes;
   std::optional<cudactor::cluster> owner;
   std::vector<data_parallel::model_buffers> model;
+  std::vector<step_handle> recorded;  // by node, once recorded
 
   training(caf::actor_system& sys, const node_training_options& options)
       : system(sys), o(options), nodes(options.nodes) {}
@@ -212,28 +213,60 @@ struct training {
     return true;
   }
 
-  // One step on every node, then the barrier that ends it.
+  // Node i's graph of a step: the rest of the shard's work, uneven across nodes; then
+  // gradient, all-reduce and optimizer, ordered by their buffers. The same every step.
+  graph_spec shard_graph(std::size_t i, const std::string& what) const {
+    graph_spec g;
+    op_spec rest;
+    rest.description = what;
+    rest.body = work::named("busy", std::uint64_t{o.step_us + o.step_us * i / 4});
+    g.add(std::move(rest));
+    for (auto& op : data_parallel::step_graph(model[i], o.width, i, o.nodes, "grads").ops) {
+      g.add(std::move(op.spec));
+    }
+    return g;
+  }
+
+  // After the first step: the step recorded once on every node, to be replayed.
+  bool record(caf::scoped_actor& self) {
+    for (std::size_t i = 0; i < o.nodes; ++i) {
+      step_handle h;
+      const std::string what = "shard " + std::to_string(i);
+      auto bad = ask(self, owner->actor(), h, record_atom::value, remotes[i].info.name,
+                     step_spec{"training step", shard_graph(i, what)});
+      if (!bad.empty()) return fail("record on worker-" + std::to_string(i) + ": " + bad);
+      recorded.push_back(h);
+    }
+    return true;
+  }
+
+  // One step on every node (a graph, or a replay of the recorded step), then the barrier
+  // that ends it.
   bool step(caf::scoped_actor& self, std::size_t s) {
     bool ok = true;
+    const bool replaying = !recorded.empty();
     std::vector<decltype(self->request(owner->actor(), 1s, submit_atom::value, std::string{},
                                        graph_spec{}))>
         shards;
+    std::vector<decltype(self->request(owner->actor(), 1s, replay_atom::value, std::string{},
+                                       replay_request{}))>
+        replays;
     for (std::size_t i = 0; i < o.nodes; ++i) {
-      // The rest of the shard's work, uneven across nodes; then gradient, all-reduce and
-      // optimizer, ordered by their buffers.
-      graph_spec g;
-      op_spec rest;
-      rest.description = "step " + std::to_string(s) + " shard " + std::to_string(i);
-      rest.body = work::named("busy", std::uint64_t{o.step_us + o.step_us * i / 4});
-      g.add(std::move(rest));
-      for (auto& op : data_parallel::step_graph(model[i], o.width, i, o.nodes, "grads").ops) {
-        g.add(std::move(op.spec));
+      const std::string& node = remotes[i].info.name;
+      if (replaying) {
+        replays.push_back(self->request(owner->actor(), 60s, replay_atom::value, node,
+                                        replay_request{recorded[i], {}, step_notices::failures}));
+      } else {
+        const std::string what = "step " + std::to_string(s) + " shard " + std::to_string(i);
+        shards.push_back(
+            self->request(owner->actor(), 60s, submit_atom::value, node, shard_graph(i, what)));
       }
-      shards.push_back(self->request(owner->actor(), 60s, submit_atom::value, remotes[i].info.name,
-                                     std::move(g)));
     }
     auto barrier = self->request(owner->actor(), 60s, synchronize_atom::value);
     double slowest_ms = 0;
+    const auto failed = [&](caf::error& err) {
+      ok = fail("step " + std::to_string(s) + ": " + system.render(err));
+    };
     for (auto& shard : shards) {
       shard.receive(
           [&](const std::vector<op_notice>& ends) {
@@ -245,9 +278,17 @@ struct training {
             slowest_ms =
                 std::max(slowest_ms, (ends.back().ended_ns - ends.front().dispatched_ns) / 1e6);
           },
-          [&](caf::error& err) {
-            ok = fail("step " + std::to_string(s) + ": " + system.render(err));
-          });
+          failed);
+    }
+    for (auto& replay : replays) {
+      replay.receive(
+          [&](const step_outcome& out) {
+            if (out.state != op_state::completed) {
+              ok = fail("step " + std::to_string(s) + ": " + system.render(out.cause));
+            }
+            slowest_ms = std::max(slowest_ms, (out.ended_ns - out.dispatched_ns) / 1e6);
+          },
+          failed);
     }
     barrier.receive(
         [&](const cluster_crossing& c) {
@@ -286,19 +327,25 @@ struct training {
     return ok;
   }
 
-  // Every node ran exactly what it was given: its own metrics say so. Per step: the busy
-  // shard, gradient, all-reduce, optimizer; and the two stores and the fetch.
+  // Every node ran exactly what it was given: its own metrics say so. Per step submitted:
+  // the busy shard, gradient, all-reduce, optimizer; per step replayed, the replay (one
+  // operation of the coordinator); and the two stores and the fetch. An all-reduce runs in
+  // every step; on CUDA a replay is a CUDA graph, whose all-reduce the communicator counts
+  // once, when it was captured at record (docs/replay.md).
   bool check_metrics() const {
     bool ok = true;
+    const std::size_t replayed = recorded.empty() ? 0 : o.steps - 1;
     for (std::size_t i = 0; i < o.nodes; ++i) {
       const double done = scrape(nodes[i].metrics_port, "cudactor_operations_completed_total");
-      const double given = static_cast<double>(4 * o.steps + 3);
+      const double given = static_cast<double>(4 * (o.steps - replayed) + replayed + 3);
       const double reduced = scrape(nodes[i].metrics_port, "cudactor_collective_operations_total");
+      const bool graphs = remotes[i].info.backend.rfind("cuda", 0) == 0;
+      const std::size_t all_reduces = replayed != 0 && graphs ? 2 : o.steps;
       std::printf(
           "worker-%zu: cudactor_operations_completed_total %.0f (given %.0f), "
           "cudactor_collective_operations_total %.0f (given %zu)\n",
-          i, done, given, reduced, o.steps);
-      if (done != given || reduced != static_cast<double>(o.steps)) ok = false;
+          i, done, given, reduced, all_reduces);
+      if (done != given || reduced != static_cast<double>(all_reduces)) ok = false;
     }
     return ok;
   }
@@ -329,7 +376,10 @@ int run_node_training(caf::actor_system& system, const node_training_options& o)
           static_cast<unsigned long long>(o.step_us));
       std::printf("step  slowest shard ms  barrier ms\n");
     }
-    for (std::size_t s = 1; s <= o.steps && ok; ++s) ok = t.step(self, s);
+    for (std::size_t s = 1; s <= o.steps && ok; ++s) {
+      ok = t.step(self, s);
+      if (ok && s == 1 && o.replay && o.steps > 1) ok = t.record(self);
+    }
     if (ok) ok = t.check_weights(self);
     if (ok) ok = t.check_metrics();
   }  // the cluster, then the nodes

@@ -4,7 +4,8 @@
 // as a training control plane does it: the nodes made a cluster and a communicator (the
 // cluster is its rendezvous), the model's buffers given to each node, then every step one
 // graph per node (the rest of an uneven shard's work, then the gradient of its shard, the
-// all-reduce and the optimizer of demo/data_parallel.hpp) and a barrier across the nodes. At
+// all-reduce and the optimizer of demo/data_parallel.hpp) and a barrier across the nodes;
+// from the second step on that graph is a step recorded once on each node and replayed. At
 // the end every node's weights are read back and must equal the single-process reference bit
 // for bit, and every node's /metrics must count exactly the work it was given. The example
 // distributed_training and cudactor-demo --nodes run it.
@@ -25,6 +26,9 @@ struct node_training_options {
   std::uint64_t width = 16384;    // weights
   std::string program;            // the cudactor-node to start
   std::string backend = "auto";   // the nodes' cudactor.backend
+  // From the second step on, each node replays the step recorded once on it (docs/replay.md),
+  // its all-reduce inside; false: every step is submitted as a graph.
+  bool replay = true;
 };
 
 // Runs it, printing a line per node, per step and per check: 0 when every check passed, 1

@@ -7,17 +7,20 @@
 // node computes the gradient of its own shard of the samples, the gradients are all-reduced
 // across the nodes, and every node applies the optimizer to its own copy of the weights
 // (demo/data_parallel.hpp), with a busy kernel of a node-specific length standing in for the
-// rest of an uneven shard's work; then a barrier across all nodes ends the step. At the end
+// rest of an uneven shard's work; then a barrier across all nodes ends the step. From the
+// second step on, each node replays that step, recorded once on it (docs/replay.md), its
+// all-reduce inside (--no-replay submits a graph every step). At the end
 // every node's weights are read back: they must be identical, and equal to a single-process
 // reference bit for bit (the data are chosen so that every sum is exact in any order). Then it
 // scrapes every node's /metrics and checks that each ran exactly the operations it was given.
 // The run itself is demo/node_training.hpp's, which cudactor-demo --nodes shares.
 //
 //   distributed_training [--nodes=3] [--steps=10] [--step-us=20000] [--width=16384]
-//                        [--node-program=PATH] [--node-backend=auto|host|cuda]
+//                        [--node-program=PATH] [--node-backend=auto|host|cuda] [--no-replay]
 //                        [cudactor options for the control plane, e.g. --cudactor.tls.*]
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -53,6 +56,10 @@ int main(int argc, char** argv) {
   o.step_us = std::stoull(flag(args, "step-us", "20000"));
   o.width = std::stoull(flag(args, "width", "16384"));
   o.backend = flag(args, "node-backend", "auto");
+  if (auto it = std::find(args.begin(), args.end(), "--no-replay"); it != args.end()) {
+    o.replay = false;
+    args.erase(it);
+  }
   // --node-program, else $CUDACTOR_NODE, else cudactor-node beside this program, else the
   // one this build made.
   const auto beside = std::filesystem::path{argv[0]}.parent_path() / "cudactor-node";

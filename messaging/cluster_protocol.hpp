@@ -20,6 +20,7 @@
 #include "cudactor/messaging/communicator_types.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/node_types.hpp"
+#include "cudactor/messaging/step_types.hpp"
 
 namespace cudactor {
 
@@ -36,6 +37,10 @@ using cluster_actor = caf::typed_actor<
     caf::replies_to<store_atom, std::string, buffer_call>::with<op_notice>,
     caf::replies_to<fetch_atom, std::string, buffer_call>::with<std::vector<std::uint8_t>>,
     caf::replies_to<release_atom, std::string, buffer_call>::with<op_notice>,
+    // the steps of the node of this name (node_actor's record, replay and release)
+    caf::replies_to<record_atom, std::string, step_spec>::with<step_handle>,
+    caf::replies_to<replay_atom, std::string, replay_request>::with<step_outcome>,
+    caf::replies_to<release_atom, std::string, step_handle>::with<bool>,
     caf::replies_to<status_atom>::with<cluster_status>,
     // a communicator of the nodes that are up, one rank each in the cluster's order, under
     // this name: its next generation (a rebuild is the same call); answered once every rank

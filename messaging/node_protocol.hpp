@@ -21,6 +21,7 @@
 #include "cudactor/messaging/communicator_types.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/node_types.hpp"
+#include "cudactor/messaging/step_types.hpp"
 
 namespace cudactor {
 
@@ -59,6 +60,13 @@ using node_actor = caf::typed_actor<
     caf::replies_to<store_atom, buffer_call>::with<op_notice>,
     caf::replies_to<fetch_atom, buffer_call>::with<std::vector<std::uint8_t>>,
     caf::replies_to<release_atom, buffer_call>::with<op_notice>,
+    // steps (docs/replay.md), for the control plane that owns the node: a graph of named work
+    // and collectives on its buffers, recorded once (at most cudactor.node.max-steps at once);
+    // replayed, answered once with its outcome; released (false: the node holds no such step
+    // of the caller's). The owner's steps are released when it is gone.
+    caf::replies_to<record_atom, step_spec>::with<step_handle>,
+    caf::replies_to<replay_atom, replay_request>::with<step_outcome>,
+    caf::replies_to<release_atom, step_handle>::with<bool>,
     caf::reacts_to<rendezvous_atom, rendezvous_entry>,
     caf::reacts_to<lost_atom, std::string, std::uint64_t, std::string>>;
 

@@ -285,6 +285,50 @@ node_face::behavior_type node_face::make_behavior() {
       [self, &st](release_atom, buffer_call& call) -> caf::result<op_notice> {
         return buffer_request<op_notice>(self, st, release_atom::value, buffer_verb::release, call);
       },
+      [self, &st](record_atom, step_spec& spec) -> caf::result<step_handle> {
+        caf::error bad;
+        if (spec.name.size() > st.options.limits.max_name) {
+          bad = st.named(errc::invalid_argument, "record: a step's name has at most " +
+                                                     std::to_string(st.options.limits.max_name) +
+                                                     " bytes");
+        } else if (spec.graph.ops.empty()) {
+          bad = st.named(errc::invalid_argument, "record: a step has at least one operation");
+        } else {
+          bad = st.check(spec.graph);
+        }
+        if (bad) {
+          st.refuse(refusal::invalid, "a step: " + error_context(bad));
+          return bad;
+        }
+        auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        auto promise = self->make_response_promise<step_handle>();
+        auto [done, failed] = relay(promise);
+        self->request(st.core, caf::infinite, record_atom::value, std::move(spec),
+                      std::move(caller))
+            .then(std::move(done), std::move(failed));
+        return promise;
+      },
+      [self, &st](replay_atom, replay_request& request) -> caf::result<step_outcome> {
+        if (auto bad = check_input(request, st.options.limits)) {
+          st.refuse(refusal::invalid, "a replay: " + error_context(bad));
+          return st.named(bad);
+        }
+        auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        auto promise = self->make_response_promise<step_outcome>();
+        auto [done, failed] = relay(promise);
+        self->request(st.core, caf::infinite, replay_atom::value, std::move(request),
+                      std::move(caller))
+            .then(std::move(done), std::move(failed));
+        return promise;
+      },
+      [self, &st](release_atom, step_handle& step) -> caf::result<bool> {
+        auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+        auto promise = self->make_response_promise<bool>();
+        auto [done, failed] = relay(promise);
+        self->request(st.core, caf::infinite, release_atom::value, step, std::move(caller))
+            .then(std::move(done), std::move(failed));
+        return promise;
+      },
       [self, &st](rendezvous_atom, rendezvous_entry& entry) {
         if (auto bad = check_input(entry, st.options.limits)) {
           st.refuse(refusal::invalid, "a rendezvous entry: " + error_context(bad));

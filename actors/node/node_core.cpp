@@ -26,6 +26,7 @@
 
 #include "cudactor/actors/node/node_buffers.hpp"
 #include "cudactor/actors/node/node_rendezvous.hpp"
+#include "cudactor/actors/node/node_steps.hpp"
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/input_check.hpp"
 
@@ -49,6 +50,13 @@ struct hold {
   std::string barrier;
   std::uint64_t generation = 0;
   caf::actor_addr holder;
+};
+
+// A request taken while a barrier holds the node, in the order taken: a graph, or a replay.
+struct held_work {
+  graph_spec graph;
+  bool replay = false;
+  replay_request request;
 };
 
 using clock = std::chrono::steady_clock;
@@ -82,7 +90,7 @@ struct node_core_state {
   caf::node_id owner;
   std::unordered_map<std::uint64_t, hold> holds;
   // Work that came while a hold was on: dispatched, in order, once the last hold ends.
-  std::vector<std::pair<std::uint64_t, graph_spec>> held;
+  std::vector<std::pair<std::uint64_t, held_work>> held;
   // Communicators' ranks being made on this node, by name and generation.
   std::unique_ptr<node_rendezvous> rendezvous;
   struct making_rank {
@@ -92,12 +100,15 @@ struct node_core_state {
   };
   std::map<std::pair<std::string, std::uint64_t>, making_rank> making;
   std::function<void(std::uint64_t, caf::timespan)> start_timer;  // set by the behaviour
-  std::function<void(std::uint64_t, graph_spec)> dispatch;        // set by the behaviour
+  std::function<void(std::uint64_t, held_work)> dispatch;         // set by the behaviour
   // The control planes the owner admitted as guests, and what they used of their quotas.
   node_guests guests;
   // The buffers the owner allocated here, and how one goes back (set by the behaviour).
   node_buffers buffers{0, 0};
   std::function<void(buffer_id)> release_buffer;
+  // The steps the owner recorded here, and how one goes back (set by the behaviour).
+  node_steps steps{0};
+  std::function<void(step_handle)> release_step;
 
   caf::error named(errc code, const std::string& what) const {
     return make_error(code, "node '" + options.name + "': " + what);
@@ -245,6 +256,20 @@ struct node_core_state {
     return {};
   }
 
+  // Whether `caller` may record, replay or release steps: the node's owner only (a step names
+  // the owner's buffers and communicators; a guest hands the node named work alone).
+  caf::error check_steps_caller(const caf::actor_addr& caller, const std::string& what) const {
+    if (closing) return named(errc::shutting_down, "shutting down");
+    if (!caller) return named(errc::invalid_argument, what + " needs a caller to answer");
+    if (!owner || caller.node() != owner) {
+      return named(errc::permission_denied,
+                   what +
+                       ": only the control plane that owns the node records, replays and "
+                       "releases steps on it");
+    }
+    return {};
+  }
+
   // A request left `pending`: barrier calls that waited for it may arrive.
   void ended(std::uint64_t key) {
     if (arriving.empty()) return;
@@ -281,7 +306,7 @@ struct node_core_state {
     if (!holds.empty()) return;
     auto work = std::move(held);
     held.clear();
-    for (auto& [key, g] : work) dispatch(key, std::move(g));
+    for (auto& [key, w] : work) dispatch(key, std::move(w));
   }
 
   void release(const std::string& barrier, std::uint64_t generation, const caf::actor_addr& from) {
@@ -306,6 +331,7 @@ struct node_core_state {
       // its buffers go back: nobody else may name them.
       cancel_work_of(gone);
       for (const auto& id : buffers.take_all()) release_buffer(id);
+      for (const auto& step : steps.take_all()) release_step(step);
       // The guests it admitted go with it: their queued work is cancelled too.
       for (const auto& guest : guests.clear()) cancel_work_of(guest);
     }
@@ -353,6 +379,7 @@ struct node_core_state {
     for (auto& [k, m] : making) m.promise.deliver(why);
     making.clear();
     (void)buffers.take_all();  // the coordinator frees them as it stops
+    (void)steps.take_all();
     // Bounded: a rank's rendezvous is cancelled; one connecting ends at its engine's timeout.
     if (rendezvous) rendezvous->close("the node is shutting down");
   }
@@ -364,17 +391,25 @@ struct node_core_state {
 };
 
 // A new request: handed on at once, or held back while a barrier holds the node.
-std::uint64_t take(node_core_state& st, graph_spec& g, pending_request::answer kind,
+std::uint64_t take(node_core_state& st, held_work w, pending_request::answer kind,
                    const caf::node_id& from) {
+  const std::size_t ops = w.replay ? 1 : w.graph.ops.size();
   const std::uint64_t admission = from != st.owner ? st.guests.admission_of(from) : 0;
-  const std::uint64_t key = st.requests->open(kind, g.ops.size(), from, admission);
-  st.guests.opened(admission, g.ops.size());
+  const std::uint64_t key = st.requests->open(kind, ops, from, admission);
+  st.guests.opened(admission, ops);
   if (st.holds.empty()) {
-    st.dispatch(key, std::move(g));
+    st.dispatch(key, std::move(w));
   } else {
-    st.held.emplace_back(key, std::move(g));
+    st.held.emplace_back(key, std::move(w));
   }
   return key;
+}
+
+std::uint64_t take(node_core_state& st, graph_spec& g, pending_request::answer kind,
+                   const caf::node_id& from) {
+  held_work w;
+  w.graph = std::move(g);
+  return take(st, std::move(w), kind, from);
 }
 
 // Makes this node's rank of a communicator on a thread of its own; answered once it is
@@ -515,6 +550,68 @@ caf::result<op_notice> release_buffer(core_pointer self, const buffer_call& call
   return promise;
 }
 
+// Records the owner's step at the coordinator, within the node's bound; a step whose owner
+// left while it was being recorded is released at once.
+caf::result<step_handle> record_step(core_pointer self, step_spec& spec,
+                                     const caf::actor_addr& caller) {
+  auto& st = self->state;
+  if (auto bad = st.check_steps_caller(caller, "record")) return bad;
+  for (std::size_t i = 0; i < spec.graph.ops.size(); ++i) {
+    if (auto bad = st.check_names(spec.graph.ops[i].spec, caller, "step op " + std::to_string(i)))
+      return bad;
+  }
+  if (auto bad = st.steps.reserve()) {
+    return st.named(static_cast<errc>(bad.code()), error_context(bad));
+  }
+  auto promise = self->make_response_promise<step_handle>();
+  const caf::node_id owner = st.owner;
+  self->request(st.context.coordinator, caf::infinite, record_atom::value, std::move(spec))
+      .then(
+          [self, promise, owner](step_handle made) mutable {
+            auto& st = self->state;
+            if (st.closing || st.owner != owner) {
+              st.steps.settle(step_handle{});
+              st.release_step(made);
+              promise.deliver(
+                  st.named(errc::cancelled, "record: the control plane that asked for it is gone"));
+              return;
+            }
+            st.steps.settle(made);
+            promise.deliver(made);
+          },
+          [self, promise](caf::error& err) mutable {
+            self->state.steps.settle(step_handle{});
+            promise.deliver(self->state.from_coordinator(err));
+          });
+  return promise;
+}
+
+// Replays the owner's step: a request of one operation, held while a barrier holds the node
+// and counted by the barrier calls after it, answered with the coordinator's outcome.
+caf::result<step_outcome> replay_step(core_pointer self, replay_request& request,
+                                      const caf::actor_addr& caller) {
+  auto& st = self->state;
+  if (auto bad = st.check_steps_caller(caller, "replay")) return bad;
+  if (!st.steps.has(request.step)) {
+    return st.named(errc::invalid_argument,
+                    "replay: " + to_string(request.step) +
+                        " is not a step the owner recorded on this node (never recorded, or "
+                        "released)");
+  }
+  if (auto bad = node_steps::check_bindings(request, st.buffers)) {
+    return st.named(static_cast<errc>(bad.code()), error_context(bad));
+  }
+  if (auto bad = st.refusal(1)) return bad;
+  st.take_caller(self, caller);
+  held_work w;
+  w.replay = true;
+  w.request = std::move(request);
+  auto promise = self->make_response_promise<step_outcome>();
+  const auto key = take(st, std::move(w), pending_request::answer::replay, caller.node());
+  st.requests->find(key)->replayed = promise;
+  return promise;
+}
+
 node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_core_state> self,
                                          node_context context, node_options options) {
   auto& st = self->state;
@@ -533,9 +630,19 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
   });
   // Registered with the core as the listener, so that it knows each operation's id: a
   // departed control plane's operations can be cancelled (cancel_work_of).
-  st.dispatch = [self](std::uint64_t key, graph_spec g) {
-    self->request(self->state.context.coordinator, caf::infinite, submit_atom::value, std::move(g),
-                  caf::actor_cast<op_listener>(self))
+  st.dispatch = [self](std::uint64_t key, held_work w) {
+    if (w.replay) {
+      // One operation of the coordinator, which answers its outcome itself.
+      self->request(self->state.context.coordinator, caf::infinite, replay_atom::value,
+                    std::move(w.request))
+          .then([self, key](step_outcome& out) { self->state.requests->answer(key, out); },
+                [self, key](caf::error& err) {
+                  self->state.requests->fail(key, self->state.from_coordinator(err));
+                });
+      return;
+    }
+    self->request(self->state.context.coordinator, caf::infinite, submit_atom::value,
+                  std::move(w.graph), caf::actor_cast<op_listener>(self))
         .then([self, key](std::vector<op_id>& ids) { self->state.requests->registered(key, ids); },
               [self, key](caf::error& err) {
                 self->state.requests->fail(key, self->state.from_coordinator(err));
@@ -559,6 +666,11 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
     self->state.ended(key);
   };
   st.buffers = node_buffers{st.options.max_buffers, st.options.max_buffer_bytes};
+  st.steps = node_steps{st.options.max_steps};
+  st.release_step = [self](step_handle step) {
+    self->request(self->state.context.coordinator, caf::infinite, release_atom::value, step)
+        .then([](bool) {}, [](caf::error&) {});  // replays in flight run to their end
+  };
   st.release_buffer = [self](buffer_id id) {
     self->request(self->state.context.coordinator, caf::infinite, release_atom::value, id)
         .then([](op_id) {}, [](caf::error&) {});  // the coordinator frees it after its uses
@@ -673,6 +785,23 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
           -> caf::result<op_notice> { return release_buffer(self, call, caller); },
       [self](release_atom, const std::string& barrier, std::uint64_t generation,
              const caf::actor_addr& from) { self->state.release(barrier, generation, from); },
+      [self](record_atom, step_spec& spec, const caf::actor_addr& caller)
+          -> caf::result<step_handle> { return record_step(self, spec, caller); },
+      [self](replay_atom, replay_request& request, const caf::actor_addr& caller)
+          -> caf::result<step_outcome> { return replay_step(self, request, caller); },
+      [self](release_atom, const step_handle& step,
+             const caf::actor_addr& caller) -> caf::result<bool> {
+        auto& st = self->state;
+        if (auto bad = st.check_steps_caller(caller, "release")) return bad;
+        if (!st.steps.remove(step)) return false;
+        auto promise = self->make_response_promise<bool>();
+        self->request(st.context.coordinator, caf::infinite, release_atom::value, step)
+            .then([promise](bool existed) mutable { promise.deliver(existed); },
+                  [self, promise](caf::error& err) mutable {
+                    promise.deliver(self->state.from_coordinator(err));
+                  });
+        return promise;
+      },
       [self](communicator_atom, communicator_call& call, caf::actor_addr& caller, node_actor& face)
           -> caf::result<communicator_ready> { return make_rank(self, call, caller, face); },
       [self](communicator_atom, const std::string& name, std::uint64_t generation,

@@ -23,6 +23,7 @@
 #include "cudactor/messaging/communicator_types.hpp"
 #include "cudactor/messaging/coordinator_types.hpp"
 #include "cudactor/messaging/node_types.hpp"
+#include "cudactor/messaging/step_types.hpp"
 
 namespace cudactor::detail {
 
@@ -42,6 +43,10 @@ using node_core_actor = caf::typed_actor<
     caf::replies_to<store_atom, buffer_call, caf::actor_addr>::with<op_notice>,
     caf::replies_to<fetch_atom, buffer_call, caf::actor_addr>::with<std::vector<std::uint8_t>>,
     caf::replies_to<release_atom, buffer_call, caf::actor_addr>::with<op_notice>,
+    // the owner's steps (checked by the face already), with who called
+    caf::replies_to<record_atom, step_spec, caf::actor_addr>::with<step_handle>,
+    caf::replies_to<replay_atom, replay_request, caf::actor_addr>::with<step_outcome>,
+    caf::replies_to<release_atom, step_handle, caf::actor_addr>::with<bool>,
     // a barrier call, and who made it (the face relays it: the caller is not the sender)
     caf::replies_to<synchronize_atom, barrier_call, caf::actor_addr>::with<node_arrival>,
     caf::reacts_to<release_atom, std::string, std::uint64_t, caf::actor_addr>,

@@ -142,6 +142,19 @@ node_actor::behavior_type node_link_behavior(link_pointer self, node_actor remot
       [self](release_atom, buffer_call& call) -> caf::result<op_notice> {
         return relay<op_notice>(self, release_atom::value, std::move(call));
       },
+      [self](record_atom, step_spec& spec) -> caf::result<step_handle> {
+        if (auto bad = check_input(spec.graph, self->state.limits)) {
+          return refused(self->state, bad);
+        }
+        return relay<step_handle>(self, record_atom::value, std::move(spec));
+      },
+      [self](replay_atom, replay_request& request) -> caf::result<step_outcome> {
+        if (auto bad = check_input(request, self->state.limits)) return refused(self->state, bad);
+        return relay<step_outcome>(self, replay_atom::value, std::move(request));
+      },
+      [self](release_atom, step_handle& step) -> caf::result<bool> {
+        return relay<bool>(self, release_atom::value, step);
+      },
       [self](rendezvous_atom, rendezvous_entry& entry) {
         auto& st = self->state;
         const auto from = caf::actor_cast<caf::actor_addr>(self->current_sender());

@@ -97,6 +97,9 @@ void node_requests::answer(std::uint64_t key, std::vector<op_notice>& ends) {
   switch (p.kind) {
     case pending_request::answer::graph: p.graph.deliver(std::move(ends)); break;
     case pending_request::answer::single: p.single.deliver(std::move(ends.front())); break;
+    case pending_request::answer::replay:  // answered with its outcome, never with ends
+      p.replayed.deliver(named(errc::backend_error, "a replay answered with ends"));
+      break;
     case pending_request::answer::fetch:
       if (ends.front().state == op_state::completed) {
         p.fetched.deliver(std::move(*p.into));
@@ -116,7 +119,19 @@ void node_requests::fail(std::uint64_t key, const caf::error& why) {
     case pending_request::answer::graph: p.graph.deliver(why); break;
     case pending_request::answer::single: p.single.deliver(why); break;
     case pending_request::answer::fetch: p.fetched.deliver(why); break;
+    case pending_request::answer::replay: p.replayed.deliver(why); break;
   }
+  finished(it);
+}
+
+void node_requests::answer(std::uint64_t key, step_outcome& outcome) {
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return;  // answered shutting_down already
+  if (it->second.kind != pending_request::answer::replay) {
+    fail(key, named(errc::backend_error, "a request answered with a step's outcome"));
+    return;
+  }
+  it->second.replayed.deliver(std::move(outcome));
   finished(it);
 }
 

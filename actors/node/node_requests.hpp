@@ -22,16 +22,19 @@
 #include <vector>
 
 #include "cudactor/messaging/coordinator_types.hpp"
+#include "cudactor/messaging/step_types.hpp"
 
 namespace cudactor::detail {
 
-// One request not yet answered: a graph (every end, in order), a single operation, or a
-// fetch (the bytes its operation read).
+// One request not yet answered: a graph (every end, in order), a single operation, a fetch
+// (the bytes its operation read), or a step's replay (its outcome: one operation of the
+// coordinator, answered by it directly, not through the ends the core listens to).
 struct pending_request {
-  enum class answer : std::uint8_t { graph, single, fetch };
+  enum class answer : std::uint8_t { graph, single, fetch, replay };
   caf::typed_response_promise<std::vector<op_notice>> graph;
   caf::typed_response_promise<op_notice> single;
   caf::typed_response_promise<std::vector<std::uint8_t>> fetched;
+  caf::typed_response_promise<step_outcome> replayed;
   std::shared_ptr<std::vector<std::uint8_t>> into;  // a fetch's bytes, once its operation ended
   answer kind = answer::graph;
   std::size_t ops = 0;
@@ -74,6 +77,8 @@ class node_requests {
   // Answers request `key` with `ends`, or fails it with `why`; either forgets it.
   void answer(std::uint64_t key, std::vector<op_notice>& ends);
   void fail(std::uint64_t key, const caf::error& why);
+  // Answers the replay `key` with the coordinator's outcome, and forgets it.
+  void answer(std::uint64_t key, step_outcome& outcome);
 
   // Marks `gone`'s requests cancelled and cancels their operations the coordinator has (one
   // registered later is cancelled as it is).

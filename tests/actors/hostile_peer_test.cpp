@@ -226,7 +226,7 @@ BOOST_AUTO_TEST_CASE(boundary_values_of_every_field) {
 
 BOOST_AUTO_TEST_CASE(random_values_in_every_field) {
   for (int round = 0; round < 300; ++round) {
-    switch (pick(5)) {
+    switch (pick(8)) {
       case 0: answered<op_notice>(register_atom::value, random_op()); break;
       case 1: answered<std::vector<op_notice>>(submit_atom::value, random_graph(40)); break;
       case 2: {
@@ -241,6 +241,27 @@ BOOST_AUTO_TEST_CASE(random_values_in_every_field) {
         self->send(n, release_atom::value, text(300), rng());
         break;
       }
+      // Steps: random graphs and names, random handles, bindings and notices.
+      case 4:
+        answered<step_handle>(record_atom::value,
+                              step_spec{pick(4) == 0 ? text(400) : text(8), random_graph(40)});
+        break;
+      case 5: {
+        replay_request r;
+        r.step = step_handle{static_cast<std::uint32_t>(pick(2) ? pick(4) : rng()),
+                             static_cast<std::uint32_t>(pick(2) ? pick(4) : rng())};
+        for (auto k = pick(4); k > 0; --k) {
+          r.bindings.push_back({buffer_id{0, static_cast<std::uint32_t>(rng()), 1},
+                                buffer_id{0, static_cast<std::uint32_t>(rng()), 1}});
+        }
+        r.notices = static_cast<step_notices>(pick(2) ? pick(3) : pick(256));
+        answered<step_outcome>(replay_atom::value, r);
+        break;
+      }
+      case 6:
+        answered<bool>(release_atom::value, step_handle{static_cast<std::uint32_t>(rng()),
+                                                        static_cast<std::uint32_t>(rng())});
+        break;
       default: answered<node_info>(info_atom::value); break;
     }
   }

@@ -99,14 +99,24 @@ grep -Eq 'largest difference from the host reference 0: exact$' "$log" ||
 tail -c 4 "$trace2" | grep -q ']}' || fail "SIGTERM: the trace is not closed"
 
 # --nodes: data-parallel across node processes (the cudactor-node this build made), a real
-# all-reduce between them, every node's weights the reference's bit for bit.
+# all-reduce between them, every node's weights the reference's bit for bit: each step
+# replayed on every node from the second on, its all-reduce inside the step, and with
+# --no-replay every step submitted as a graph (the demo checks each node's operation count
+# either way: four operations a step submitted, one a step replayed).
 # On CUDA one node: NCCL takes one rank per GPU, and the GPU machine has one.
 n=2
 [ "$backend" = cuda ] && n=1
-out=$("$demo" --nodes=$n --steps=3 --width=4096 --backend="$backend")
-echo "$out"
-echo "$out" | grep -q "^cudactor-demo: 3 steps on $n nodes, 4096 weights" || fail "--nodes: no header"
-[ "$(echo "$out" | grep -Ec '^worker-[01]: weights equal the reference \(0 of 4096 differ')" = $n ] ||
-  fail "--nodes: a node's weights are not the reference's"
-echo "$out" | grep -q '^cudactor-demo: ok$' || fail "--nodes: not ok"
+for replay in "" --no-replay; do
+  out=$("$demo" --nodes=$n --steps=3 --width=4096 --backend="$backend" $replay)
+  echo "$out"
+  echo "$out" | grep -q "^cudactor-demo: 3 steps on $n nodes, 4096 weights" ||
+    fail "--nodes $replay: no header"
+  [ "$(echo "$out" | grep -Ec '^worker-[01]: weights equal the reference \(0 of 4096 differ')" = $n ] ||
+    fail "--nodes $replay: a node's weights are not the reference's"
+  given=6  # 4 + 2 replays, and 3 buffer operations, less the 3 below
+  [ -n "$replay" ] && given=12
+  [ "$(echo "$out" | grep -Ec "cudactor_operations_completed_total $((given + 3)) \(given")" = $n ] ||
+    fail "--nodes $replay: the nodes did not run what they were given"
+  echo "$out" | grep -q '^cudactor-demo: ok$' || fail "--nodes $replay: not ok"
+done
 echo "demo_smoke: ok"
