@@ -61,12 +61,13 @@ gpu::status step_graph::launch(const gpu::launch_context& on, step_replay& repla
   std::int64_t since = timed ? now_ns() : 0;
   const std::uint32_t home = step.plan.home();
   const gpu::node_observer observer = [&](std::uint32_t node, const gpu::status& outcome) {
+    // The outcome first: a time seen by the trace comes with its outcome.
+    replay.ran(op_of_node_[node], outcome);
     if (timed) {
       const std::int64_t ended = now_ns();
       replay.ran_at(op_of_node_[node], since, ended, home);
       since = ended;
     }
-    replay.ran(op_of_node_[node], outcome);
   };
   return graph_->launch(on, &observer);
 }

@@ -44,8 +44,9 @@ gpu::work_fn step_replay::wrap(std::uint32_t part, std::uint32_t segment) {
       } catch (...) {
         s = gpu::status{gpu::status_code::op_failed, "work threw"};
       }
-      if (timed) self->ran_at(op, started, now_ns(), part);
-      self->ran(op, s);
+      const std::int64_t finished = timed ? now_ns() : 0;
+      self->ran(op, s);  // the outcome first: a time seen by the trace comes with its outcome
+      if (timed) self->ran_at(op, started, finished, part);
       if (!s.ok() && first.ok()) first = std::move(s);
     }
     return first;

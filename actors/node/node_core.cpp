@@ -52,11 +52,13 @@ struct hold {
   caf::actor_addr holder;
 };
 
-// A request taken while a barrier holds the node, in the order taken: a graph, or a replay.
+// A request taken while a barrier holds the node, in the order taken: a graph, or a replay
+// (which counts as `cost` operations: node_steps::cost_of).
 struct held_work {
   graph_spec graph;
   bool replay = false;
   replay_request request;
+  std::size_t cost = 0;
 };
 
 using clock = std::chrono::steady_clock;
@@ -393,7 +395,7 @@ struct node_core_state {
 // A new request: handed on at once, or held back while a barrier holds the node.
 std::uint64_t take(node_core_state& st, held_work w, pending_request::answer kind,
                    const caf::node_id& from) {
-  const std::size_t ops = w.replay ? 1 : w.graph.ops.size();
+  const std::size_t ops = w.replay ? w.cost : w.graph.ops.size();
   const std::uint64_t admission = from != st.owner ? st.guests.admission_of(from) : 0;
   const std::uint64_t key = st.requests->open(kind, ops, from, admission);
   st.guests.opened(admission, ops);
@@ -565,9 +567,10 @@ caf::result<step_handle> record_step(core_pointer self, step_spec& spec,
   }
   auto promise = self->make_response_promise<step_handle>();
   const caf::node_id owner = st.owner;
+  const std::size_t ops = spec.graph.ops.size();
   self->request(st.context.coordinator, caf::infinite, record_atom::value, std::move(spec))
       .then(
-          [self, promise, owner](step_handle made) mutable {
+          [self, promise, owner, ops](step_handle made) mutable {
             auto& st = self->state;
             if (st.closing || st.owner != owner) {
               st.steps.settle(step_handle{});
@@ -576,7 +579,7 @@ caf::result<step_handle> record_step(core_pointer self, step_spec& spec,
                   st.named(errc::cancelled, "record: the control plane that asked for it is gone"));
               return;
             }
-            st.steps.settle(made);
+            st.steps.settle(made, ops);
             promise.deliver(made);
           },
           [self, promise](caf::error& err) mutable {
@@ -601,10 +604,12 @@ caf::result<step_outcome> replay_step(core_pointer self, replay_request& request
   if (auto bad = node_steps::check_bindings(request, st.buffers)) {
     return st.named(static_cast<errc>(bad.code()), error_context(bad));
   }
-  if (auto bad = st.refusal(1)) return bad;
+  const std::size_t cost = st.steps.cost_of(request.step, request);
+  if (auto bad = st.refusal(cost)) return bad;
   st.take_caller(self, caller);
   held_work w;
   w.replay = true;
+  w.cost = cost;
   w.request = std::move(request);
   auto promise = self->make_response_promise<step_outcome>();
   const auto key = take(st, std::move(w), pending_request::answer::replay, caller.node());

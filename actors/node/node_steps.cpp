@@ -17,17 +17,27 @@ caf::error node_steps::reserve() {
   return {};
 }
 
-void node_steps::settle(const step_handle& made) {
+void node_steps::settle(const step_handle& made, std::size_t ops) {
   if (reserved_ > 0) --reserved_;
-  if (!made.empty()) live_.push_back(made);
+  if (!made.empty()) live_.push_back(recorded{made, ops});
 }
 
 bool node_steps::has(const step_handle& step) const noexcept {
-  return !step.empty() && std::find(live_.begin(), live_.end(), step) != live_.end();
+  return !step.empty() && std::any_of(live_.begin(), live_.end(),
+                                      [&](const recorded& r) { return r.handle == step; });
+}
+
+std::size_t node_steps::cost_of(const step_handle& step,
+                                const replay_request& request) const noexcept {
+  for (const recorded& r : live_) {
+    if (r.handle == step) return r.ops + request.bindings.size();
+  }
+  return 0;
 }
 
 bool node_steps::remove(const step_handle& step) {
-  auto it = std::find(live_.begin(), live_.end(), step);
+  auto it =
+      std::find_if(live_.begin(), live_.end(), [&](const recorded& r) { return r.handle == step; });
   if (step.empty() || it == live_.end()) return false;
   live_.erase(it);
   return true;
@@ -35,11 +45,18 @@ bool node_steps::remove(const step_handle& step) {
 
 std::vector<step_handle> node_steps::take_all() {
   std::vector<step_handle> out;
-  out.swap(live_);
+  out.reserve(live_.size());
+  for (const recorded& r : live_) out.push_back(r.handle);
+  live_.clear();
   return out;
 }
 
 caf::error node_steps::check_bindings(const replay_request& request, const node_buffers& buffers) {
+  if (request.bindings.size() > buffers.size()) {
+    return make_error(errc::invalid_argument, "replay: " + std::to_string(request.bindings.size()) +
+                                                  " bindings, more than the owner's " +
+                                                  std::to_string(buffers.size()) + " buffers here");
+  }
   // As the uses of one operation each binding names, so that the buffers' own check says
   // which are not the owner's.
   for (std::size_t i = 0; i < request.bindings.size(); ++i) {

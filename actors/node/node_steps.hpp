@@ -25,16 +25,23 @@ class node_steps {
 
   // Room for one more step; reserves it when there is (settle() ends the reservation).
   [[nodiscard]] caf::error reserve();
-  // A recording reserved for ended: `made` is the step (empty when it failed).
-  void settle(const step_handle& made);
+  // A recording reserved for ended: `made` is the step of `ops` operations (empty when it
+  // failed).
+  void settle(const step_handle& made, std::size_t ops = 0);
 
   [[nodiscard]] bool has(const step_handle& step) const noexcept;
+  // What a replay of `step` costs the node's bound on open operations (max-pending-ops): its
+  // operations, each of which the coordinator keeps state for while it runs, and its
+  // bindings, which the node holds while a barrier holds the replay. 0 when not one of these.
+  [[nodiscard]] std::size_t cost_of(const step_handle& step,
+                                    const replay_request& request) const noexcept;
   // Forgets the step; false when it was not one of these.
   bool remove(const step_handle& step);
   // Forgets them all, returning them (the owner is gone: each is released).
   [[nodiscard]] std::vector<step_handle> take_all();
 
-  // Whether every buffer `request` binds (both sides) is one of `buffers`.
+  // Whether every buffer `request` binds (both sides) is one of `buffers`, and no more are
+  // bound than the owner has.
   [[nodiscard]] static caf::error check_bindings(const replay_request& request,
                                                  const node_buffers& buffers);
 
@@ -42,7 +49,11 @@ class node_steps {
 
  private:
   std::size_t max_;
-  std::vector<step_handle> live_;
+  struct recorded {
+    step_handle handle;
+    std::size_t ops = 0;
+  };
+  std::vector<recorded> live_;
   std::size_t reserved_ = 0;  // recordings under way
 };
 

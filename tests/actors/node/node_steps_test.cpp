@@ -23,8 +23,15 @@ BOOST_AUTO_TEST_CASE(the_bound_counts_recordings_under_way_and_a_failed_one_free
   steps.settle(step_handle{});  // failed: its room is free again
   BOOST_TEST(steps.size() == 0u);
   BOOST_REQUIRE(!steps.reserve());
-  steps.settle(step_handle{1, 1});
-  steps.settle(step_handle{2, 1});
+  steps.settle(step_handle{1, 1}, 10);
+  steps.settle(step_handle{2, 1}, 3);
+  // A replay costs its step's operations and its bindings; a step not here costs nothing.
+  replay_request two;
+  two.bindings = {{buffer_id{0, 1, 1}, buffer_id{0, 2, 1}},
+                  {buffer_id{0, 3, 1}, buffer_id{0, 4, 1}}};
+  BOOST_TEST(steps.cost_of(step_handle{1, 1}, two) == 12u);
+  BOOST_TEST(steps.cost_of(step_handle{2, 1}, replay_request{}) == 3u);
+  BOOST_TEST(steps.cost_of(step_handle{9, 1}, two) == 0u);
   BOOST_TEST(steps.size() == 2u);
   BOOST_TEST(static_cast<bool>(steps.reserve()));  // two recorded
   BOOST_TEST(steps.has(step_handle{1, 1}));
@@ -48,6 +55,11 @@ BOOST_AUTO_TEST_CASE(bindings_name_only_the_owners_buffers) {
   mine.id = buffer_id{0, 3, 1};
   mine.size = 64;
   buffers.settle(64, &mine);
+  BOOST_REQUIRE(!buffers.reserve(64));
+  buffer_handle also_mine;
+  also_mine.id = buffer_id{0, 5, 1};
+  also_mine.size = 64;
+  buffers.settle(64, &also_mine);
   const buffer_id other{0, 4, 1};
   replay_request r;
   r.bindings = {{mine.id, mine.id}};
@@ -59,4 +71,10 @@ BOOST_AUTO_TEST_CASE(bindings_name_only_the_owners_buffers) {
   BOOST_TEST(words.find("binding 1") != std::string::npos, words);
   r.bindings = {{other, mine.id}};
   BOOST_TEST(static_cast<bool>(node_steps::check_bindings(r, buffers)));
+  // More bindings than the owner has buffers: refused before any is looked at.
+  r.bindings = {{mine.id, mine.id}, {mine.id, mine.id}, {mine.id, mine.id}};
+  const caf::error many = node_steps::check_bindings(r, buffers);
+  BOOST_REQUIRE(many);
+  BOOST_TEST(caf::to_string(many).find("more than the owner's 2 buffers") != std::string::npos,
+             caf::to_string(many));
 }
