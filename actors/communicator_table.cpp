@@ -20,6 +20,18 @@ struct communicator_table::cells {
   std::array<metrics::duration_histogram*, kinds> duration{};
   metrics::gauge* sequence = nullptr;
   metrics::gauge* generation = nullptr;
+
+  // One run of a collective of kind `k` that moved `moved` bytes, ended with `s`.
+  void counted(std::size_t k, std::uint64_t moved, const gpu::communicator& c,
+               const gpu::status& s) {
+    operations[k]->add();
+    sequence->set(static_cast<std::int64_t>(c.sequence()));
+    if (!s.ok()) {
+      failures[k]->add();
+    } else {
+      bytes[k]->add(moved);
+    }
+  }
 };
 
 communicator_table::communicator_table(std::shared_ptr<metrics::registry> registry)
@@ -148,19 +160,30 @@ gpu::work_fn communicator_table::work(std::shared_ptr<gpu::communicator> c,
                                                 gpu::recv_bytes(call, c->size()));
   return [c = std::move(c), call, counts = std::move(counts), k,
           moved](const gpu::launch_context& on) {
+    if (on.captured()) return c->run(call, on);  // the graph's launches are counted
     const auto start = std::chrono::steady_clock::now();
     gpu::status s = c->run(call, on);
-    counts->operations[k]->add();
-    counts->sequence->set(static_cast<std::int64_t>(c->sequence()));
-    if (!s.ok()) {
-      counts->failures[k]->add();
-      return s;
-    }
-    counts->bytes[k]->add(moved);
-    if (on.kind() == gpu::backend_kind::host) {
+    counts->counted(k, moved, *c, s);
+    if (s.ok() && on.kind() == gpu::backend_kind::host) {
       counts->duration[k]->observe(std::chrono::steady_clock::now() - start);
     }
     return s;
+  };
+}
+
+std::function<void(const gpu::status&)> communicator_table::counter(
+    const std::shared_ptr<gpu::communicator>& c, const gpu::collective_call& call) {
+  std::shared_ptr<cells> counts;
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    counts = cells_for(c->name());
+  }
+  const auto k = static_cast<std::size_t>(call.kind) % cells::kinds;
+  const auto moved = static_cast<std::uint64_t>(gpu::send_bytes(call, c->size()) +
+                                                gpu::recv_bytes(call, c->size()));
+  return [weak = std::weak_ptr<gpu::communicator>(c), counts = std::move(counts), k,
+          moved](const gpu::status& s) {
+    if (auto c = weak.lock()) counts->counted(k, moved, *c, s);
   };
 }
 

@@ -69,9 +69,14 @@ class communicator_table {
   // whichever it holds. False when it holds no such one.
   bool abort(const std::string& name, std::uint64_t generation, const std::string& why);
 
-  // The work that runs `call` on `c` when its stream reaches it, counted under c's name.
+  // The work that runs `call` on `c` when its stream reaches it, counted under c's name. Work
+  // captured into a graph (launch_context::captured) is not counted: its launches are, by
+  // the counter below.
   [[nodiscard]] gpu::work_fn work(std::shared_ptr<gpu::communicator> c,
                                   const gpu::collective_call& call);
+  // Counts one run of `call` on `c` that a graph's launch made, with the launch's outcome.
+  [[nodiscard]] std::function<void(const gpu::status&)> counter(
+      const std::shared_ptr<gpu::communicator>& c, const gpu::collective_call& call);
 
   [[nodiscard]] std::vector<communicator_status> list() const;
   [[nodiscard]] std::size_t size() const;

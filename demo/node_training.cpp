@@ -330,8 +330,7 @@ struct training {
   // Every node ran exactly what it was given: its own metrics say so. Per step submitted:
   // the busy shard, gradient, all-reduce, optimizer; per step replayed, the replay (one
   // operation of the coordinator); and the two stores and the fetch. An all-reduce runs in
-  // every step; on CUDA a replay is a CUDA graph, whose all-reduce the communicator counts
-  // once, when it was captured at record (docs/replay.md).
+  // every step (on CUDA a replay's is counted at each launch of its graph, not at capture).
   bool check_metrics() const {
     bool ok = true;
     const std::size_t replayed = recorded.empty() ? 0 : o.steps - 1;
@@ -339,8 +338,7 @@ struct training {
       const double done = scrape(nodes[i].metrics_port, "cudactor_operations_completed_total");
       const double given = static_cast<double>(4 * (o.steps - replayed) + replayed + 3);
       const double reduced = scrape(nodes[i].metrics_port, "cudactor_collective_operations_total");
-      const bool graphs = remotes[i].info.backend.rfind("cuda", 0) == 0;
-      const std::size_t all_reduces = replayed != 0 && graphs ? 2 : o.steps;
+      const std::size_t all_reduces = o.steps;
       std::printf(
           "worker-%zu: cudactor_operations_completed_total %.0f (given %.0f), "
           "cudactor_collective_operations_total %.0f (given %zu)\n",

@@ -16,18 +16,24 @@ namespace cudactor::gpu {
 
 class launch_context {
  public:
-  launch_context(backend_kind kind, stream_ref stream, void* native_stream) noexcept
-      : kind_(kind), stream_(stream), native_stream_(native_stream) {}
+  launch_context(backend_kind kind, stream_ref stream, void* native_stream,
+                 bool captured = false) noexcept
+      : kind_(kind), stream_(stream), native_stream_(native_stream), captured_(captured) {}
 
   [[nodiscard]] backend_kind kind() const noexcept { return kind_; }
   [[nodiscard]] stream_ref stream() const noexcept { return stream_; }
   // The cudaStream_t to launch on (cast it back); nullptr on the host backend.
   [[nodiscard]] void* native_stream() const noexcept { return native_stream_; }
+  // The work runs to be captured into a graph (gpu/work_graph.hpp): what it launches runs at
+  // each launch of the graph, not now. Work that counts or times its own runs leaves that to
+  // whoever launches the graph.
+  [[nodiscard]] bool captured() const noexcept { return captured_; }
 
  private:
   backend_kind kind_;
   stream_ref stream_;
   void* native_stream_;
+  bool captured_;
 };
 
 // Work returns a failed status to report that it failed (a rejected launch on CUDA, a failed

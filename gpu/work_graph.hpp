@@ -59,6 +59,9 @@ class work_graph {
   [[nodiscard]] virtual std::size_t size() const noexcept = 0;
   // Whether a launch tells its observer how each node went (else only the launch's outcome).
   [[nodiscard]] virtual bool observes_nodes() const noexcept = 0;
+  // Whether the nodes' work ran once, captured at build (CUDA), rather than at every launch
+  // (the host): then a launch runs what the work launched, and the work does not run.
+  [[nodiscard]] virtual bool captured() const noexcept = 0;
   // Node `node` runs `work` from the next launch on. On failure (the work cannot be captured)
   // the node keeps its work.
   [[nodiscard]] virtual status set_work(std::uint32_t node, work_fn work) = 0;

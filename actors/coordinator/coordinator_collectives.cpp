@@ -105,6 +105,16 @@ caf::error coordinator_state::expand_collective(op_spec& spec, const std::string
   return {};
 }
 
+std::function<void(const gpu::status&)> coordinator_state::collective_counter(
+    const op_collective& c, std::shared_ptr<gpu::communicator>& comm) {
+  comm = nullptr;
+  if (!context_.communicators) return {};
+  caf::error why;
+  comm = context_.communicators->find(c.communicator, why);
+  if (!comm) return {};
+  return context_.communicators->counter(comm, call_of(c));
+}
+
 caf::error coordinator_state::resolve_collective(const op_spec& spec, const std::string& which,
                                                  gpu::work_fn& out) {
   const op_collective& c = spec.collective;

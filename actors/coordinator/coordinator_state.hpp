@@ -331,6 +331,10 @@ class coordinator_state {
   // communicator's order token, so that the communicator's collectives run in the order they
   // came on every rank. Then, once its uses are checked, the work that runs it.
   [[nodiscard]] caf::error expand_collective(op_spec& spec, const std::string& which);
+  // The communicator collective `c` runs on (empty: none now) and what counts one run of it
+  // that a graph's launch made.
+  [[nodiscard]] std::function<void(const gpu::status&)> collective_counter(
+      const op_collective& c, std::shared_ptr<gpu::communicator>& comm);
   [[nodiscard]] caf::error resolve_collective(const op_spec& spec, const std::string& which,
                                               gpu::work_fn& out);
   // The order token of the communicator `name`: a buffer of one byte that no operation but

@@ -155,10 +155,9 @@ caf::error coordinator_state::make_step_graph(recorded_step& step, const step_pl
   step.graph = std::make_shared<step_graph>(std::move(built).value(), in.order);
   for (std::uint32_t op = 0; op < n; ++op) {
     if (step.ops[op].collective.empty()) continue;
-    caf::error why;
-    if (auto comm = context_.communicators->find(step.ops[op].collective.communicator, why)) {
-      step.graph->add_communicator(op, std::move(comm));
-    }
+    std::shared_ptr<gpu::communicator> comm;
+    auto counted = collective_counter(step.ops[op].collective, comm);
+    if (comm) step.graph->add_communicator(op, std::move(comm), std::move(counted));
   }
   step_metrics_->built(step.name, now_ns() - started);
   const auto made = step.graph->take_changes();  // its instantiation, seen from record on

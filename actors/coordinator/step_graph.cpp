@@ -17,16 +17,17 @@ step_graph::step_graph(std::unique_ptr<gpu::work_graph> graph,
   for (std::uint32_t k = 0; k < op_of_node_.size(); ++k) node_of_op_[op_of_node_[k]] = k;
 }
 
-void step_graph::add_communicator(std::uint32_t op, std::shared_ptr<gpu::communicator> comm) {
-  communicators_.emplace_back(op, std::move(comm));
+void step_graph::add_communicator(std::uint32_t op, std::shared_ptr<gpu::communicator> comm,
+                                  std::function<void(const gpu::status&)> counted) {
+  communicators_.push_back(collective{op, std::move(comm), std::move(counted)});
 }
 
 gpu::status step_graph::launch(const gpu::launch_context& on, step_replay& replay) {
   std::lock_guard<std::mutex> lock{mutex_};
   const recorded_step& step = replay.step();
-  for (const auto& [op, comm] : communicators_) {
-    if (auto broken = comm->broken(); !broken.ok()) {
-      replay.ran(op, broken);
+  for (const collective& c : communicators_) {
+    if (auto broken = c.comm->broken(); !broken.ok()) {
+      replay.ran(c.op, broken);
       return broken;
     }
   }
@@ -69,7 +70,13 @@ gpu::status step_graph::launch(const gpu::launch_context& on, step_replay& repla
       since = ended;
     }
   };
-  return graph_->launch(on, &observer);
+  gpu::status launched = graph_->launch(on, &observer);
+  if (graph_->captured()) {
+    for (const collective& c : communicators_) {
+      if (c.counted) c.counted(launched);
+    }
+  }
+  return launched;
 }
 
 step_graph::changes step_graph::take_changes() {

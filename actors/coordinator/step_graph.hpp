@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -32,8 +33,10 @@ class step_graph {
 
   // Operation `op` is a collective on `comm`: a launch checks it first (a graph replays the
   // NCCL calls captured at record without going through the communicator, which may have been
-  // aborted since: its memory is gone).
-  void add_communicator(std::uint32_t op, std::shared_ptr<gpu::communicator> comm);
+  // aborted since: its memory is gone), and where the graph captured its work, `counted`
+  // counts each launch as the collective's run (the capture itself was not counted).
+  void add_communicator(std::uint32_t op, std::shared_ptr<gpu::communicator> comm,
+                        std::function<void(const gpu::status&)> counted);
 
   // What the replay's operation runs on its stream, `on` its context.
   [[nodiscard]] gpu::status launch(const gpu::launch_context& on, step_replay& replay);
@@ -52,7 +55,12 @@ class step_graph {
   std::unique_ptr<gpu::work_graph> graph_;
   std::vector<std::uint32_t> op_of_node_;
   std::vector<std::uint32_t> node_of_op_;
-  std::vector<std::pair<std::uint32_t, std::shared_ptr<gpu::communicator>>> communicators_;
+  struct collective {
+    std::uint32_t op = 0;
+    std::shared_ptr<gpu::communicator> comm;
+    std::function<void(const gpu::status&)> counted;
+  };
+  std::vector<collective> communicators_;
   std::mutex mutex_;  // guards what follows
   // Per operation: the buffers its node's work was resolved against, when a binding's (empty:
   // the recorded work); and the operations whose node holds a bound work.

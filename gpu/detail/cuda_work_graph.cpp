@@ -79,7 +79,7 @@ status cuda_work_graph::capture(std::uint32_t node, const work_fn& work, cudaGra
   status outcome;
   try {
     // No stream of the backend's: a work that calls the backend cannot be captured.
-    outcome = work(launch_context{backend_kind::cuda, stream_ref{}, static_cast<void*>(s)});
+    outcome = work(launch_context{backend_kind::cuda, stream_ref{}, static_cast<void*>(s), true});
   } catch (const std::exception& e) {
     outcome = status{status_code::op_failed, std::string{"threw: "} + e.what()};
   } catch (...) {

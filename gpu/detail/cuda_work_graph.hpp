@@ -38,6 +38,7 @@ class cuda_work_graph final : public work_graph {
 
   [[nodiscard]] std::size_t size() const noexcept override { return nodes_.size(); }
   [[nodiscard]] bool observes_nodes() const noexcept override { return false; }
+  [[nodiscard]] bool captured() const noexcept override { return true; }
   [[nodiscard]] status set_work(std::uint32_t node, work_fn work) override;
   [[nodiscard]] status launch(const launch_context& on, const node_observer* observer) override;
 

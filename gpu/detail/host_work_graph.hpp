@@ -20,6 +20,7 @@ class host_work_graph final : public work_graph {
 
   [[nodiscard]] std::size_t size() const noexcept override { return works_.size(); }
   [[nodiscard]] bool observes_nodes() const noexcept override { return true; }
+  [[nodiscard]] bool captured() const noexcept override { return false; }
   [[nodiscard]] status set_work(std::uint32_t node, work_fn work) override;
   [[nodiscard]] status launch(const launch_context& on, const node_observer* observer) override;
 
