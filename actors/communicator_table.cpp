@@ -148,18 +148,24 @@ void communicator_table::clear(const std::string& why) {
   for (auto& entry : all) entry.second->abort(why);
 }
 
-gpu::work_fn communicator_table::work(std::shared_ptr<gpu::communicator> c,
-                                      const gpu::collective_call& call) {
-  std::shared_ptr<cells> counts;
+communicator_table::call_counts communicator_table::counts_of(const gpu::communicator& c,
+                                                              const gpu::collective_call& call) {
+  call_counts out;
   {
     std::lock_guard<std::mutex> lock{mutex_};
-    counts = cells_for(c->name());
+    out.counts = cells_for(c.name());
   }
-  const auto k = static_cast<std::size_t>(call.kind) % cells::kinds;
-  const auto moved = static_cast<std::uint64_t>(gpu::send_bytes(call, c->size()) +
-                                                gpu::recv_bytes(call, c->size()));
-  return [c = std::move(c), call, counts = std::move(counts), k,
-          moved](const gpu::launch_context& on) {
+  out.kind = static_cast<std::size_t>(call.kind) % cells::kinds;
+  out.moved =
+      static_cast<std::uint64_t>(gpu::send_bytes(call, c.size()) + gpu::recv_bytes(call, c.size()));
+  return out;
+}
+
+gpu::work_fn communicator_table::work(std::shared_ptr<gpu::communicator> c,
+                                      const gpu::collective_call& call) {
+  auto [counts, k, moved] = counts_of(*c, call);
+  return [c = std::move(c), call, counts = std::move(counts), k = k,
+          moved = moved](const gpu::launch_context& on) {
     if (on.captured()) return c->run(call, on);  // the graph's launches are counted
     const auto start = std::chrono::steady_clock::now();
     gpu::status s = c->run(call, on);
@@ -173,16 +179,9 @@ gpu::work_fn communicator_table::work(std::shared_ptr<gpu::communicator> c,
 
 std::function<void(const gpu::status&)> communicator_table::counter(
     const std::shared_ptr<gpu::communicator>& c, const gpu::collective_call& call) {
-  std::shared_ptr<cells> counts;
-  {
-    std::lock_guard<std::mutex> lock{mutex_};
-    counts = cells_for(c->name());
-  }
-  const auto k = static_cast<std::size_t>(call.kind) % cells::kinds;
-  const auto moved = static_cast<std::uint64_t>(gpu::send_bytes(call, c->size()) +
-                                                gpu::recv_bytes(call, c->size()));
-  return [weak = std::weak_ptr<gpu::communicator>(c), counts = std::move(counts), k,
-          moved](const gpu::status& s) {
+  auto [counts, k, moved] = counts_of(*c, call);
+  return [weak = std::weak_ptr<gpu::communicator>(c), counts = std::move(counts), k = k,
+          moved = moved](const gpu::status& s) {
     if (auto c = weak.lock()) counts->counted(k, moved, *c, s);
   };
 }

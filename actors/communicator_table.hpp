@@ -88,6 +88,14 @@ class communicator_table {
 
  private:
   std::shared_ptr<cells> cells_for(const std::string& name);
+  // What counting runs of `call` on `c` needs: its name's metrics, its kind's index, the bytes
+  // one run moves.
+  struct call_counts {
+    std::shared_ptr<cells> counts;
+    std::size_t kind = 0;
+    std::uint64_t moved = 0;
+  };
+  [[nodiscard]] call_counts counts_of(const gpu::communicator& c, const gpu::collective_call& call);
   // The communicator held under `name` (of `generation`, unless 0), taken out if `erase`.
   std::shared_ptr<gpu::communicator> take(const std::string& name, std::uint64_t generation,
                                           bool erase);
