@@ -1,11 +1,12 @@
 // actors/node/node_core.cpp
 //
-// Past 600 lines for a reason: the node's open requests, barrier holds, communicator ranks and
-// buffers share one state and one mailbox (a barrier waits for the stores and fetches taken
-// before it; an owner's end releases its buffers and holds and cancels its work and its
-// guests'). What each of them keeps lives in its own type: node_requests for the open
-// requests, node_guests for the guests' quotas, node_rendezvous for the ranks, node_buffers for
-// the buffers; this file holds the rules between them.
+// Past 600 lines for a reason: the node's open requests, barrier holds, communicator ranks,
+// buffers and steps share one state and one mailbox (a barrier waits for the stores, fetches
+// and replays taken before it; an owner's end releases its buffers and steps and holds and
+// cancels its work and its guests'). What each of them keeps lives in its own type:
+// node_requests for the open requests, node_guests for the guests' quotas, node_rendezvous for
+// the ranks, node_buffers for the buffers, node_steps for the steps; this file holds the rules
+// between them.
 #include "cudactor/actors/node/node_core.hpp"
 
 #include "cudactor/actors/detail/wait_keys.hpp"
