@@ -21,6 +21,7 @@
 #include "cudactor/gpu/detail/allocation_table.hpp"
 #include "cudactor/gpu/detail/cuda_device.hpp"
 #include "cudactor/gpu/detail/cuda_release_stream.hpp"
+#include "cudactor/gpu/detail/cuda_scratch.hpp"
 #include "cudactor/gpu/detail/cuda_status.hpp"
 #include "cudactor/gpu/detail/cuda_timeline.hpp"
 #include "cudactor/gpu/detail/cuda_work_graph.hpp"
@@ -99,9 +100,12 @@ struct cuda_backend::impl {
   std::mutex timelines_mutex;
   std::vector<std::weak_ptr<detail::cuda_timeline>> timelines;
 
-  // Memory whose stream is gone is freed there, after the end of that stream's work.
-  detail::cuda_release_stream released{
+  // check(), for the parts that report through it.
+  const detail::cuda_checker checker{
       [this](cudaError_t answer, std::string_view doing) { return check(answer, doing); }};
+
+  // Memory whose stream is gone is freed there, after the end of that stream's work.
+  detail::cuda_release_stream released{checker};
 
   cuda_backend* owner = nullptr;
 
@@ -248,21 +252,28 @@ struct cuda_backend::impl {
   status launch(stream_ref s, cudaStream_t handle, detail::cuda_timeline& timeline, work_fn& work) {
     (void)cudaGetLastError();  // start from a clean slate so the check below is about this work
     status outcome;
+    detail::cuda_run_scratch scratch{handle, checker};
     try {
-      outcome = work(launch_context{backend_kind::cuda, s, static_cast<void*>(handle)});
+      outcome =
+          work(launch_context{backend_kind::cuda, s, static_cast<void*>(handle), false, &scratch});
     } catch (const std::exception& e) {
       outcome = status{status_code::op_failed, std::string{"threw: "} + e.what()};
     } catch (...) {
       outcome = status{status_code::op_failed, "threw a non-standard exception"};
     }
     const cudaError_t launched = cudaGetLastError();
-    if (launched == cudaSuccess && outcome.ok()) return {};
+    // Freed after what the work launched, in stream order: nothing waits for it here.
+    const status given = scratch.give_back();
+    if (launched == cudaSuccess && outcome.ok() && given.ok()) return {};
     const std::string label = label_of(s);
     status failed;
     if (launched != cudaSuccess) {
       status why = check(launched, "launching work on " + label);
       if (why.code() == status_code::device_lost) return why;  // CUDA says so: marked lost
       failed = status{status_code::op_failed, why.message()};
+    } else if (outcome.ok()) {
+      if (given.code() == status_code::device_lost) return given;
+      failed = status{status_code::op_failed, "work on " + label + ": " + given.message()};
     } else {
       // The work's own answer, whatever its code (device_lost too: only CUDA can say the
       // device is lost), fails its operation, as on the host backend.

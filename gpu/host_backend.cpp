@@ -38,7 +38,7 @@ struct host_backend::impl {
         options(std::move(opts)),
         engine(std::make_shared<detail::host_engine>(
             options.workers == 0 ? default_workers() : options.workers, options.idle_spin,
-            allocations)) {
+            scratch)) {
     info.kind = backend_kind::host;
     info.name = options.name + " (" + std::to_string(engine->workers()) + " workers)";
     info.total_memory = options.memory_limit;
@@ -49,7 +49,11 @@ struct host_backend::impl {
   host_backend& owner;
   host_backend_options options;
   device_info info;
-  detail::allocation_table allocations{true};  // before engine, which refers to it
+  // Before engine, which refers to it; shared with the works' scratch, which a graph may hold
+  // past the backend (gpu/detail/host_scratch.hpp).
+  detail::host_scratch_budget scratch{std::make_shared<detail::allocation_table>(true),
+                                      options.memory_limit};
+  detail::allocation_table& allocations = *scratch.table;
 
   mutable std::mutex mutex;  // guards the tables
   detail::handle_table<stream_ptr> streams;
@@ -484,7 +488,8 @@ status host_backend::enqueue(stream_ref s, work_fn work) {
 result<std::unique_ptr<work_graph>> host_backend::build_graph(std::vector<graph_node> nodes) {
   if (auto bad = check_graph_nodes(nodes); !bad.ok()) return bad;
   if (auto lost = impl_->engine->loss(); !lost.ok()) return lost;
-  return std::unique_ptr<work_graph>{std::make_unique<detail::host_work_graph>(std::move(nodes))};
+  return std::unique_ptr<work_graph>{
+      std::make_unique<detail::host_work_graph>(std::move(nodes), impl_->scratch)};
 }
 
 status host_backend::add_callback(stream_ref s, host_callback callback) {

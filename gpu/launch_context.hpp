@@ -4,8 +4,14 @@
 // on the calling thread, and launches kernels on native_stream(); on the host backend it runs
 // when the stream reaches it, on a worker thread, and *is* the kernel. One callable can serve
 // both by looking at kind().
+//
+// Scratch: a work that needs temporary memory for what it launches (a reduction's temporary
+// storage, a library's workspace) asks its context, not the device, so that the memory is
+// ordered on its stream like its launches and, inside a recorded step, comes from the step's
+// own pool and stays put across replays (docs/replay.md, "Scratch").
 #pragma once
 
+#include <cstddef>
 #include <functional>
 
 #include "cudactor/gpu/status.hpp"
@@ -14,11 +20,31 @@
 
 namespace cudactor::gpu {
 
+// Where a run of a work gets its scratch memory from: the backend's, one per run (or per graph
+// node). Not thread-safe: the work that was handed it calls it, from the thread it runs on.
+class scratch_source {
+ public:
+  scratch_source() = default;
+  scratch_source(const scratch_source&) = delete;
+  scratch_source& operator=(const scratch_source&) = delete;
+  virtual ~scratch_source() = default;
+
+  // `bytes` is more than 0.
+  [[nodiscard]] virtual result<void*> take(std::size_t bytes) = 0;
+};
+
 class launch_context {
  public:
-  launch_context(backend_kind kind, stream_ref stream, void* native_stream,
-                 bool captured = false) noexcept
-      : kind_(kind), stream_(stream), native_stream_(native_stream), captured_(captured) {}
+  // Scratch memory is aligned to this many bytes (what CUDA's allocators promise).
+  static constexpr std::size_t scratch_alignment = 256;
+
+  launch_context(backend_kind kind, stream_ref stream, void* native_stream, bool captured = false,
+                 scratch_source* scratch = nullptr) noexcept
+      : kind_(kind),
+        stream_(stream),
+        native_stream_(native_stream),
+        captured_(captured),
+        scratch_(scratch) {}
 
   [[nodiscard]] backend_kind kind() const noexcept { return kind_; }
   [[nodiscard]] stream_ref stream() const noexcept { return stream_; }
@@ -29,11 +55,32 @@ class launch_context {
   // whoever launches the graph.
   [[nodiscard]] bool captured() const noexcept { return captured_; }
 
+  // `bytes` of memory for what this run of the work launches, aligned to scratch_alignment:
+  // device memory on CUDA (stream-ordered on native_stream(): use it there only), host memory
+  // on the host backend; each call a block of its own. It is for the work's own launches,
+  // not one of the backend's buffers (the host backend's copy and fill refuse it). A lone
+  // run's scratch is given back in stream order once the work returns: what it launched
+  // before finishes with it first, so a work never frees it. Inside a graph (gpu/work_graph.hpp:
+  // a recorded step) it is the graph's, held until the graph is gone: a node whose work asks
+  // for the same sizes in the same order gets the same blocks at every launch and every
+  // capture anew (gpu/detail/graph_scratch.hpp), so what a launch left in them is there at
+  // the next. invalid_argument for 0 bytes or a context made without a source (by hand,
+  // outside a backend); out_of_memory when the device has none.
+  [[nodiscard]] result<void*> scratch(std::size_t bytes) const {
+    if (bytes == 0) return status{status_code::invalid_argument, "scratch of 0 bytes"};
+    if (scratch_ == nullptr) {
+      return status{status_code::invalid_argument,
+                    "no scratch here: this work was not handed its context by a backend"};
+    }
+    return scratch_->take(bytes);
+  }
+
  private:
   backend_kind kind_;
   stream_ref stream_;
   void* native_stream_;
   bool captured_;
+  scratch_source* scratch_;
 };
 
 // Work returns a failed status to report that it failed (a rejected launch on CUDA, a failed

@@ -21,6 +21,10 @@
 // node whose captured shape changed makes the graph instantiate again. instantiations() and
 // updates() count both.
 //
+// A node's work may ask its context for scratch (launch_context::scratch): the graph's own,
+// per node the same memory in the same order at every launch (on CUDA from a memory pool the
+// graph owns), kept until the graph is gone; scratch_bytes() is what it holds.
+//
 // One launcher at a time: set_work and launch are serialized by the graph. The graph may be
 // destroyed while launches are in flight (CUDA frees an executable graph when its launches end).
 #pragma once
@@ -78,14 +82,22 @@ class work_graph {
   [[nodiscard]] std::uint64_t updates() const noexcept {
     return updates_.load(std::memory_order_relaxed);
   }
+  // Bytes of scratch the graph holds for its nodes (readable from any thread).
+  [[nodiscard]] std::size_t scratch_bytes() const noexcept {
+    return scratch_bytes_.load(std::memory_order_relaxed);
+  }
 
  protected:
   void count_instantiation() noexcept { instantiations_.fetch_add(1, std::memory_order_relaxed); }
   void count_update() noexcept { updates_.fetch_add(1, std::memory_order_relaxed); }
+  void hold_scratch(std::size_t bytes) noexcept {
+    scratch_bytes_.store(bytes, std::memory_order_relaxed);
+  }
 
  private:
   std::atomic<std::uint64_t> instantiations_{0};
   std::atomic<std::uint64_t> updates_{0};
+  std::atomic<std::size_t> scratch_bytes_{0};
 };
 
 // invalid_argument unless every node has work and comes after earlier nodes only; names the

@@ -203,7 +203,9 @@ std::size_t allocation_table::count() const {
 
 std::map<std::uintptr_t, allocation> allocation_table::take_all() {
   std::lock_guard<std::mutex> lock{mutex_};
-  reserved_ = 0;
+  // Only what the allocations held: bytes reserved for anything else (the host backend's
+  // scratch, which a graph keeps across a reset) stay counted until given back.
+  for (const auto& [start, a] : live_) reserved_ -= std::min(reserved_, a.size);
   retired_.clear();
   retired_order_.clear();
   return std::exchange(live_, {});

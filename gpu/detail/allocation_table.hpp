@@ -68,7 +68,8 @@ class allocation_table {
   [[nodiscard]] std::size_t bytes_in_use() const;
   [[nodiscard]] std::size_t count() const;
 
-  // Takes every allocation out (reset); the caller frees them.
+  // Takes every allocation out (reset), and their bytes from the reserved ones; the caller
+  // frees them.
   [[nodiscard]] std::map<std::uintptr_t, allocation> take_all();
 
  private:

@@ -20,7 +20,7 @@ status count_nodes(cudaGraph_t g, std::size_t& count) {
 
 result<std::unique_ptr<work_graph>> cuda_work_graph::build(int ordinal, priorities native,
                                                            std::vector<graph_node> nodes) {
-  std::unique_ptr<cuda_work_graph> made{new cuda_work_graph(ordinal, native)};
+  std::unique_ptr<cuda_work_graph> made{new cuda_work_graph(ordinal, native, nodes.size())};
   made->nodes_.reserve(nodes.size());
   for (graph_node& n : nodes) {
     node_state s;
@@ -43,6 +43,7 @@ cuda_work_graph::~cuda_work_graph() {
   for (cudaStream_t s : streams_) {
     if (s != nullptr) (void)cudaStreamDestroy(s);
   }
+  pool_.release(scratch_.blocks());  // after the last launch, in stream order
   (void)cudaGetLastError();
 }
 
@@ -77,9 +78,11 @@ status cuda_work_graph::capture(std::uint32_t node, const work_fn& work, cudaGra
     return bad;
   }
   status outcome;
+  scratch_source& scratch = scratch_.begin(node);
   try {
     // No stream of the backend's: a work that calls the backend cannot be captured.
-    outcome = work(launch_context{backend_kind::cuda, stream_ref{}, static_cast<void*>(s), true});
+    outcome = work(
+        launch_context{backend_kind::cuda, stream_ref{}, static_cast<void*>(s), true, &scratch});
   } catch (const std::exception& e) {
     outcome = status{status_code::op_failed, std::string{"threw: "} + e.what()};
   } catch (...) {
@@ -88,7 +91,11 @@ status cuda_work_graph::capture(std::uint32_t node, const work_fn& work, cudaGra
   const cudaError_t launched = cudaGetLastError();
   cudaGraph_t captured = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(s, &captured);
-  if (outcome.ok() && launched == cudaSuccess && ended == cudaSuccess && captured != nullptr) {
+  const bool kept =
+      outcome.ok() && launched == cudaSuccess && ended == cudaSuccess && captured != nullptr;
+  scratch_.settle(kept);  // else the node keeps the scratch its current work was captured with
+  hold_scratch(scratch_.bytes());
+  if (kept) {
     out = captured;
     return {};
   }
@@ -169,13 +176,19 @@ status cuda_work_graph::set_work(std::uint32_t node, work_fn work) {
     return {status_code::invalid_argument,
             label(node) + " does not exist (" + std::to_string(nodes_.size()) + " nodes)"};
   }
+  // If the new work is given up after its capture, the node's scratch order is its old work's.
+  std::vector<std::size_t> scratch_order = scratch_.order(node);
+  const auto give_up = [&](status why) {
+    scratch_.restore(node, std::move(scratch_order));
+    return why;
+  };
   cudaGraph_t child = nullptr;
   if (auto bad = capture(node, work, child); !bad.ok()) return bad;
   node_state& n = nodes_[node];
   std::size_t count = 0;
   if (auto bad = count_nodes(child, count); !bad.ok()) {
     (void)cudaGraphDestroy(child);
-    return bad;
+    return give_up(std::move(bad));
   }
   if (n.empty && count == 0) {
     // Still nothing on the device: an empty node stays one.
@@ -193,7 +206,7 @@ status cuda_work_graph::set_work(std::uint32_t node, work_fn work) {
       count_update();
       return {};
     }
-    if (is_sticky(swapped)) return from_cuda(swapped, "updating " + label(node));
+    if (is_sticky(swapped)) return give_up(from_cuda(swapped, "updating " + label(node)));
     (void)cudaGetLastError();  // another shape: assembled anew below
   } else {
     (void)cudaGraphDestroy(child);
@@ -201,7 +214,7 @@ status cuda_work_graph::set_work(std::uint32_t node, work_fn work) {
   work_fn previous = std::exchange(n.work, std::move(work));
   if (auto bad = assemble(); !bad.ok()) {
     nodes_[node].work = std::move(previous);
-    return bad;
+    return give_up(std::move(bad));
   }
   return {};
 }
@@ -212,8 +225,14 @@ status cuda_work_graph::launch(const launch_context& on, const node_observer* ob
     return {status_code::invalid_argument, "a CUDA graph launched outside a CUDA stream's work"};
   }
   std::lock_guard<std::mutex> lock{mutex_};
-  return from_cuda(cudaGraphLaunch(exec_, static_cast<cudaStream_t>(on.native_stream())),
-                   "launching a graph of " + std::to_string(nodes_.size()) + " nodes");
+  const auto s = static_cast<cudaStream_t>(on.native_stream());
+  if (auto bad = pool_.before_launch(s); !bad.ok()) return bad;
+  if (auto bad = from_cuda(cudaGraphLaunch(exec_, s),
+                           "launching a graph of " + std::to_string(nodes_.size()) + " nodes");
+      !bad.ok()) {
+    return bad;
+  }
+  return pool_.after_launch(s);
 }
 
 }  // namespace cudactor::gpu::detail

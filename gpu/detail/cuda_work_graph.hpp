@@ -7,7 +7,8 @@
 // with cudaGraphInstantiateFlagUseNodePriority and uploaded once. set_work captures the one
 // node again and swaps it into the executable graph (cudaGraphExecChildGraphNodeSetParams);
 // when the node's shape changed (the update is refused, or it became or stopped being empty)
-// the graph is assembled from every node's current work and instantiated anew.
+// the graph is assembled from every node's current work and instantiated anew. What the nodes
+// take as scratch while captured comes from the graph's pool (cuda_graph_pool, graph_scratch).
 //
 // Failures come back as statuses from gpu::detail::from_cuda; a sticky one reaches the backend
 // at its next call, which marks the device lost. The caller of build, set_work and launch has
@@ -22,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "cudactor/gpu/detail/cuda_scratch.hpp"
+#include "cudactor/gpu/detail/graph_scratch.hpp"
 #include "cudactor/gpu/work_graph.hpp"
 
 namespace cudactor::gpu::detail {
@@ -52,7 +55,11 @@ class cuda_work_graph final : public work_graph {
     std::string label;
   };
 
-  cuda_work_graph(int ordinal, priorities native) : ordinal_(ordinal), native_(native) {}
+  cuda_work_graph(int ordinal, priorities native, std::size_t nodes)
+      : ordinal_(ordinal),
+        native_(native),
+        pool_(ordinal),
+        scratch_(nodes, [this](std::size_t bytes) { return pool_.allocate(bytes); }) {}
 
   // Runs `work` on node `node`'s capture stream under capture; `out` is what it launched
   // (destroyed by the caller). Names the node on failure.
@@ -70,6 +77,8 @@ class cuda_work_graph final : public work_graph {
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
   std::array<cudaStream_t, 3> streams_{};  // capture streams, made when first needed
+  cuda_graph_pool pool_;
+  graph_scratch scratch_;
 };
 
 }  // namespace cudactor::gpu::detail

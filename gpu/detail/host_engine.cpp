@@ -33,8 +33,8 @@ int lane_of(stream_priority priority) {
 void free_host_memory(void* data) noexcept { ::operator delete(data, host_memory_alignment); }
 
 host_engine::host_engine(unsigned workers, std::chrono::microseconds idle_spin,
-                         allocation_table& allocations)
-    : allocations_(allocations), pool_(workers, idle_spin) {}
+                         host_scratch_budget scratch)
+    : scratch_(std::move(scratch)), allocations_(*scratch_.table), pool_(workers, idle_spin) {}
 
 stream_ptr host_engine::open_stream(handle_id id, std::string name, stream_priority priority) {
   auto s = std::make_shared<host_stream>();
@@ -231,7 +231,12 @@ host_engine::step host_engine::run(const stream_ptr& s, op& o) {
     case host_op_kind::work: {
       status outcome;
       try {
-        outcome = o.work ? o.work(launch_context{backend_kind::host, o.stream, nullptr}) : o.body();
+        if (o.work) {
+          host_run_scratch scratch{scratch_};  // freed once the work returns: it is done then
+          outcome = o.work(launch_context{backend_kind::host, o.stream, nullptr, false, &scratch});
+        } else {
+          outcome = o.body();
+        }
       } catch (const std::exception& e) {
         outcome = status{status_code::op_failed, std::string{"threw: "} + e.what()};
       } catch (...) {

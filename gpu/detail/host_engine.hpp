@@ -20,6 +20,7 @@
 
 #include "cudactor/gpu/detail/allocation_table.hpp"
 #include "cudactor/gpu/detail/host_completion.hpp"
+#include "cudactor/gpu/detail/host_scratch.hpp"
 #include "cudactor/gpu/detail/worker_pool.hpp"
 #include "cudactor/gpu/handle_id.hpp"
 #include "cudactor/gpu/host_timeline.hpp"
@@ -112,8 +113,9 @@ void hand_over_thread_batch() noexcept;
 
 class host_engine : public std::enable_shared_from_this<host_engine> {
  public:
-  // `allocations` must outlive the engine: stream-ordered frees remove their entries.
-  host_engine(unsigned workers, std::chrono::microseconds idle_spin, allocation_table& allocations);
+  // Stream-ordered frees remove their entries from `scratch.table`; works' scratch counts
+  // against it (gpu/detail/host_scratch.hpp).
+  host_engine(unsigned workers, std::chrono::microseconds idle_spin, host_scratch_budget scratch);
 
   [[nodiscard]] unsigned workers() const noexcept { return pool_.size(); }
 
@@ -192,7 +194,8 @@ class host_engine : public std::enable_shared_from_this<host_engine> {
   // What a wait op waits for, in words (an event, or a point of a stream).
   [[nodiscard]] static std::string waited_on(const op& o);
 
-  allocation_table& allocations_;
+  host_scratch_budget scratch_;
+  allocation_table& allocations_;  // scratch_'s
   std::atomic<std::uint64_t> callback_exceptions_{0};
   // Shared with every stream's timeline, which may outlive the engine.
   std::shared_ptr<std::atomic<std::uint64_t>> host_waits_ =

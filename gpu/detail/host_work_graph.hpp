@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include "cudactor/gpu/detail/graph_scratch.hpp"
+#include "cudactor/gpu/detail/host_scratch.hpp"
 #include "cudactor/gpu/work_graph.hpp"
 
 namespace cudactor::gpu::detail {
@@ -16,7 +18,8 @@ namespace cudactor::gpu::detail {
 class host_work_graph final : public work_graph {
  public:
   // `nodes` checked (check_graph_nodes).
-  explicit host_work_graph(std::vector<graph_node> nodes);
+  host_work_graph(std::vector<graph_node> nodes, host_scratch_budget budget);
+  ~host_work_graph() override;
 
   [[nodiscard]] std::size_t size() const noexcept override { return works_.size(); }
   [[nodiscard]] bool observes_nodes() const noexcept override { return true; }
@@ -27,6 +30,8 @@ class host_work_graph final : public work_graph {
  private:
   std::mutex mutex_;  // one launcher at a time
   std::vector<work_fn> works_;
+  host_scratch_budget budget_;
+  graph_scratch scratch_;
 };
 
 }  // namespace cudactor::gpu::detail

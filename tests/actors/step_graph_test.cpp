@@ -5,9 +5,11 @@
 // giving the nodes they touch their work anew, in place (updates counted, one instantiation);
 // a replay without bindings gives the nodes their recorded work back; and an operation that
 // fails is named (at record on CUDA, where its work runs while captured; in the replay's cause
-// on the host).
+// on the host); an operation's scratch is the step's, the same memory at every replay.
 #define BOOST_TEST_MODULE step_graph
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "common/metric_reader.hpp"
 #include "coordinator_fixture.hpp"
@@ -20,6 +22,17 @@ namespace {
 
 constexpr std::size_t n = 4096;
 constexpr std::uint64_t bytes = n * sizeof(float);
+
+// Where "scale_through_scratch" found its scratch, run after run (it runs on the backend's
+// threads).
+struct scratch_seen {
+  std::mutex mutex;
+  std::vector<void*> blocks;
+};
+scratch_seen& seen_scratch() {
+  static scratch_seen seen;
+  return seen;
+}
 
 class graphs : public runtime_fixture {
  public:
@@ -42,6 +55,25 @@ class graphs : public runtime_fixture {
                          "axpy", 2,
                          [](const gpu::launch_context& ctx, const buffer_spans& b, float a) {
                            return demo::axpy(ctx, b[0].as<float>(), a, b[1].as<float>(), n);
+                         })
+                      .ok());
+              // out = in * s, computed into the work's scratch and copied out of it
+              BOOST_REQUIRE(
+                  ops.add_typed_on_buffers<float>(
+                         "scale_through_scratch", 2,
+                         [](const gpu::launch_context& ctx, const buffer_spans& b, float s) {
+                           auto block = ctx.scratch(bytes);
+                           if (!block) return block.error();
+                           {
+                             std::lock_guard<std::mutex> lock{seen_scratch().mutex};
+                             seen_scratch().blocks.push_back(block.value());
+                           }
+                           auto* tmp = static_cast<float*>(block.value());
+                           if (auto bad = demo::scale(ctx, tmp, b[1].as<float>(), s, n);
+                               !bad.ok()) {
+                             return bad;
+                           }
+                           return demo::copy(ctx, b[0].as<void>(), tmp, bytes);
                          })
                       .ok());
               BOOST_REQUIRE(
@@ -170,6 +202,42 @@ BOOST_AUTO_TEST_CASE(
   // second bound replay keeps them), then three given back.
   BOOST_TEST(m.counter("cudactor_step_graph_updates_total", step) == 6);
   BOOST_TEST(m.observations("cudactor_step_instantiate_seconds", step) == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(an_operations_scratch_in_a_graph_is_the_steps_and_stays_put) {
+  const buffer_handle a = allocate(), b = allocate();
+  put(a, ramp(2.0f));
+  std::vector<float> want = ramp(2.0f);
+  for (float& v : want) v *= 0.5f;
+  const auto through_scratch = [&] {
+    graph_spec g;
+    g.add(named("scale_through_scratch", 0.5f, {buffer_use::write(b.id), buffer_use::read(a.id)}));
+    return g;
+  };
+  // Submitted: a lone run's scratch, given back after it.
+  auto ends = ask<std::vector<op_notice>>(co(), run_atom::value, through_scratch());
+  BOOST_REQUIRE_MESSAGE(ends, why(ends));
+  BOOST_REQUIRE(ends->size() == 1u);
+  BOOST_TEST((ends->front().state == op_state::completed), render(ends->front().cause));
+  BOOST_TEST((get(b) == want));
+  {
+    std::lock_guard<std::mutex> lock{seen_scratch().mutex};
+    seen_scratch().blocks.clear();
+  }
+  auto h = ask<step_handle>(co(), record_atom::value, step_spec{"scratch", through_scratch()});
+  BOOST_REQUIRE_MESSAGE(h, why(h));
+  for (int round = 0; round < 3; ++round) {
+    put(b, std::vector<float>(n, 0.0f));
+    auto out = replay(*h);
+    BOOST_REQUIRE_MESSAGE(out, why(out));
+    BOOST_TEST((out->state == op_state::completed), render(out->cause));
+    BOOST_TEST((get(b) == want));
+  }
+  std::lock_guard<std::mutex> lock{seen_scratch().mutex};
+  const std::vector<void*>& blocks = seen_scratch().blocks;
+  // On CUDA the work ran once, captured at record; on the host once per replay.
+  BOOST_TEST(blocks.size() == (on_cuda() ? 1u : 3u));
+  for (void* block : blocks) BOOST_TEST(block == blocks.front());
 }
 
 BOOST_AUTO_TEST_CASE(a_failing_operation_is_named) {

@@ -807,6 +807,45 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   BOOST_TEST(b.failed_releases() == 0u);
 }
 
+// A work's scratch (launch_context::scratch): blocks of its own for the run, aligned, each
+// apart from the others; 0 bytes refused, more than the device has refused as out of memory
+// (and the work goes on); a context made by hand has none.
+inline void a_work_takes_scratch_for_its_run(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "scratch");
+  struct seen {
+    std::vector<std::uintptr_t> blocks;
+    gpu::status zero;
+    gpu::status huge;
+  };
+  auto got = std::make_shared<seen>();
+  const std::vector<std::size_t> sizes{1, 1000, 4096};
+  CUDACTOR_REQUIRE_OK(b.enqueue(s.ref(), [got, sizes](const gpu::launch_context& on) {
+    for (const std::size_t bytes : sizes) {
+      auto block = on.scratch(bytes);
+      if (!block) return block.error();
+      got->blocks.push_back(reinterpret_cast<std::uintptr_t>(block.value()));
+    }
+    got->zero = on.scratch(0).error();
+    got->huge = on.scratch(std::size_t{1} << 50).error();
+    return gpu::status{};
+  }));
+  CUDACTOR_REQUIRE_OK(b.synchronize(s.ref()));
+  BOOST_REQUIRE(got->blocks.size() == sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    BOOST_TEST(got->blocks[i] % gpu::launch_context::scratch_alignment == 0u);
+    for (std::size_t j = 0; j < i; ++j) {
+      const bool apart = got->blocks[j] + sizes[j] <= got->blocks[i] ||
+                         got->blocks[i] + sizes[i] <= got->blocks[j];
+      BOOST_TEST(apart, "scratch blocks " << j << " and " << i << " overlap");
+    }
+  }
+  CUDACTOR_CHECK_ERRC(got->zero, gpu::status_code::invalid_argument);
+  CUDACTOR_CHECK_ERRC(got->huge, gpu::status_code::out_of_memory);
+  const gpu::launch_context by_hand{b.device().kind, gpu::stream_ref{}, nullptr};
+  CUDACTOR_CHECK_ERRC(by_hand.scratch(64).error(), gpu::status_code::invalid_argument);
+}
+
 }  // namespace conformance
 
 // Instantiates every conformance check as a test case of the current suite.
@@ -842,6 +881,7 @@ inline void moving_an_owning_handle_over_a_live_one_destroys_the_old(conformance
   CUDACTOR_CONFORMANCE_CASE(fixture, failed_work_fails_the_first_event_after_it)                \
   CUDACTOR_CONFORMANCE_CASE(fixture, signals_past_the_in_flight_bound_are_refused)              \
   CUDACTOR_CONFORMANCE_CASE(fixture, a_timeline_outlives_its_stream)                            \
-  CUDACTOR_CONFORMANCE_CASE(fixture, moving_an_owning_handle_over_a_live_one_destroys_the_old)
+  CUDACTOR_CONFORMANCE_CASE(fixture, moving_an_owning_handle_over_a_live_one_destroys_the_old)  \
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_work_takes_scratch_for_its_run)
 
 }  // namespace cudactor::test

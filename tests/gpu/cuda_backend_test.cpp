@@ -97,6 +97,45 @@ BOOST_AUTO_TEST_CASE(kernels_run_in_stream_order_and_compute_the_right_result) {
   BOOST_TEST(wrong == 0);
 }
 
+// A lone run's scratch is device memory its kernels use on its stream, given back after
+// them: 200 runs one after another, each through its own scratch, add up right.
+BOOST_AUTO_TEST_CASE(a_lone_runs_scratch_carries_its_kernels_data_in_stream_order) {
+  auto s = make_stream(backend(), "scratch");
+  constexpr int n = 1 << 16;
+  auto data = backend().allocate(s, n * sizeof(int));
+  BOOST_REQUIRE(data.ok());
+  int* d = data.value().as<int>();
+  CUDACTOR_REQUIRE_OK(backend().fill(s, d, 0, n * sizeof(int)));
+  for (int round = 0; round < 200; ++round) {
+    CUDACTOR_REQUIRE_OK(backend().enqueue(s, [d](const gpu::launch_context& c) {
+      auto block = c.scratch(n * sizeof(int));
+      if (!block) return block.error();
+      int* tmp = static_cast<int*>(block.value());
+      const auto stream = static_cast<cudaStream_t>(c.native_stream());
+      if (auto bad =
+              launched(cudaMemcpyAsync(tmp, d, n * sizeof(int), cudaMemcpyDeviceToDevice, stream),
+                       "copy in");
+          !bad.ok()) {
+        return bad;
+      }
+      if (auto bad = launched(kernels::add(c.native_stream(), tmp, n, 1), "add"); !bad.ok()) {
+        return bad;
+      }
+      return launched(cudaMemcpyAsync(d, tmp, n * sizeof(int), cudaMemcpyDeviceToDevice, stream),
+                      "copy out");
+    }));
+  }
+  auto landing = backend().allocate_pinned(n * sizeof(int));
+  BOOST_REQUIRE(landing.ok());
+  int* back = landing.value().as<int>();
+  CUDACTOR_REQUIRE_OK(backend().copy(s, back, d, n * sizeof(int), gpu::copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  int wrong = 0;
+  for (int i = 0; i < n; ++i)
+    if (back[i] != 200) ++wrong;
+  BOOST_TEST(wrong == 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_consumer_waiting_on_an_event_sees_the_producers_data) {
   auto producer = make_stream(backend(), "producer");
   auto consumer = make_stream(backend(), "consumer");

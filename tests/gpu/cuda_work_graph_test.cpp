@@ -3,7 +3,9 @@
 // as edges; a launch from a stream's work, repeated; set_work swapping a node in place
 // (updates counted, no instantiation) unless its shape changed (then one instantiation);
 // work that cannot be captured refused naming its node, leaving the device usable; node
-// priorities; and an NCCL collective captured into a graph (a one-rank communicator).
+// priorities; a node's scratch from the graph's pool, the same memory from launch to launch
+// and across an update; and an NCCL collective captured into a graph (a one-rank
+// communicator).
 // Skipped, and reported as such, without a device.
 #define BOOST_TEST_MODULE cuda_work_graph
 #define BOOST_TEST_NO_MAIN
@@ -115,7 +117,7 @@ BOOST_AUTO_TEST_CASE(kernels_copies_and_memsets_are_captured_once_with_their_edg
   for (int round = 0; round < 3; ++round) {
     CUDACTOR_REQUIRE_OK(launch_on(backend(), s.ref(), graph));
     BOOST_TEST((b.read() == expected(8)));
-    BOOST_REQUIRE(cudaMemset(b.data, 0, n * sizeof(int)) == cudaSuccess);
+    CUDACTOR_REQUIRE_OK(backend().fill(s.ref(), b.data, 0, n * sizeof(int)));
   }
   BOOST_TEST(runs->load() == 1);  // launches run the graph, not the work
   BOOST_TEST(graph.instantiations() == 1u);
@@ -151,6 +153,57 @@ BOOST_AUTO_TEST_CASE(set_work_swaps_a_node_in_place_unless_its_shape_changes) {
   BOOST_TEST((other.read() == expected(5)));
   BOOST_TEST(graph.instantiations() == 3u);
   BOOST_TEST(graph.updates() == 3u);
+}
+
+BOOST_AUTO_TEST_CASE(a_nodes_scratch_comes_from_the_graphs_pool_and_stays_put) {
+  device_ints out;
+  auto where = std::make_shared<std::vector<void*>>();
+  // iota into scratch, then scratch into `out`: the captured kernels use the scratch address.
+  const auto through_scratch = [to = out.data, where](int offset) -> gpu::work_fn {
+    return [=](const gpu::launch_context& on) {
+      auto block = on.scratch(n * sizeof(int));
+      if (!block) return block.error();
+      where->push_back(block.value());
+      int* tmp = static_cast<int*>(block.value());
+      if (auto bad = launched(kernels::iota(on.native_stream(), tmp, n, offset), "iota");
+          !bad.ok()) {
+        return bad;
+      }
+      return launched(
+          cudaMemcpyAsync(to, tmp, n * sizeof(int), cudaMemcpyDeviceToDevice, native(on)), "copy");
+    };
+  };
+  auto s = make_stream(backend(), "scratch");
+  std::unique_ptr<conformance_target::hold_handle> held;
+  {
+    std::vector<gpu::graph_node> nodes(1);
+    nodes[0].work = through_scratch(5);
+    auto built = backend().build_graph(std::move(nodes));
+    BOOST_REQUIRE_MESSAGE(built.ok(), built.error().to_string());
+    gpu::work_graph& graph = *built.value();
+    BOOST_TEST(graph.scratch_bytes() == n * sizeof(int));
+    for (int round = 0; round < 3; ++round) {
+      CUDACTOR_REQUIRE_OK(launch_on(backend(), s.ref(), graph));
+      BOOST_TEST((out.read() == expected(5)));
+      CUDACTOR_REQUIRE_OK(backend().fill(s.ref(), out.data, 0, n * sizeof(int)));
+    }
+    CUDACTOR_REQUIRE_OK(graph.set_work(0, through_scratch(9)));
+    CUDACTOR_REQUIRE_OK(launch_on(backend(), s.ref(), graph));
+    BOOST_TEST((out.read() == expected(9)));
+    BOOST_REQUIRE(where->size() == 2u);
+    BOOST_TEST(where->front() == where->back());  // captured again into the same memory
+    BOOST_TEST(graph.updates() == 1u);
+    BOOST_TEST(graph.instantiations() == 1u);
+    BOOST_TEST(graph.scratch_bytes() == n * sizeof(int));
+    // Gone with a launch still waiting behind a held stream: the pool is freed after it.
+    CUDACTOR_REQUIRE_OK(backend().fill(s.ref(), out.data, 0, n * sizeof(int)));
+    held = hold(s.ref());
+    CUDACTOR_REQUIRE_OK(backend().enqueue(
+        s.ref(), [&graph](const gpu::launch_context& on) { return graph.launch(on, nullptr); }));
+  }
+  held->release();
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s.ref()));
+  BOOST_TEST((out.read() == expected(9)));
 }
 
 BOOST_AUTO_TEST_CASE(work_that_cannot_be_captured_is_refused_by_name_and_the_device_goes_on) {

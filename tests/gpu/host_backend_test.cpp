@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -410,6 +411,39 @@ BOOST_AUTO_TEST_CASE(the_memory_budget_is_enforced_and_freed_memory_returns_to_i
   CUDACTOR_REQUIRE_OK(b.synchronize(s));  // the free happens when the stream gets there
   BOOST_TEST(small.host().memory_in_use() == 0u);
   BOOST_TEST(b.allocate(s, 600 << 10).ok());
+}
+
+// A work's scratch is host memory it may write, under the same budget as allocations: in use
+// while the work runs, back in the budget once it returned; more than is left is refused.
+BOOST_AUTO_TEST_CASE(scratch_counts_against_the_memory_budget_while_its_work_runs) {
+  host_target small{gpu::host_backend_options{2, 1 << 20, "small"}};
+  auto& b = small.backend();
+  auto s = make_stream(b);
+  auto held = b.allocate(s, 600 << 10);
+  BOOST_REQUIRE(held.ok());
+  struct seen {
+    std::size_t in_use = 0;
+    int sum = 0;
+    gpu::status over;
+  };
+  auto got = std::make_shared<seen>();
+  gpu::host_backend* host = &small.host();
+  CUDACTOR_REQUIRE_OK(b.enqueue(s, [got, host](const gpu::launch_context& on) {
+    auto block = on.scratch(100 << 10);
+    if (!block) return block.error();
+    auto* ints = static_cast<int*>(block.value());
+    for (int i = 0; i < 1000; ++i) ints[i] = i;
+    for (int i = 0; i < 1000; ++i) got->sum += ints[i];
+    got->in_use = host->memory_in_use();
+    got->over = on.scratch(400 << 10).error();  // 700 KiB of 1 MiB in use
+    return gpu::status{};
+  }));
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  BOOST_TEST(got->sum == 999 * 1000 / 2);
+  BOOST_TEST(got->in_use == std::size_t{700 << 10});
+  CUDACTOR_CHECK_ERRC(got->over, gpu::status_code::out_of_memory);
+  BOOST_TEST(got->over.message().find("scratch") != std::string::npos, got->over.to_string());
+  BOOST_TEST(small.host().memory_in_use() == std::size_t{600 << 10});
 }
 
 // An option of 0 values in flight means 1, on both backends, and max_in_flight() says the bound

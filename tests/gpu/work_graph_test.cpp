@@ -2,7 +2,9 @@
 // launch runs every node in the list's order inside the work that launches it, each outcome
 // told to the observer, the first failure the launch's (a throw is a failure, and the nodes
 // after it still run, as work after a failure on a stream does); set_work replaces a node's
-// work from the next launch on, counted as an update, never as an instantiation. The CUDA
+// work from the next launch on, counted as an update, never as an instantiation; each node's
+// scratch is its own and the same at every launch, grows only when a node asks for more,
+// stays counted across a reset and goes back to the backend's budget with the graph. The CUDA
 // graph's own tests are in cuda_work_graph_test.cpp.
 #define BOOST_TEST_MODULE work_graph
 #include <boost/test/unit_test.hpp>
@@ -163,6 +165,77 @@ BOOST_AUTO_TEST_CASE(set_work_replaces_a_node_from_the_next_launch_on_as_an_upda
   // Launched outside a host stream's work: refused.
   const gpu::launch_context elsewhere{gpu::backend_kind::cuda, gpu::stream_ref{}, nullptr};
   BOOST_TEST((graph.launch(elsewhere, nullptr).code() == gpu::status_code::invalid_argument));
+}
+
+namespace {
+
+// A work that takes `bytes` of scratch, notes where, and counts its launches in the block's
+// first int: what a launch left there is there at the next.
+gpu::work_fn counting_in_scratch(std::size_t bytes, std::shared_ptr<std::vector<void*>> where,
+                                 std::shared_ptr<std::vector<int>> counts) {
+  return [=](const gpu::launch_context& on) {
+    auto block = on.scratch(bytes);
+    if (!block) return block.error();
+    where->push_back(block.value());
+    auto* count = static_cast<int*>(block.value());
+    if (where->size() == 1 || where->at(where->size() - 2) != block.value()) *count = 0;
+    counts->push_back(++*count);
+    return gpu::status{};
+  };
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_nodes_scratch_is_its_own_and_the_same_at_every_launch) {
+  host_target small{gpu::host_backend_options{2, 1 << 20, "small"}};
+  auto& b = small.backend();
+  auto s = make_stream(b, "scratch");
+  auto where0 = std::make_shared<std::vector<void*>>();
+  auto where1 = std::make_shared<std::vector<void*>>();
+  auto counts = std::make_shared<std::vector<int>>();
+  std::vector<gpu::graph_node> nodes(2);
+  nodes[0].work = counting_in_scratch(1000, where0, counts);
+  nodes[1].work = counting_in_scratch(1000, where1, counts);
+  nodes[1].after = {0};
+  {
+    auto built = b.build_graph(std::move(nodes));
+    BOOST_REQUIRE(built.ok());
+    gpu::work_graph& graph = *built.value();
+    BOOST_TEST(graph.scratch_bytes() == 0u);  // taken when a node first asks
+    for (int i = 0; i < 3; ++i) BOOST_TEST((launch_on(b, s.ref(), graph, nullptr).reached.ok()));
+    BOOST_REQUIRE(where0->size() == 3u);
+    BOOST_TEST(((*where0)[0] == (*where0)[2] && (*where1)[0] == (*where1)[2]));
+    BOOST_TEST((*where0)[0] != (*where1)[0]);
+    BOOST_TEST((*counts == std::vector<int>{1, 1, 2, 2, 3, 3}));
+    BOOST_TEST(graph.scratch_bytes() == 2000u);
+    BOOST_TEST(small.host().memory_in_use() == 2000u);  // held between launches
+    // A node given work that needs more gets a new block; the old one stays with the graph.
+    CUDACTOR_REQUIRE_OK(graph.set_work(1, counting_in_scratch(5000, where1, counts)));
+    BOOST_TEST((launch_on(b, s.ref(), graph, nullptr).reached.ok()));
+    BOOST_TEST(where1->back() != (*where1)[0]);
+    BOOST_TEST(counts->back() == 1);
+    BOOST_TEST(graph.scratch_bytes() == 7000u);
+    // Less again: the new block serves it, as it is.
+    CUDACTOR_REQUIRE_OK(graph.set_work(1, counting_in_scratch(100, where1, counts)));
+    BOOST_TEST((launch_on(b, s.ref(), graph, nullptr).reached.ok()));
+    BOOST_TEST(where1->back() == where1->at(where1->size() - 2));
+    BOOST_TEST(counts->back() == 2);
+    BOOST_TEST(graph.scratch_bytes() == 7000u);
+    // A node asking for more than the budget has left fails its launch, naming scratch.
+    CUDACTOR_REQUIRE_OK(graph.set_work(0, counting_in_scratch(2 << 20, where0, counts)));
+    const outcome over = launch_on(b, s.ref(), graph, nullptr);
+    CUDACTOR_CHECK_ERRC(over.reached, gpu::status_code::op_failed);
+    BOOST_TEST(over.reached.message().find("scratch") != std::string::npos,
+               over.reached.to_string());
+    // A reset drops the allocations from the budget, not the scratch the graph still holds.
+    auto memory = b.allocate(s, 4096);
+    BOOST_REQUIRE(memory.ok());
+    BOOST_TEST(small.host().memory_in_use() == 7000u + 4096u);
+    CUDACTOR_REQUIRE_OK(b.reset());
+    memory.value() = gpu::buffer{};
+    BOOST_TEST(small.host().memory_in_use() == 7000u);
+  }
+  BOOST_TEST(small.host().memory_in_use() == 0u);  // the graph gave its scratch back
 }
 
 BOOST_AUTO_TEST_SUITE_END()

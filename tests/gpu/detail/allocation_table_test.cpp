@@ -100,3 +100,17 @@ BOOST_AUTO_TEST_CASE(the_budget_is_accounted) {
   BOOST_TEST(table.bytes_in_use() == 0u);
   BOOST_TEST(table.try_reserve(1000, 1000));
 }
+
+// A reset takes the allocations and their bytes; bytes reserved for something else (a
+// graph's scratch on the host backend) stay until given back.
+BOOST_AUTO_TEST_CASE(take_all_gives_back_only_the_allocations_bytes) {
+  allocation_table table{true};
+  BOOST_TEST(table.try_reserve(256, 1000));
+  table.add(device_block, {256, memory_kind::device, {}, false});
+  BOOST_TEST(table.try_reserve(300, 1000));  // not an allocation's
+  BOOST_TEST(table.bytes_in_use() == 556u);
+  BOOST_TEST(table.take_all().size() == 1u);
+  BOOST_TEST(table.bytes_in_use() == 300u);
+  table.unreserve(300);
+  BOOST_TEST(table.bytes_in_use() == 0u);
+}
