@@ -537,6 +537,7 @@ void coordinator_state::shut_down() {
   const caf::error why =
       make_error(errc::shutting_down, "the coordinator shut down before the operation ended");
   graph_.fail_all(why, ended_);
+  steps_.for_each([this](step_table::entry& e) { forget_scratch(&e); });
   finish();
   for (auto& waiter : begin_waiters_) waiter.promise.deliver(why);
   begin_waiters_.clear();

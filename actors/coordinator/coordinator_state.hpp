@@ -138,6 +138,9 @@ class coordinator_state {
   void replay(replay_request& request, step_callback& done);
   // Forgets a recorded step (replays in flight run to their end); false when `step` names none.
   bool release_step(const step_handle& step);
+  // The step's scratch no longer counted in the metrics (released, or the coordinator shut
+  // down); e may be null.
+  void forget_scratch(step_table::entry* e);
 
   // --- buffers (coordinator_buffers.cpp) ---------------------------------------------------
   // A buffer of `bytes` allocated in the order of `on` (a runtime stream id), or of a stream

@@ -161,7 +161,7 @@ caf::error coordinator_state::make_step_graph(recorded_step& step, const step_pl
   }
   step_metrics_->built(step.name, now_ns() - started);
   const auto made = step.graph->take_changes();  // its instantiation, seen from record on
-  step_metrics_->graph_changes(step.name, made.instantiations, made.updates);
+  step_metrics_->graph_changes(step.name, made.instantiations, made.updates, made.scratch_bytes);
   return {};
 }
 
@@ -179,7 +179,15 @@ void coordinator_state::record_step(step_spec& spec, step_record_callback& done)
   f(out, std::move(bad));
 }
 
-bool coordinator_state::release_step(const step_handle& step) { return steps_.remove(step); }
+bool coordinator_state::release_step(const step_handle& step) {
+  forget_scratch(steps_.find(step));
+  return steps_.remove(step);
+}
+
+void coordinator_state::forget_scratch(step_table::entry* e) {
+  if (e == nullptr || !e->step->graph || !step_metrics_) return;
+  step_metrics_->graph_changes(e->step->name, 0, 0, e->step->graph->forget_scratch());
+}
 
 caf::error coordinator_state::bind(const replay_request& request, const recorded_step& step,
                                    std::vector<buffer_use>& uses, step_replay& replay) {
@@ -338,7 +346,8 @@ caf::error coordinator_state::start_replay(replay_request& request,
                                 std::max<std::int64_t>(0, out.ended_ns - out.registered_ns));
         if (step.graph) {
           const auto changed = step.graph->take_changes();
-          step_metrics_->graph_changes(step.name, changed.instantiations, changed.updates);
+          step_metrics_->graph_changes(step.name, changed.instantiations, changed.updates,
+                                       changed.scratch_bytes);
         }
         done(std::move(out));
       });

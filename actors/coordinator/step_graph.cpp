@@ -80,11 +80,17 @@ gpu::status step_graph::launch(const gpu::launch_context& on, step_replay& repla
 }
 
 step_graph::changes step_graph::take_changes() {
-  const changes now{graph_->instantiations(), graph_->updates()};
+  const changes now{graph_->instantiations(), graph_->updates(),
+                    forgotten_ ? 0 : static_cast<std::int64_t>(graph_->scratch_bytes())};
   const changes delta{now.instantiations - reported_.instantiations,
-                      now.updates - reported_.updates};
+                      now.updates - reported_.updates, now.scratch_bytes - reported_.scratch_bytes};
   reported_ = now;
   return delta;
+}
+
+std::int64_t step_graph::forget_scratch() {
+  forgotten_ = true;
+  return -std::exchange(reported_.scratch_bytes, 0);
 }
 
 }  // namespace cudactor::detail

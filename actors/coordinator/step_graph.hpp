@@ -43,13 +43,17 @@ class step_graph {
   // Whether a launch names the operations that failed (else only the step's outcome).
   [[nodiscard]] bool observes_operations() const noexcept { return graph_->observes_nodes(); }
 
-  // Instantiations and in-place updates since the last call (the coordinator's thread only:
-  // the metrics).
+  // Instantiations, in-place updates and scratch bytes held (by the step's work, from the
+  // graph's pool) since the last call (the coordinator's thread only: the metrics).
   struct changes {
     std::uint64_t instantiations = 0;
     std::uint64_t updates = 0;
+    std::int64_t scratch_bytes = 0;
   };
   [[nodiscard]] changes take_changes();
+  // The step was released: minus the scratch bytes reported so far, and none from now on
+  // (the graph gives them back once no replay holds it).
+  [[nodiscard]] std::int64_t forget_scratch();
 
  private:
   std::unique_ptr<gpu::work_graph> graph_;
@@ -66,7 +70,8 @@ class step_graph {
   // the recorded work); and the operations whose node holds a bound work.
   std::vector<std::vector<buffer_id>> held_;
   std::vector<std::uint32_t> rebound_;
-  changes reported_;  // the coordinator's thread only
+  changes reported_;  // the coordinator's thread only; its scratch_bytes the total so far
+  bool forgotten_ = false;
 };
 
 }  // namespace cudactor::detail

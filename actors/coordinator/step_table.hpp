@@ -64,6 +64,13 @@ class step_table {
     --count_;
     return true;
   }
+  // f(entry&) for each step recorded.
+  template <class F>
+  void for_each(F&& f) {
+    for (entry& e : entries_) {
+      if (e.step) f(e);
+    }
+  }
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   [[nodiscard]] std::size_t max() const noexcept { return max_; }
 

@@ -163,6 +163,12 @@ step_metrics::step_cells& step_metrics::of(const std::string& step) {
                     "Nodes of a step's graph given another work in place for a replay's "
                     "bindings (no instantiation).",
                     labels)
+          .add(values),
+      registry_
+          .gauges("cudactor_step_scratch_bytes",
+                  "Scratch the work of recorded steps holds in their graphs' pools "
+                  "(launch_context::scratch), until the steps are released.",
+                  labels)
           .add(values)}};
   return *cells_.emplace(label, std::move(made)).first->second;
 }

@@ -171,15 +171,18 @@ class step_metrics {
   void replayed(const std::string& step, op_state how, std::int64_t ns);
   void rebound(const std::string& step, std::uint64_t ops) { of(step).rebound.add(ops); }
   // A step's backend graph (docs/replay.md): what building it took, and since the last call
-  // the times it was instantiated and the nodes updated in place for bindings.
+  // the times it was instantiated, the nodes updated in place for bindings, and the change in
+  // the scratch its work holds (negative when a step is released).
   void built(const std::string& step, std::int64_t ns) {
     of(step).instantiate.observe(std::chrono::nanoseconds{ns});
   }
-  void graph_changes(const std::string& step, std::uint64_t instantiations, std::uint64_t updates) {
-    if (instantiations == 0 && updates == 0) return;
+  void graph_changes(const std::string& step, std::uint64_t instantiations, std::uint64_t updates,
+                     std::int64_t scratch_bytes) {
+    if (instantiations == 0 && updates == 0 && scratch_bytes == 0) return;
     step_cells& c = of(step);
     c.instantiations.add(instantiations);
     c.updates.add(updates);
+    c.scratch.add(scratch_bytes);
   }
 
  private:
@@ -193,6 +196,7 @@ class step_metrics {
     metrics::duration_histogram& instantiate;
     metrics::counter& instantiations;
     metrics::counter& updates;
+    metrics::gauge& scratch;
   };
   step_cells& of(const std::string& step);
 

@@ -233,6 +233,13 @@ BOOST_AUTO_TEST_CASE(an_operations_scratch_in_a_graph_is_the_steps_and_stays_put
     BOOST_TEST((out->state == op_state::completed), render(out->cause));
     BOOST_TEST((get(b) == want));
   }
+  // Held by the step until it is released.
+  const label_map step{{"step", "scratch"}, {"gpu", gpu_label()}};
+  BOOST_TEST(metric_reader{rt().metrics()}.gauge("cudactor_step_scratch_bytes", step) ==
+             static_cast<double>(bytes));
+  auto released = ask<bool>(co(), release_atom::value, *h);
+  BOOST_REQUIRE(released && *released);
+  BOOST_TEST(metric_reader{rt().metrics()}.gauge("cudactor_step_scratch_bytes", step) == 0.0);
   std::lock_guard<std::mutex> lock{seen_scratch().mutex};
   const std::vector<void*>& blocks = seen_scratch().blocks;
   // On CUDA the work ran once, captured at record; on the host once per replay.
