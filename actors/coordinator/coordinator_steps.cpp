@@ -185,7 +185,7 @@ bool coordinator_state::release_step(const step_handle& step) {
 }
 
 void coordinator_state::forget_scratch(step_table::entry* e) {
-  if (e == nullptr || !e->step->graph || !step_metrics_) return;
+  if (e == nullptr || !e->step->graph) return;
   step_metrics_->graph_changes(e->step->name, 0, 0, e->step->graph->forget_scratch());
 }
 
