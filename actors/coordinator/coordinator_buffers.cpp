@@ -189,11 +189,12 @@ std::string inference_label(std::size_t graph_index) {
 }  // namespace
 
 caf::error coordinator_state::inference_bounds(std::size_t graph_index) const {
-  if (inferred_edges_ <= options_.max_inferred_edges &&
-      covered_segments_ <= options_.max_covered_segments) {
-    return {};
+  if (!past_inference_bounds()) return {};
+  std::string which = inference_label(graph_index);
+  if (crossed_) {
+    which += ", at its use " + std::to_string(crossed_->use) + " (" + to_string(crossed_->buffer) +
+             ")";
   }
-  const std::string which = inference_label(graph_index);
   if (inferred_edges_ > options_.max_inferred_edges) {
     return make_error(
         errc::invalid_argument,
@@ -295,6 +296,10 @@ void coordinator_state::infer_uses(const std::vector<buffer_use>& uses, const by
     covered_segments_ +=
         histories[i]->infer(ranges[i], uses[i].access, still, edges_, out.poisoned);
     inferred_edges_ += edges_.size();
+    if (past_inference_bounds()) {
+      crossed_ = inference_crossing{i, uses[i].buffer};
+      return;  // refused: inference_bounds() says why
+    }
     take_edges(uses[i]);
   }
   settle_inferred(out);
@@ -336,7 +341,7 @@ void coordinator_state::infer_and_record_uses(const std::vector<buffer_use>& use
   }
   if (tangled) {
     infer_uses(uses, ranges, histories, user, out);
-    record_uses(uses, ranges, histories, user, false);
+    if (!crossed_) record_uses(uses, ranges, histories, user, false);
     return;
   }
   inferred_work_.clear();
@@ -347,6 +352,10 @@ void coordinator_state::infer_and_record_uses(const std::vector<buffer_use>& use
     covered_segments_ += histories[k]->infer_and_record(ranges[k], uses[k].access, still, user,
                                                         edges_, out.poisoned);
     inferred_edges_ += edges_.size();
+    if (past_inference_bounds()) {
+      crossed_ = inference_crossing{k, uses[k].buffer};
+      return;  // refused, the graph's scratch copies with it
+    }
     take_edges(uses[k]);
   }
   settle_inferred(out);

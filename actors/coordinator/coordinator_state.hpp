@@ -368,15 +368,28 @@ class coordinator_state {
   std::vector<inferred_dep> inferred_work_;  // the same
   // What the registration under way has inferred so far, against the bounds of
   // coordinator_options (max_inferred_edges, max_covered_segments): reset by
-  // start_inference(), checked by inference_bounds() after each operation.
+  // start_inference(), checked after each use (an operation's 64 uses could each take as
+  // much as a whole history), so that no more than one use's work is done past a bound.
   std::size_t inferred_edges_ = 0;
   std::size_t covered_segments_ = 0;
+  // The use whose inference took the registration past a bound: which of its operation's
+  // uses, and its buffer, for the refusal's words.
+  struct inference_crossing {
+    std::size_t use = 0;
+    buffer_id buffer;
+  };
+  std::optional<inference_crossing> crossed_;
   void start_inference() noexcept {
     inferred_edges_ = 0;
     covered_segments_ = 0;
+    crossed_.reset();
   }
-  // Past a bound: invalid_argument naming it and the operation (`graph_index` as check_uses
-  // takes it; ~0 - 1: the graph as a whole).
+  [[nodiscard]] bool past_inference_bounds() const noexcept {
+    return inferred_edges_ > options_.max_inferred_edges ||
+           covered_segments_ > options_.max_covered_segments;
+  }
+  // Past a bound: invalid_argument naming it, the operation (`graph_index` as check_uses
+  // takes it; ~0 - 1: the graph as a whole) and the use that crossed it.
   [[nodiscard]] caf::error inference_bounds(std::size_t graph_index) const;
   // resource_exhausted when the uses could take a history past max_buffer_segments (each adds
   // at most two segments), once a full history was compacted. `scratch_first`: a graph's

@@ -598,14 +598,18 @@ BOOST_FIXTURE_TEST_CASE(a_graph_past_an_inference_bound_is_refused_whole_naming_
   // takes the graph past 100 inferred dependencies.
   caf::error edges = refused_graph(interleaved(b.id, 40, 3, buffer_access::write));
   BOOST_TEST((edges == errc::invalid_argument));
-  BOOST_TEST(render(edges).find("graph op 42: ") != std::string::npos, render(edges));
+  BOOST_TEST(render(edges).find("graph op 42, at its use 0 (" + to_string(b.id) + "): ") !=
+                 std::string::npos,
+             render(edges));
   BOOST_TEST(render(edges).find("max_inferred_edges") != std::string::npos, render(edges));
   // 20 readers of a byte each (40 segments), then reads of the whole buffer: no dependency at
   // all (reads order nothing), but each goes through every segment; the 25th read takes the
   // graph past 1000 (1 copied + 20 + 40 per read).
   caf::error covered = refused_graph(interleaved(b.id, 20, 30, buffer_access::read));
   BOOST_TEST((covered == errc::invalid_argument));
-  BOOST_TEST(render(covered).find("graph op 44: ") != std::string::npos, render(covered));
+  BOOST_TEST(render(covered).find("graph op 44, at its use 0 (" + to_string(b.id) + "): ") !=
+                 std::string::npos,
+             render(covered));
   BOOST_TEST(render(covered).find("max_covered_segments") != std::string::npos, render(covered));
   // Nothing of them was registered. The largest of each is taken and runs (each on a buffer
   // of its own: the segments a history holds count for the next graph's work).
@@ -637,4 +641,50 @@ BOOST_FIXTURE_TEST_CASE(a_graph_past_an_inference_bound_is_refused_whole_naming_
       BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
     }
   }
+}
+
+// The bounds are checked after each use, not each operation: one operation's 64 uses could
+// each take as much work as a whole history. The refusal names the use that crossed a bound,
+// and nothing after it is inferred.
+BOOST_FIXTURE_TEST_CASE(an_inference_bound_is_checked_at_each_use_and_names_it,
+                        small_inference_bounds) {
+  // 4 buffers with 40 writers each, a byte apart; then one operation reading all 4: 40
+  // dependencies per read, so its third use (index 2) takes it past 100.
+  std::vector<buffer_handle> bufs;
+  for (int i = 0; i < 4; ++i) bufs.push_back(allocate(*this, 1024));
+  std::vector<buffer_use> reads;
+  for (const buffer_handle& b : bufs) reads.push_back(buffer_use::read(b.id));
+  const std::string crossed = "at its use 2 (" + to_string(bufs[2].id) + "): ";
+  graph_spec g;
+  for (const buffer_handle& b : bufs) {
+    for (std::uint64_t i = 0; i < 40; ++i) g.add(using_(noop(), {buffer_use::write(b.id, 2 * i, 1)}));
+  }
+  g.add(using_(noop(), reads));
+  auto ids = ask<std::vector<op_id>>(co(), submit_atom::value, std::move(g), me());
+  BOOST_REQUIRE_MESSAGE(!ids, "a graph past max_inferred_edges was registered");
+  std::string said = render(ids.error());
+  BOOST_TEST((ids.error() == errc::invalid_argument));
+  BOOST_TEST(said.find("graph op 160, " + crossed) != std::string::npos, said);
+  BOOST_TEST(said.find("max_inferred_edges") != std::string::npos, said);
+  // The same as lone operations: the writers held in flight, then the reads.
+  gate hold;
+  const op_id held = add(spec_of(hold.hold()));
+  std::vector<op_id> writers{held};
+  for (const buffer_handle& b : bufs) {
+    for (std::uint64_t i = 0; i < 40; ++i) {
+      writers.push_back(add(using_(noop(), {buffer_use::write(b.id, 2 * i, 1)}, {held})));
+    }
+  }
+  auto lone = ask<op_id>(co(), register_atom::value, using_(noop(), reads), me());
+  BOOST_REQUIRE_MESSAGE(!lone, "an operation past max_inferred_edges was registered");
+  said = render(lone.error());
+  BOOST_TEST(said.find("the operation, " + crossed) != std::string::npos, said);
+  BOOST_TEST(said.find("max_inferred_edges") != std::string::npos, said);
+  // Three reads infer 120: taken once the writers ended (none is waited for then).
+  hold.open();
+  for (const auto& [id, n] : collect(writers)) {
+    BOOST_TEST((n.state == op_state::completed), "op " << id << ": " << render(n.cause));
+  }
+  const op_id later = add(using_(noop(), reads));
+  BOOST_TEST((collect({later}).at(later.value).state == op_state::completed));
 }
