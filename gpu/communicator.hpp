@@ -45,6 +45,14 @@ class communicator {
   // backend the engine does not serve.
   [[nodiscard]] virtual status run(const collective_call& call, const launch_context& on) = 0;
 
+  // A graph holding calls of this communicator captured at record (a replayed step's,
+  // gpu/work_graph.hpp) was just launched on the stream `on` names: its completion is watched
+  // as a call's is, from now, so that a rank dead or hung inside the launch breaks the
+  // communicator at its timeout (aborting what is queued on it) instead of holding the
+  // stream forever. A host engine's calls run on the calling thread and end by their own
+  // timeout: there is nothing to watch. The communicator's broken status when it is broken.
+  [[nodiscard]] virtual status watch_launch(const launch_context& on) = 0;
+
   // Why the communicator can run nothing more (ok while it can).
   [[nodiscard]] virtual status broken() const = 0;
   // Breaks it now with `why`: later calls fail at once; a call in progress on another thread

@@ -181,12 +181,40 @@ class nccl_communicator final : public communicator {
       return broken_;
     }
     // Captured into a graph (a step's, gpu/work_graph.hpp): there is no completion of its own to
-    // watch now (an event recorded under capture cannot be queried), and each launch of the
-    // graph is watched by whoever launches it; NCCL's asynchronous error is still polled.
+    // watch now (an event recorded under capture cannot be queried); whoever launches the
+    // graph asks watch_launch() after each launch.
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream, &capturing) != cudaSuccess) (void)cudaGetLastError();
     if (capturing != cudaStreamCaptureStatusNone) return {};
-    pending_op p{seq, nullptr, std::chrono::steady_clock::now()};
+    return watch_locked(stream, seq, what);
+  }
+
+  status watch_launch(const launch_context& on) override {
+    if (on.kind() != backend_kind::cuda) {
+      return {status_code::not_supported,
+              "communicator '" + options_.name + "': NCCL runs collectives on CUDA streams"};
+    }
+    std::lock_guard<std::mutex> lock{mutex_};
+    if (!broken_.ok()) return broken_;
+    return watch_locked(
+        static_cast<cudaStream_t>(on.native_stream()), launch_sequence,
+        "rank " + std::to_string(rank()) + " of '" + options_.name + "': a step's launch");
+  }
+
+ private:
+  // What a watched launch of a step's graph is numbered (a call's numbers start at 1).
+  static constexpr std::uint64_t launch_sequence = 0;
+
+  struct pending_op {
+    std::uint64_t sequence = 0;  // the call's, or launch_sequence
+    cudaEvent_t done = nullptr;
+    std::chrono::steady_clock::time_point since;
+  };
+
+  // An event after what was just enqueued on `stream`, for the watchdog. `what` names it in
+  // the failure to watch it.
+  status watch_locked(cudaStream_t stream, std::uint64_t sequence, const std::string& what) {
+    pending_op p{sequence, nullptr, std::chrono::steady_clock::now()};
     if (!spare_.empty()) {
       p.done = spare_.back();
       spare_.pop_back();
@@ -204,13 +232,6 @@ class nccl_communicator final : public communicator {
     pending_.push_back(p);
     return {};
   }
-
- private:
-  struct pending_op {
-    std::uint64_t sequence = 0;
-    cudaEvent_t done = nullptr;
-    std::chrono::steady_clock::time_point since;
-  };
 
   ncclResult_t enqueue(const collective_call& call, cudaStream_t stream) {
     const auto& nccl = api();
@@ -262,11 +283,16 @@ class nccl_communicator final : public communicator {
         if (q == cudaErrorNotReady) {
           const auto waited = std::chrono::steady_clock::now() - pending_.front().since;
           if (waited > options_.timeout) {
-            abort_locked(status{status_code::timeout, label() + ": collective #" +
-                                                   std::to_string(pending_.front().sequence) +
-                                                   " did not complete within " +
-                                                   std::to_string(options_.timeout.count()) +
-                                                   " ms (a rank dead or hung): aborted"});
+            const std::uint64_t seq = pending_.front().sequence;
+            const std::string late =
+                seq == launch_sequence
+                    ? "a launch of a step holding its collectives (from the launch to the end of "
+                      "the step's graph)"
+                    : "collective #" + std::to_string(seq);
+            abort_locked(status{status_code::timeout, label() + ": " + late +
+                                                          " did not complete within " +
+                                                          std::to_string(options_.timeout.count()) +
+                                                          " ms (a rank dead or hung): aborted"});
           }
           break;
         }

@@ -6,8 +6,9 @@
 // Rank 0 makes NCCL's unique id and writes it to the rendezvous store under
 // "<name>/<generation>/nccl-id"; the other ranks read it. The communicator is non-blocking:
 // every call returns once enqueued on the stream's CUDA stream, and a watchdog thread polls
-// ncclCommGetAsyncError and the event recorded after each collective. An asynchronous error,
-// or a collective still running past the timeout (a peer dead or hung), aborts the
+// ncclCommGetAsyncError and the event recorded after each collective, or after each launch of
+// a graph that captured some (watch_launch). An asynchronous error,
+// or a collective (a launch) still running past the timeout (a peer dead or hung), aborts the
 // communicator (ncclCommAbort), which ends what is queued on it instead of hanging the
 // process; it is then broken (gpu/communicator.hpp) until a new generation is made.
 // Every kind, reduction and element type of collective_types.hpp maps to NCCL's own; a

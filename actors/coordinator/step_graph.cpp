@@ -72,11 +72,27 @@ gpu::status step_graph::launch(const gpu::launch_context& on, step_replay& repla
   };
   gpu::status launched = graph_->launch(on, &observer);
   if (graph_->captured()) {
+    if (launched.ok()) launched = watch_collectives(on, replay);
     for (const collective& c : communicators_) {
       if (c.counted) c.counted(launched);
     }
   }
   return launched;
+}
+
+gpu::status step_graph::watch_collectives(const gpu::launch_context& on, step_replay& replay) {
+  // The launch runs the captured calls without their communicators, whose watchdogs would
+  // not see a rank that hangs inside it: each communicator watches the launch instead, once.
+  std::vector<const gpu::communicator*> watched;
+  for (const collective& c : communicators_) {
+    if (std::find(watched.begin(), watched.end(), c.comm.get()) != watched.end()) continue;
+    watched.push_back(c.comm.get());
+    if (auto bad = c.comm->watch_launch(on); !bad.ok()) {
+      replay.ran(c.op, bad);
+      return bad;
+    }
+  }
+  return {};
 }
 
 step_graph::changes step_graph::take_changes() {

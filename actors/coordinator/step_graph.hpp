@@ -33,8 +33,10 @@ class step_graph {
 
   // Operation `op` is a collective on `comm`: a launch checks it first (a graph replays the
   // NCCL calls captured at record without going through the communicator, which may have been
-  // aborted since: its memory is gone), and where the graph captured its work, `counted`
-  // counts each launch as the collective's run (the capture itself was not counted).
+  // aborted since: its memory is gone), and where the graph captured its work, `comm` watches
+  // each launch (gpu::communicator::watch_launch: a rank that hangs inside it breaks the
+  // communicator at its timeout) and `counted` counts each launch as the collective's run
+  // (the capture itself was not counted).
   void add_communicator(std::uint32_t op, std::shared_ptr<gpu::communicator> comm,
                         std::function<void(const gpu::status&)> counted);
 
@@ -65,6 +67,9 @@ class step_graph {
     std::function<void(const gpu::status&)> counted;
   };
   std::vector<collective> communicators_;
+  // After a captured graph's launch: each communicator watches it; the first that cannot
+  // fails the launch, naming its collective.
+  [[nodiscard]] gpu::status watch_collectives(const gpu::launch_context& on, step_replay& replay);
   std::mutex mutex_;  // guards what follows
   // Per operation: the buffers its node's work was resolved against, when a binding's (empty:
   // the recorded work); and the operations whose node holds a bound work.

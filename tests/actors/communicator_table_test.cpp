@@ -25,6 +25,7 @@ class idle_communicator final : public gpu::communicator {
     ++runs;
     return {};
   }
+  gpu::status watch_launch(const gpu::launch_context&) override { return {}; }
   gpu::status broken() const override { return {}; }
   void abort(const std::string&) override {}
   int runs = 0;

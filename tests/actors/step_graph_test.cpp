@@ -5,7 +5,10 @@
 // giving the nodes they touch their work anew, in place (updates counted, one instantiation);
 // a replay without bindings gives the nodes their recorded work back; and an operation that
 // fails is named (at record on CUDA, where its work runs while captured; in the replay's cause
-// on the host); an operation's scratch is the step's, the same memory at every replay.
+// on the host); an operation's scratch is the step's, the same memory at every replay. And,
+// with a graph and communicators of the test's own: each communicator of a captured graph
+// watches each of its launches once, and one that cannot fails the launch naming its
+// collective.
 #define BOOST_TEST_MODULE step_graph
 #include <cstring>
 #include <mutex>
@@ -13,6 +16,9 @@
 
 #include "common/metric_reader.hpp"
 #include "coordinator_fixture.hpp"
+#include "cudactor/actors/coordinator/recorded_step.hpp"
+#include "cudactor/actors/coordinator/step_graph.hpp"
+#include "cudactor/actors/coordinator/step_replay.hpp"
 #include "kernels.hpp"
 
 using namespace cudactor;
@@ -277,3 +283,74 @@ BOOST_AUTO_TEST_CASE(a_failing_operation_is_named) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+
+// A graph whose nodes' work ran once at build (as CUDA's), its launches counted.
+class captured_graph final : public gpu::work_graph {
+ public:
+  explicit captured_graph(std::size_t nodes) : nodes_(nodes) {}
+  std::size_t size() const noexcept override { return nodes_; }
+  bool observes_nodes() const noexcept override { return false; }
+  bool captured() const noexcept override { return true; }
+  gpu::status set_work(std::uint32_t, gpu::work_fn) override { return {}; }
+  gpu::status launch(const gpu::launch_context&, const gpu::node_observer*) override {
+    ++launches;
+    return {};
+  }
+  int launches = 0;
+
+ private:
+  std::size_t nodes_;
+};
+
+// A communicator that counts the launches it was asked to watch, and refuses to watch with
+// `refusal` once it is set.
+class watching_communicator final : public gpu::communicator {
+ public:
+  explicit watching_communicator(std::string name) : gpu::communicator(std::move(name), 1, 0, 1) {}
+  gpu::status run(const gpu::collective_call&, const gpu::launch_context&) override { return {}; }
+  gpu::status watch_launch(const gpu::launch_context&) override {
+    ++watched;
+    return refusal;
+  }
+  gpu::status broken() const override { return {}; }
+  void abort(const std::string&) override {}
+  int watched = 0;
+  gpu::status refusal;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(each_communicator_of_a_captured_graph_watches_each_launch_once) {
+  // Ops 0 and 2 are collectives on "grads", op 1 one on "params".
+  auto step = std::make_shared<detail::recorded_step>();
+  step->ops.resize(3);
+  auto graph = std::make_unique<captured_graph>(3);
+  captured_graph& launched = *graph;
+  detail::step_graph g{std::move(graph), {0, 1, 2}};
+  auto grads = std::make_shared<watching_communicator>("grads");
+  auto params = std::make_shared<watching_communicator>("params");
+  int counted = 0;
+  const auto count = [&counted](const gpu::status&) { ++counted; };
+  g.add_communicator(0, grads, count);
+  g.add_communicator(1, params, count);
+  g.add_communicator(2, grads, count);
+  const gpu::launch_context on{gpu::backend_kind::cuda, gpu::stream_ref{}, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    detail::step_replay replay{step, step_handle{}, step_notices::none};
+    const gpu::status s = g.launch(on, replay);
+    BOOST_TEST(s.ok(), s.to_string());
+  }
+  BOOST_TEST(launched.launches == 2);
+  BOOST_TEST(grads->watched == 2);
+  BOOST_TEST(params->watched == 2);
+  BOOST_TEST(counted == 6);  // each collective counted at each launch
+  // A communicator that cannot watch fails the launch, naming its first collective.
+  params->refusal = gpu::status{gpu::status_code::backend_error, "params: cannot be watched"};
+  detail::step_replay replay{step, step_handle{}, step_notices::none};
+  const gpu::status s = g.launch(on, replay);
+  BOOST_TEST((s.code() == gpu::status_code::backend_error));
+  BOOST_TEST(replay.first_failed() == 1u);
+  BOOST_TEST(replay.first_failure().message() == "params: cannot be watched");
+}

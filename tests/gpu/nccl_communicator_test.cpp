@@ -2,7 +2,9 @@
 // every call, so every kind, reduction and element type runs on a CUDA stream of the backend
 // as a stream's work, against values computed here (one rank: a reduction is its input, a
 // gather and a scatter are copies, an average is exact). Also: a host stream's context is
-// refused, bad options are refused, and an abort breaks the communicator. Needs a device and
+// refused, bad options are refused, an abort breaks the communicator, and a step's launch the
+// communicator watches (what a replayed step's graph does) breaks it when held past its
+// timeout, as a call's would. Needs a device and
 // libnccl.so.2 (a missing library on a GPU machine is a failure, not a skip).
 #define BOOST_TEST_MODULE nccl_communicator
 #define BOOST_TEST_NO_MAIN
@@ -10,8 +12,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "common/gpu_test_main.hpp"
@@ -25,14 +29,15 @@ using conformance::make_stream;
 
 namespace {
 
-std::unique_ptr<gpu::communicator> one_rank(const std::string& name) {
+std::unique_ptr<gpu::communicator> one_rank(
+    const std::string& name, std::chrono::milliseconds timeout = std::chrono::milliseconds{20000}) {
   BOOST_REQUIRE_MESSAGE(gpu::nccl_available().ok(), gpu::nccl_available().to_string());
   gpu::memory_store store;
   gpu::nccl_options o;
   o.name = name;
   o.rank = 0;
   o.size = 1;
-  o.timeout = std::chrono::milliseconds{20000};
+  o.timeout = timeout;
   auto made = gpu::make_nccl_communicator(o, store);
   BOOST_REQUIRE_MESSAGE(made, made.error().to_string());
   return std::move(made.value());
@@ -129,6 +134,39 @@ BOOST_AUTO_TEST_CASE(an_abort_breaks_it_and_later_calls_fail_at_once) {
   const auto enqueued = backend().enqueue(s, gpu::collective_work(shared, call));
   BOOST_TEST(!enqueued.ok());
   BOOST_TEST(enqueued.message().find("the test said so") != std::string::npos, enqueued.message());
+}
+
+BOOST_AUTO_TEST_CASE(a_watched_launch_held_past_the_timeout_breaks_it) {
+  std::shared_ptr<gpu::communicator> shared{one_rank("watched", std::chrono::milliseconds{300})};
+  auto s = make_stream(backend(), "watched");
+  // What a replayed step's graph does after its launch (actors/coordinator/step_graph.cpp):
+  // the communicator watches the stream from there.
+  const auto watch = [&] {
+    return backend().enqueue(
+        s, [shared](const gpu::launch_context& on) { return shared->watch_launch(on); });
+  };
+  // A launch that ends in time leaves it as it was (the watchdog looks every 10 ms).
+  CUDACTOR_REQUIRE_OK(watch());
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  std::this_thread::sleep_for(std::chrono::milliseconds{500});
+  BOOST_TEST(shared->broken().ok(), shared->broken().to_string());
+  // One held on the device past the timeout (a rank dead or hung inside it) breaks it.
+  auto held = hold(s);
+  CUDACTOR_REQUIRE_OK(watch());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (shared->broken().ok() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  const gpu::status why = shared->broken();
+  BOOST_TEST((why.code() == gpu::status_code::timeout), why.to_string());
+  BOOST_TEST(why.message().find("a launch of a step") != std::string::npos, why.message());
+  held->release();
+  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  // Broken, it watches nothing more: the next launch fails with the cause.
+  const gpu::status again = watch();
+  BOOST_TEST(!again.ok());
+  BOOST_TEST(again.message().find("did not complete within 300 ms") != std::string::npos,
+             again.message());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
