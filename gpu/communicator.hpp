@@ -56,7 +56,8 @@ class communicator {
   // Why the communicator can run nothing more (ok while it can).
   [[nodiscard]] virtual status broken() const = 0;
   // Breaks it now with `why`: later calls fail at once; a call in progress on another thread
-  // ends as soon as the engine lets it (at the latest at its timeout).
+  // ends as soon as the engine lets it (at the latest at its timeout); a device engine's
+  // calls still running on their streams fail their points with `why` (gpu/late_failure.hpp).
   virtual void abort(const std::string& why) = 0;
 
  protected:

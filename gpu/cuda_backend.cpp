@@ -252,10 +252,10 @@ struct cuda_backend::impl {
   status launch(stream_ref s, cudaStream_t handle, detail::cuda_timeline& timeline, work_fn& work) {
     (void)cudaGetLastError();  // start from a clean slate so the check below is about this work
     status outcome;
-    detail::cuda_run_scratch scratch{handle, checker};
+    detail::cuda_run_scratch scratch{handle, checker, info.total_memory};
     try {
-      outcome =
-          work(launch_context{backend_kind::cuda, s, static_cast<void*>(handle), false, &scratch});
+      outcome = work(launch_context{backend_kind::cuda, s, static_cast<void*>(handle), false,
+                                    &scratch, &timeline});
     } catch (const std::exception& e) {
       outcome = status{status_code::op_failed, std::string{"threw: "} + e.what()};
     } catch (...) {
@@ -774,7 +774,8 @@ result<std::unique_ptr<work_graph>> cuda_backend::build_graph(std::vector<graph_
   const detail::cuda_work_graph::priorities native{impl_->native_priority(stream_priority::low),
                                                    impl_->native_priority(stream_priority::normal),
                                                    impl_->native_priority(stream_priority::high)};
-  auto built = detail::cuda_work_graph::build(impl_->ordinal, native, std::move(nodes));
+  auto built = detail::cuda_work_graph::build(impl_->ordinal, impl_->info.total_memory, native,
+                                              std::move(nodes));
   if (!built && built.code() == status_code::device_lost) impl_->mark_lost(built.error());
   return built;
 }

@@ -1,6 +1,7 @@
 #include "cudactor/gpu/detail/cuda_timeline.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <thread>
 
 #include "cudactor/gpu/detail/cuda_device.hpp"
@@ -55,6 +56,74 @@ void cuda_timeline::retire_locked() {
     // Recycle the event unless a waiter still holds it.
     if (front.marker.use_count() == 1) spare_.push_back(std::move(front.marker));
     in_flight_.pop_front();
+  }
+}
+
+// One work's late failure: told before the next signal, it waits for the value to be bound.
+class cuda_late_failure final : public late_failure {
+ public:
+  explicit cuda_late_failure(std::weak_ptr<cuda_timeline> timeline)
+      : timeline_(std::move(timeline)) {}
+
+  void fail(status why) noexcept override {
+    timeline_point value = 0;
+    {
+      std::lock_guard<std::mutex> lock{mutex_};
+      if (failed_) return;
+      failed_ = true;
+      if (value_ == 0) {
+        why_ = std::move(why);  // bind() notes it
+        return;
+      }
+      value = value_;
+    }
+    // Outside this lock: bind() is called under the timeline's.
+    if (auto t = timeline_.lock()) t->fail_late(value, std::move(why));
+  }
+
+  // The value the work's run ends at (the timeline's lock held); the failure told before it.
+  [[nodiscard]] status bind(timeline_point value) {
+    std::lock_guard<std::mutex> lock{mutex_};
+    value_ = value;
+    return failed_ ? std::exchange(why_, status{}) : status{};
+  }
+
+ private:
+  const std::weak_ptr<cuda_timeline> timeline_;
+  std::mutex mutex_;  // guards what follows
+  timeline_point value_ = 0;
+  bool failed_ = false;
+  status why_;
+};
+
+std::shared_ptr<late_failure> cuda_timeline::make_late_failure() {
+  auto made = std::make_shared<cuda_late_failure>(weak_from_this());
+  std::lock_guard<std::mutex> lock{mutex_};
+  unbound_.push_back(made);
+  // Work enqueued without a point after it, again and again, must not grow this without
+  // limit: past the bound on values in flight the oldest goes (its failure then fails
+  // nothing; the work it belonged to had no point of its own to fail).
+  if (unbound_.size() > max_in_flight_) unbound_.pop_front();
+  return made;
+}
+
+void cuda_timeline::fail_late(timeline_point value, status why) {
+  std::lock_guard<std::mutex> lock{mutex_};
+  retire_locked();  // reached already: it stays so
+  if (completed_.load(std::memory_order_acquire) >= value || !poison_.ok()) return;
+  add_failure_locked(value, std::move(why));
+}
+
+void cuda_timeline::add_failure_locked(timeline_point value, status why) {
+  auto at = failures_.end();
+  while (at != failures_.begin() && std::prev(at)->first > value) --at;
+  if (at != failures_.begin() && std::prev(at)->first == value) return;  // the first counts
+  failures_.emplace(at, value, std::move(why));
+  // Only failures of values reached go: one still to be reached must fail it when it is
+  // (those are bounded by the values in flight).
+  const timeline_point reached = completed_.load(std::memory_order_acquire);
+  while (failures_.size() > failure_history && failures_.front().first <= reached) {
+    failures_.pop_front();
   }
 }
 
@@ -212,6 +281,9 @@ std::pair<status, result<timeline_point>> cuda_timeline::signal_after(
 
 result<timeline_point> cuda_timeline::record_next() {
   std::shared_ptr<marker_event> marker;
+  // The late failures of work enqueued before this record, taken now: one made meanwhile by
+  // work another thread enqueues is not behind this event and waits for the next.
+  std::deque<std::shared_ptr<cuda_late_failure>> binding;
   {
     std::lock_guard<std::mutex> lock{mutex_};
     if (auto full = room_locked(); !full.ok()) return full;
@@ -219,7 +291,10 @@ result<timeline_point> cuda_timeline::record_next() {
       marker = std::move(spare_.back());
       spare_.pop_back();
     }
+    binding.swap(unbound_);
   }
+  // Not recorded: they wait for the next signal, before any made since.
+  const auto unbind = [&] { unbound_.insert(unbound_.begin(), binding.begin(), binding.end()); };
   // The CUDA calls, outside the lock the poller takes: cudaEventRecord blocks while the
   // stream's queue is full (the bound above keeps it from filling with our own events).
   if (auto selected = select_device(device_); !selected.ok()) return selected;
@@ -230,6 +305,8 @@ result<timeline_point> cuda_timeline::record_next() {
     if (made != cudaSuccess) {
       (void)cudaGetLastError();
       marker->event = nullptr;
+      std::lock_guard<std::mutex> lock{mutex_};
+      unbind();
       return from_cuda(made, "creating an event for timeline '" + name_ + "'");
     }
   }
@@ -237,20 +314,25 @@ result<timeline_point> cuda_timeline::record_next() {
   std::lock_guard<std::mutex> lock{mutex_};
   if (recorded != cudaSuccess) {
     (void)cudaGetLastError();
+    unbind();
     status why = from_cuda(recorded, "signalling timeline '" + name_ + "'");
     if (is_sticky(recorded)) poison_locked(why);
     if (poison_.ok()) spare_.push_back(std::move(marker));
     return why;
   }
-  if (!poison_.ok()) return poison_;  // abandoned or lost while we recorded
+  if (!poison_.ok()) {  // abandoned or lost while we recorded
+    unbind();
+    return poison_;
+  }
   const timeline_point value = signalled_.load(std::memory_order_relaxed) + 1;
   signalled_.store(value, std::memory_order_release);
   in_flight_.push_back(entry{value, std::move(marker)});
   if (!next_failure_.ok()) {
-    failures_.emplace_back(value, std::move(next_failure_));
-    next_failure_ = status{};
+    add_failure_locked(value, std::exchange(next_failure_, status{}));
     next_event_failure_ = status{};  // reported here: later events are clean
-    if (failures_.size() > failure_history) failures_.pop_front();
+  }
+  for (const auto& late : binding) {
+    if (status told = late->bind(value); !told.ok()) add_failure_locked(value, std::move(told));
   }
   return value;
 }

@@ -13,7 +13,9 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 
+#include "cudactor/gpu/late_failure.hpp"
 #include "cudactor/gpu/status.hpp"
 #include "cudactor/gpu/stream.hpp"
 #include "cudactor/gpu/types.hpp"
@@ -39,12 +41,13 @@ class launch_context {
   static constexpr std::size_t scratch_alignment = 256;
 
   launch_context(backend_kind kind, stream_ref stream, void* native_stream, bool captured = false,
-                 scratch_source* scratch = nullptr) noexcept
+                 scratch_source* scratch = nullptr, late_failure_source* late = nullptr) noexcept
       : kind_(kind),
         stream_(stream),
         native_stream_(native_stream),
         captured_(captured),
-        scratch_(scratch) {}
+        scratch_(scratch),
+        late_(late) {}
 
   [[nodiscard]] backend_kind kind() const noexcept { return kind_; }
   [[nodiscard]] stream_ref stream() const noexcept { return stream_; }
@@ -75,12 +78,21 @@ class launch_context {
     return scratch_->take(bytes);
   }
 
+  // A handle by which what this run started, and what ends after it returns, fails the point
+  // the run ends at (gpu/late_failure.hpp): on CUDA, for a run not captured; null where there
+  // is none (the host backend, whose work has ended by its point; a capture; a context made
+  // by hand).
+  [[nodiscard]] std::shared_ptr<late_failure> fail_later() const {
+    return late_ != nullptr ? late_->make_late_failure() : nullptr;
+  }
+
  private:
   backend_kind kind_;
   stream_ref stream_;
   void* native_stream_;
   bool captured_;
   scratch_source* scratch_;
+  late_failure_source* late_;
 };
 
 // Work returns a failed status to report that it failed (a rejected launch on CUDA, a failed

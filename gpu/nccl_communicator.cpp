@@ -9,13 +9,18 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "cudactor/gpu/detail/cuda_status.hpp"
+#include "cudactor/gpu/late_failure.hpp"
 
 namespace cudactor::gpu {
 namespace {
@@ -143,7 +148,8 @@ class nccl_communicator final : public communicator {
     watchdog_.join();
     std::lock_guard<std::mutex> lock{mutex_};
     // Abort, not destroy: destroying waits for what is queued, which a dead peer never ends.
-    if (comm_ != nullptr) (void)api().abort(comm_);
+    abort_nccl(std::exchange(doomed_, nullptr));
+    abort_nccl(std::exchange(comm_, nullptr));
     for (auto& p : pending_) (void)cudaEventDestroy(p.done);
     for (cudaEvent_t e : spare_) (void)cudaEventDestroy(e);
     if (scratch_ != nullptr) (void)cudaFree(scratch_);
@@ -156,7 +162,7 @@ class nccl_communicator final : public communicator {
 
   void abort(const std::string& why) override {
     std::lock_guard<std::mutex> lock{mutex_};
-    abort_locked(status{status_code::cancelled, label() + " aborted: " + why});
+    break_locked(status{status_code::cancelled, label() + " aborted: " + why});
   }
 
   status run(const collective_call& call, const launch_context& on) override {
@@ -177,16 +183,18 @@ class nccl_communicator final : public communicator {
     ncclResult_t r = enqueue(call, stream);
     r = settle(comm_, r, options_.timeout);
     if (r != ncclSuccess) {
-      abort_locked(status{status_code::op_failed, what + ": " + nccl_words(comm_, r)});
+      break_locked(status{status_code::op_failed, what + ": " + nccl_words(comm_, r)});
       return broken_;
     }
     // Captured into a graph (a step's, gpu/work_graph.hpp): there is no completion of its own to
     // watch now (an event recorded under capture cannot be queried); whoever launches the
     // graph asks watch_launch() after each launch.
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &capturing) != cudaSuccess) (void)cudaGetLastError();
+    if (const cudaError_t asked = cudaStreamIsCapturing(stream, &capturing); asked != cudaSuccess) {
+      return cannot_watch(asked, what);  // enqueued, and nothing would time it out: broken
+    }
     if (capturing != cudaStreamCaptureStatusNone) return {};
-    return watch_locked(stream, seq, what);
+    return watch_locked(stream, on.fail_later(), seq, what);
   }
 
   status watch_launch(const launch_context& on) override {
@@ -196,9 +204,15 @@ class nccl_communicator final : public communicator {
     }
     std::lock_guard<std::mutex> lock{mutex_};
     if (!broken_.ok()) return broken_;
-    return watch_locked(
-        static_cast<cudaStream_t>(on.native_stream()), launch_sequence,
-        "rank " + std::to_string(rank()) + " of '" + options_.name + "': a step's launch");
+    const std::string what =
+        "rank " + std::to_string(rank()) + " of '" + options_.name + "': a step's launch";
+    // Its events are this device's (a spare one was made after run() selected it).
+    if (cudaSetDevice(options_.device) != cudaSuccess) {
+      return {status_code::backend_error,
+              what + ": cannot select device " + std::to_string(options_.device)};
+    }
+    return watch_locked(static_cast<cudaStream_t>(on.native_stream()), on.fail_later(),
+                        launch_sequence, what);
   }
 
  private:
@@ -209,27 +223,40 @@ class nccl_communicator final : public communicator {
     std::uint64_t sequence = 0;  // the call's, or launch_sequence
     cudaEvent_t done = nullptr;
     std::chrono::steady_clock::time_point since;
+    // Fails the point of the work that enqueued it, if the abort ends it (its kernels return
+    // as if done); null where the backend hands none.
+    std::shared_ptr<late_failure> late;
   };
 
-  // An event after what was just enqueued on `stream`, for the watchdog. `what` names it in
-  // the failure to watch it.
-  status watch_locked(cudaStream_t stream, std::uint64_t sequence, const std::string& what) {
-    pending_op p{sequence, nullptr, std::chrono::steady_clock::now()};
+  // An error of CUDA's while the completion of what was enqueued was to be watched: nothing
+  // would time it out, so the communicator breaks (its abort ends it). A sticky error is left
+  // as the thread's last error, for the launch to report the device lost.
+  status cannot_watch(cudaError_t error, const std::string& what) {
+    if (!detail::is_sticky(error)) (void)cudaGetLastError();
+    status why = detail::from_cuda(error, what + ": its completion cannot be watched");
+    break_locked(why);
+    return why;
+  }
+
+  // An event after what was just enqueued on `stream`, for the watchdog; `late` fails the
+  // enqueuing work's point if the watchdog aborts it. `what` names it in errors.
+  status watch_locked(cudaStream_t stream, std::shared_ptr<late_failure> late,
+                      std::uint64_t sequence, const std::string& what) {
+    pending_op p{sequence, nullptr, std::chrono::steady_clock::now(), std::move(late)};
     if (!spare_.empty()) {
       p.done = spare_.back();
       spare_.pop_back();
-    } else if (cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return {status_code::backend_error, what + ": its completion cannot be watched"};
+    } else if (const cudaError_t made = cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming);
+               made != cudaSuccess) {
+      return cannot_watch(made, what);
     }
-    if (cudaEventRecord(p.done, stream) != cudaSuccess) {
-      (void)cudaGetLastError();
+    if (const cudaError_t recorded = cudaEventRecord(p.done, stream); recorded != cudaSuccess) {
       (void)cudaEventDestroy(p.done);
-      return {status_code::backend_error, what + ": its completion cannot be watched"};
+      return cannot_watch(recorded, what);
     }
     // The watchdog finds it at its next round (every 10 ms): a wake-up per collective cost a
     // thread switch and the lock on the launching thread's path.
-    pending_.push_back(p);
+    pending_.push_back(std::move(p));
     return {};
   }
 
@@ -257,49 +284,92 @@ class nccl_communicator final : public communicator {
     return ncclInvalidArgument;
   }
 
-  // Breaks the communicator with `why` and aborts it in NCCL: what is queued on it ends.
-  void abort_locked(status why) {
-    if (broken_.ok()) broken_ = std::move(why);
-    if (comm_ != nullptr) {
-      (void)api().abort(comm_);
-      comm_ = nullptr;
+  // Breaks the communicator with `why` (the first cause stays) and hands it to the watchdog,
+  // which fails the points of the calls and launches still running (the abort ends their
+  // kernels as if they were done) and then aborts it in NCCL. Neither on the caller's thread:
+  // it may be capturing a stream (a step's record), where querying an event is refused, and
+  // an abort may wait for the device (it frees the communicator's memory; with graphs that
+  // captured it, until they are destroyed), which must hold neither this lock nor a stream
+  // actor's thread nor the coordinator's.
+  void break_locked(status why) {
+    if (!broken_.ok()) return;
+    broken_ = std::move(why);
+    doomed_ = std::exchange(comm_, nullptr);
+    wake_.notify_all();
+  }
+  // The watchdog's part of a break (mutex_ held): each call or launch not seen complete fails
+  // its point with the cause, before the abort can end its kernels.
+  void fail_unfinished_locked() {
+    for (pending_op& p : pending_) {
+      if (!p.late) continue;
+      const cudaError_t q = cudaEventQuery(p.done);
+      if (q != cudaSuccess) {
+        if (!detail::is_sticky(q)) (void)cudaGetLastError();
+        p.late->fail(broken_);
+      }
+      p.late.reset();
     }
   }
+  static void abort_nccl(ncclComm_t comm) {
+    if (comm != nullptr) (void)api().abort(comm);
+  }
 
-  // Every 10 ms: NCCL's asynchronous error, and the oldest collective not yet complete.
+  // Every 10 ms: NCCL's asynchronous error, and the oldest collective not yet complete; and
+  // the abort of a broken communicator, at once.
   void watch() {
+    (void)cudaSetDevice(options_.device);  // the events it queries are this device's
+    // Another thread's capture in global mode would refuse this thread's queries, and be
+    // invalidated by them: this thread captures nothing.
+    cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;
+    (void)cudaThreadExchangeStreamCaptureMode(&relaxed);
     std::unique_lock<std::mutex> lock{mutex_};
     while (!stopping_) {
+      if (doomed_ != nullptr) {
+        fail_unfinished_locked();
+        ncclComm_t doomed = std::exchange(doomed_, nullptr);
+        lock.unlock();
+        abort_nccl(doomed);
+        lock.lock();
+        continue;
+      }
       wake_.wait_for(lock, std::chrono::milliseconds{10});
       if (stopping_ || comm_ == nullptr) continue;
       ncclResult_t state = ncclSuccess;
       if (api().async_error(comm_, &state) == ncclSuccess && state != ncclSuccess &&
           state != ncclInProgress) {
-        abort_locked(status{status_code::op_failed, label() + ": " + nccl_words(comm_, state)});
+        break_locked(status{status_code::op_failed, label() + ": " + nccl_words(comm_, state)});
         continue;
       }
       while (!pending_.empty()) {
-        const cudaError_t q = cudaEventQuery(pending_.front().done);
+        const pending_op& p = pending_.front();
+        const cudaError_t q = cudaEventQuery(p.done);
         if (q == cudaErrorNotReady) {
-          const auto waited = std::chrono::steady_clock::now() - pending_.front().since;
-          if (waited > options_.timeout) {
-            const std::uint64_t seq = pending_.front().sequence;
+          if (std::chrono::steady_clock::now() - p.since > options_.timeout) {
             const std::string late =
-                seq == launch_sequence
+                p.sequence == launch_sequence
                     ? "a launch of a step holding its collectives (from the launch to the end of "
                       "the step's graph)"
-                    : "collective #" + std::to_string(seq);
-            abort_locked(status{status_code::timeout, label() + ": " + late +
+                    : "collective #" + std::to_string(p.sequence);
+            break_locked(status{status_code::timeout, label() + ": " + late +
                                                           " did not complete within " +
                                                           std::to_string(options_.timeout.count()) +
                                                           " ms (a rank dead or hung): aborted"});
           }
           break;
         }
+        if (q != cudaSuccess) {
+          if (detail::is_sticky(q)) {
+            // Not seen to complete (a fault on the device): what it ran is not to be trusted.
+            break_locked(detail::from_cuda(q, label() + ": watching a collective's completion"));
+          } else {
+            (void)cudaGetLastError();  // asked again at the next round
+          }
+          break;
+        }
         if (spare_.size() < max_spare_events) {
-          spare_.push_back(pending_.front().done);  // recorded again by a later collective
+          spare_.push_back(p.done);  // recorded again by a later collective
         } else {
-          (void)cudaEventDestroy(pending_.front().done);
+          (void)cudaEventDestroy(p.done);
         }
         pending_.pop_front();
       }
@@ -310,6 +380,8 @@ class nccl_communicator final : public communicator {
   mutable std::mutex mutex_;  // guards everything below, and every use of comm_
   std::condition_variable wake_;
   ncclComm_t comm_;
+  // Broken, taken from comm_: the watchdog aborts it.
+  ncclComm_t doomed_ = nullptr;
   float* scratch_;
   std::deque<pending_op> pending_;
   // Events of collectives seen complete, for the next ones: at most max_spare_events kept.

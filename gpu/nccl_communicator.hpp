@@ -7,10 +7,11 @@
 // "<name>/<generation>/nccl-id"; the other ranks read it. The communicator is non-blocking:
 // every call returns once enqueued on the stream's CUDA stream, and a watchdog thread polls
 // ncclCommGetAsyncError and the event recorded after each collective, or after each launch of
-// a graph that captured some (watch_launch). An asynchronous error,
-// or a collective (a launch) still running past the timeout (a peer dead or hung), aborts the
-// communicator (ncclCommAbort), which ends what is queued on it instead of hanging the
-// process; it is then broken (gpu/communicator.hpp) until a new generation is made.
+// a graph that captured some (watch_launch). An asynchronous error, or a collective (a
+// launch) still running past the timeout (a peer dead or hung), breaks the communicator
+// (gpu/communicator.hpp) until a new generation is made: the points of the calls still
+// running fail with the cause (gpu/late_failure.hpp), and the watchdog aborts it in NCCL
+// (ncclCommAbort), which ends what is queued on it instead of hanging the process.
 // Every kind, reduction and element type of collective_types.hpp maps to NCCL's own; a
 // barrier is an all-reduce of one float on the communicator's scratch.
 #pragma once

@@ -30,6 +30,12 @@ class step_graph {
  public:
   // `op_of_node[k]`: the operation (graph index) node k runs, for every operation.
   step_graph(std::unique_ptr<gpu::work_graph> graph, std::vector<std::uint32_t> op_of_node);
+  // The graph goes before the communicators: NCCL's abort of a broken one waits until the
+  // graphs that captured its calls are destroyed, and its watchdog, which runs the abort, is
+  // joined when the last reference goes, which may be ours.
+  ~step_graph() { graph_.reset(); }
+  step_graph(const step_graph&) = delete;
+  step_graph& operator=(const step_graph&) = delete;
 
   // Operation `op` is a collective on `comm`: a launch checks it first (a graph replays the
   // NCCL calls captured at record without going through the communicator, which may have been

@@ -29,6 +29,14 @@ void clear_own_error(cudaError_t before) noexcept {
 
 std::string scratch_of(std::size_t bytes) { return std::to_string(bytes) + " bytes of scratch"; }
 
+// More than the device has: refused as CUDA would refuse memory it lacks, whatever code CUDA
+// gives a size it cannot even reserve.
+status beyond_device(std::size_t bytes, std::size_t device_bytes, const std::string& doing) {
+  return {status_code::out_of_memory, doing + " " + scratch_of(bytes) +
+                                          ": more than the device's " +
+                                          std::to_string(device_bytes) + " bytes"};
+}
+
 }  // namespace
 
 // --- a lone run ---------------------------------------------------------------------------
@@ -38,6 +46,7 @@ cuda_run_scratch::~cuda_run_scratch() {
 }
 
 result<void*> cuda_run_scratch::take(std::size_t bytes) {
+  if (bytes > device_bytes_) return beyond_device(bytes, device_bytes_, "allocating");
   taken_.reserve(taken_.size() + 1);
   const cudaError_t before = cudaPeekAtLastError();
   void* data = nullptr;
@@ -88,6 +97,9 @@ status cuda_graph_pool::open() {
 }
 
 result<void*> cuda_graph_pool::allocate(std::size_t bytes) {
+  if (bytes > device_bytes_) {
+    return beyond_device(bytes, device_bytes_, "allocating from a graph's pool");
+  }
   const relaxed_capture relaxed;
   const cudaError_t before = cudaPeekAtLastError();
   if (auto bad = open(); !bad.ok()) {

@@ -37,8 +37,11 @@ using cuda_checker = std::function<status(cudaError_t, std::string_view)>;
 
 class cuda_run_scratch final : public scratch_source {
  public:
-  cuda_run_scratch(cudaStream_t stream, const cuda_checker& check) noexcept
-      : stream_(stream), check_(&check) {}
+  // `device_bytes`: the device's memory; a request past it is out_of_memory without asking
+  // CUDA (which may answer such a size as an invalid value).
+  cuda_run_scratch(cudaStream_t stream, const cuda_checker& check,
+                   std::size_t device_bytes) noexcept
+      : stream_(stream), check_(&check), device_bytes_(device_bytes) {}
   // Gives back, best effort, what give_back did not.
   ~cuda_run_scratch() override;
   cuda_run_scratch(const cuda_run_scratch&) = delete;
@@ -51,12 +54,15 @@ class cuda_run_scratch final : public scratch_source {
  private:
   cudaStream_t stream_;
   const cuda_checker* check_;
+  std::size_t device_bytes_;
   std::vector<void*> taken_;
 };
 
 class cuda_graph_pool {
  public:
-  explicit cuda_graph_pool(int ordinal) noexcept : ordinal_(ordinal) {}
+  // `device_bytes` as cuda_run_scratch takes it.
+  cuda_graph_pool(int ordinal, std::size_t device_bytes) noexcept
+      : ordinal_(ordinal), device_bytes_(device_bytes) {}
   // Frees nothing: release() does, with the graph's blocks.
   ~cuda_graph_pool() = default;
   cuda_graph_pool(const cuda_graph_pool&) = delete;
@@ -76,6 +82,7 @@ class cuda_graph_pool {
   [[nodiscard]] status open();
 
   int ordinal_;
+  std::size_t device_bytes_;
   cudaMemPool_t pool_ = nullptr;
   cudaStream_t stream_ = nullptr;    // where blocks are allocated and freed
   cudaEvent_t allocated_ = nullptr;  // after the newest allocation

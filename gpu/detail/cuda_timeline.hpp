@@ -27,11 +27,18 @@
 #include <utility>
 #include <vector>
 
+#include "cudactor/gpu/late_failure.hpp"
 #include "cudactor/gpu/timeline.hpp"
 
 namespace cudactor::gpu::detail {
 
-class cuda_timeline final : public timeline {
+class cuda_late_failure;  // cuda_timeline.cpp
+
+// Also the late_failure_source of the work launched on its stream (gpu/late_failure.hpp): a
+// late failure is bound to the next value signalled, the point the work's run ends at.
+class cuda_timeline final : public timeline,
+                            public late_failure_source,
+                            public std::enable_shared_from_this<cuda_timeline> {
  public:
   cuda_timeline(cudaStream_t stream, std::string name, int device, std::size_t max_in_flight);
   ~cuda_timeline() override;
@@ -66,6 +73,12 @@ class cuda_timeline final : public timeline {
   // fails the point after it; so does the first event recorded after it, once
   // (take_event_failure). The first failure before a signal is the one kept.
   void fail_next(status why);
+  // A late failure of the work being launched now, bound to the value the next signal()
+  // records. Made by a shared_ptr only (it keeps a weak one).
+  [[nodiscard]] std::shared_ptr<late_failure> make_late_failure() override;
+  // `value` fails with `why` unless the device has been seen to reach it (late_failure::fail),
+  // or the timeline is poisoned (then every value not reached fails anyway).
+  void fail_late(timeline_point value, status why);
   // The failure the next recorded event reports, taken: ok when none. A signal takes it too.
   [[nodiscard]] status take_event_failure();
   // Every value not yet reached fails with `why` (device lost).
@@ -96,8 +109,10 @@ class cuda_timeline final : public timeline {
   // Poisons with `why` unless poisoned already. Mutex held.
   void poison_locked(status why);
   [[nodiscard]] query_result query_locked(timeline_point value) const;
-  // The failure of the work before `value` (fail_next), or nullptr. Mutex held.
+  // The failure of the work before `value` (fail_next, fail_late), or nullptr. Mutex held.
   [[nodiscard]] const status* failure_locked(timeline_point value) const;
+  // Notes `value`'s failure in order, unless one is noted already. Mutex held.
+  void add_failure_locked(timeline_point value, status why);
 
   cudaStream_t stream_;
   std::string name_;
@@ -112,12 +127,15 @@ class cuda_timeline final : public timeline {
   std::deque<entry> in_flight_;
   std::vector<std::shared_ptr<marker_event>> spare_;
   status poison_;
-  // Values whose work failed at launch, oldest first; the newest 256 are kept (older ones
-  // read as reached), as host_timeline keeps its own.
+  // Values whose work failed (at launch, or late), in order; of those reached the newest 256
+  // are kept (older ones read as reached), as host_timeline keeps its own; none not reached
+  // is dropped (they are at most the values in flight).
   static constexpr std::size_t failure_history = 256;
   std::deque<std::pair<timeline_point, status>> failures_;
   status next_failure_;        // for the next signal()
   status next_event_failure_;  // for the next event recorded, unless a signal came first
+  // Late failures handed out since the last signal: the next one binds them to its value.
+  std::deque<std::shared_ptr<cuda_late_failure>> unbound_;
 };
 
 }  // namespace cudactor::gpu::detail

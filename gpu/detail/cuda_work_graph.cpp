@@ -1,5 +1,6 @@
 #include "cudactor/gpu/detail/cuda_work_graph.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <string>
 #include <utility>
@@ -18,9 +19,11 @@ status count_nodes(cudaGraph_t g, std::size_t& count) {
 
 }  // namespace
 
-result<std::unique_ptr<work_graph>> cuda_work_graph::build(int ordinal, priorities native,
+result<std::unique_ptr<work_graph>> cuda_work_graph::build(int ordinal, std::size_t device_bytes,
+                                                           priorities native,
                                                            std::vector<graph_node> nodes) {
-  std::unique_ptr<cuda_work_graph> made{new cuda_work_graph(ordinal, native, nodes.size())};
+  std::unique_ptr<cuda_work_graph> made{
+      new cuda_work_graph(ordinal, device_bytes, native, nodes.size())};
   made->nodes_.reserve(nodes.size());
   for (graph_node& n : nodes) {
     node_state s;
@@ -127,6 +130,9 @@ status cuda_work_graph::assemble() {
     if (auto bad = capture(i, nodes_[i].work, child); !bad.ok()) return fail(std::move(bad));
     deps.clear();
     for (const std::uint32_t a : nodes_[i].after) deps.push_back(handles[a]);
+    // CUDA refuses a dependency named twice (cudaErrorInvalidValue); the host takes it.
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     std::size_t count = 0;
     if (auto bad = count_nodes(child, count); !bad.ok()) {
       (void)cudaGraphDestroy(child);

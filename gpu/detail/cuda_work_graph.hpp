@@ -34,8 +34,11 @@ class cuda_work_graph final : public work_graph {
   // The native priority of each stream_priority (indexed by it): the capture streams'.
   using priorities = std::array<int, 3>;
 
-  // `nodes` checked (check_graph_nodes). Captures every node now.
-  [[nodiscard]] static result<std::unique_ptr<work_graph>> build(int ordinal, priorities native,
+  // `nodes` checked (check_graph_nodes). Captures every node now. `device_bytes`: the device's
+  // memory, the most a node's scratch may ask for.
+  [[nodiscard]] static result<std::unique_ptr<work_graph>> build(int ordinal,
+                                                                 std::size_t device_bytes,
+                                                                 priorities native,
                                                                  std::vector<graph_node> nodes);
   ~cuda_work_graph() override;
 
@@ -55,10 +58,10 @@ class cuda_work_graph final : public work_graph {
     std::string label;
   };
 
-  cuda_work_graph(int ordinal, priorities native, std::size_t nodes)
+  cuda_work_graph(int ordinal, std::size_t device_bytes, priorities native, std::size_t nodes)
       : ordinal_(ordinal),
         native_(native),
-        pool_(ordinal),
+        pool_(ordinal, device_bytes),
         scratch_(nodes, [this](std::size_t bytes) { return pool_.allocate(bytes); }) {}
 
   // Runs `work` on node `node`'s capture stream under capture; `out` is what it launched

@@ -5,7 +5,8 @@
 // giving the nodes they touch their work anew, in place (updates counted, one instantiation);
 // a replay without bindings gives the nodes their recorded work back; and an operation that
 // fails is named (at record on CUDA, where its work runs while captured; in the replay's cause
-// on the host); an operation's scratch is the step's, the same memory at every replay. And,
+// on the host); an operation's scratch is the step's, the same memory at every replay and
+// every capture anew. And,
 // with a graph and communicators of the test's own: each communicator of a captured graph
 // watches each of its launches once, and one that cannot fails the launch naming its
 // collective.
@@ -239,6 +240,16 @@ BOOST_AUTO_TEST_CASE(an_operations_scratch_in_a_graph_is_the_steps_and_stays_put
     BOOST_TEST((out->state == op_state::completed), render(out->cause));
     BOOST_TEST((get(b) == want));
   }
+  // Bound to other buffers: the node is given its work anew (on CUDA, captured again), and
+  // that work's scratch is the same block; none is added.
+  const buffer_handle a2 = allocate(), b2 = allocate();
+  put(a2, ramp(-1.0f));
+  std::vector<float> want2 = ramp(-1.0f);
+  for (float& v : want2) v *= 0.5f;
+  auto bound = replay(*h, {{a.id, a2.id}, {b.id, b2.id}});
+  BOOST_REQUIRE_MESSAGE(bound, why(bound));
+  BOOST_TEST((bound->state == op_state::completed), render(bound->cause));
+  BOOST_TEST((get(b2) == want2));
   // Held by the step until it is released.
   const label_map step{{"step", "scratch"}, {"gpu", gpu_label()}};
   BOOST_TEST(metric_reader{rt().metrics()}.gauge("cudactor_step_scratch_bytes", step) ==
@@ -248,8 +259,9 @@ BOOST_AUTO_TEST_CASE(an_operations_scratch_in_a_graph_is_the_steps_and_stays_put
   BOOST_TEST(metric_reader{rt().metrics()}.gauge("cudactor_step_scratch_bytes", step) == 0.0);
   std::lock_guard<std::mutex> lock{seen_scratch().mutex};
   const std::vector<void*>& blocks = seen_scratch().blocks;
-  // On CUDA the work ran once, captured at record; on the host once per replay.
-  BOOST_TEST(blocks.size() == (on_cuda() ? 1u : 3u));
+  // On CUDA the work ran at record and at the rebinding, each time captured; on the host once
+  // per replay.
+  BOOST_TEST(blocks.size() == (on_cuda() ? 2u : 4u));
   for (void* block : blocks) BOOST_TEST(block == blocks.front());
 }
 

@@ -846,6 +846,58 @@ inline void a_work_takes_scratch_for_its_run(conformance_target& t) {
   CUDACTOR_CHECK_ERRC(by_hand.scratch(64).error(), gpu::status_code::invalid_argument);
 }
 
+// What a work started that ends after it (launch_context::fail_later): on CUDA a late failure
+// told before the device reaches the work's point fails that point and no other (told while
+// the work runs, it waits for the point to be signalled), the first told counts, and one
+// told once the point was reached leaves it reached. The host backend hands none: its work
+// has ended by its point.
+inline void a_late_failure_fails_the_point_unless_reached(conformance_target& t) {
+  auto& b = t.backend();
+  auto s = make_stream(b, "late");
+  auto line = b.timeline_of(s.ref());
+  BOOST_REQUIRE(line.ok());
+  auto handed = std::make_shared<std::vector<std::shared_ptr<gpu::late_failure>>>();
+  const auto take = [handed](const gpu::launch_context& on) {
+    handed->push_back(on.fail_later());
+    return gpu::status{};
+  };
+  auto held = t.hold(s.ref());
+  auto first = b.enqueue_signalled(s.ref(), take);
+  auto second = b.enqueue_signalled(s.ref(), take);
+  auto third = b.enqueue_signalled(s.ref(), [](const gpu::launch_context& on) {
+    if (auto late = on.fail_later()) late->fail({gpu::status_code::op_failed, "told early"});
+    return gpu::status{};
+  });
+  for (const auto* w : {&first, &second, &third}) {
+    CUDACTOR_REQUIRE_OK(w->launched);
+    BOOST_REQUIRE(w->point.ok());
+  }
+  const auto wait = [&](const gpu::signalled_work& w) {
+    return line.value()->wait(w.point.value(), std::chrono::seconds{10});
+  };
+  if (b.device().kind == gpu::backend_kind::host) {
+    held->release();
+    for (const auto* w : {&first, &second, &third}) CUDACTOR_REQUIRE_OK(wait(*w));
+    BOOST_REQUIRE(handed->size() == 2u);
+    for (const auto& late : *handed) BOOST_TEST(late == nullptr);
+    return;
+  }
+  BOOST_REQUIRE(handed->size() == 2u);  // on CUDA the works ran at enqueue
+  BOOST_REQUIRE(handed->at(0) != nullptr);
+  BOOST_REQUIRE(handed->at(1) != nullptr);
+  handed->at(0)->fail({gpu::status_code::op_failed, "ended late as asked"});
+  handed->at(0)->fail({gpu::status_code::op_failed, "a second time"});
+  held->release();
+  const gpu::status failed = wait(first);
+  CUDACTOR_CHECK_ERRC(failed, gpu::status_code::op_failed);
+  BOOST_TEST(failed.message().find("ended late as asked") != std::string::npos, failed.message());
+  CUDACTOR_REQUIRE_OK(wait(second));
+  const gpu::status early = wait(third);
+  BOOST_TEST(early.message().find("told early") != std::string::npos, early.message());
+  handed->at(1)->fail({gpu::status_code::op_failed, "too late"});
+  BOOST_TEST(line.value()->query(second.point.value()).ready());
+}
+
 }  // namespace conformance
 
 // Instantiates every conformance check as a test case of the current suite.
@@ -882,6 +934,7 @@ inline void a_work_takes_scratch_for_its_run(conformance_target& t) {
   CUDACTOR_CONFORMANCE_CASE(fixture, signals_past_the_in_flight_bound_are_refused)              \
   CUDACTOR_CONFORMANCE_CASE(fixture, a_timeline_outlives_its_stream)                            \
   CUDACTOR_CONFORMANCE_CASE(fixture, moving_an_owning_handle_over_a_live_one_destroys_the_old)  \
-  CUDACTOR_CONFORMANCE_CASE(fixture, a_work_takes_scratch_for_its_run)
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_work_takes_scratch_for_its_run)                          \
+  CUDACTOR_CONFORMANCE_CASE(fixture, a_late_failure_fails_the_point_unless_reached)
 
 }  // namespace cudactor::test

@@ -204,6 +204,9 @@ BOOST_AUTO_TEST_CASE(a_nodes_scratch_comes_from_the_graphs_pool_and_stays_put) {
   held->release();
   CUDACTOR_REQUIRE_OK(backend().synchronize(s.ref()));
   BOOST_TEST((out.read() == expected(9)));
+  // Had the pool been freed under the launch, the memory could still read right while mapped;
+  // a fault it caused would not: the device is still healthy.
+  CUDACTOR_REQUIRE_OK(backend().health());
 }
 
 BOOST_AUTO_TEST_CASE(work_that_cannot_be_captured_is_refused_by_name_and_the_device_goes_on) {

@@ -2,9 +2,9 @@
 // every call, so every kind, reduction and element type runs on a CUDA stream of the backend
 // as a stream's work, against values computed here (one rank: a reduction is its input, a
 // gather and a scatter are copies, an average is exact). Also: a host stream's context is
-// refused, bad options are refused, an abort breaks the communicator, and a step's launch the
-// communicator watches (what a replayed step's graph does) breaks it when held past its
-// timeout, as a call's would. Needs a device and
+// refused, bad options are refused, an abort breaks the communicator, and a call, or a step's
+// launch the communicator watches (what a replayed step's graph does), held past the timeout
+// breaks it and fails its point. Needs a device and
 // libnccl.so.2 (a missing library on a GPU machine is a failure, not a skip).
 #define BOOST_TEST_MODULE nccl_communicator
 #define BOOST_TEST_NO_MAIN
@@ -136,37 +136,77 @@ BOOST_AUTO_TEST_CASE(an_abort_breaks_it_and_later_calls_fail_at_once) {
   BOOST_TEST(enqueued.message().find("the test said so") != std::string::npos, enqueued.message());
 }
 
-BOOST_AUTO_TEST_CASE(a_watched_launch_held_past_the_timeout_breaks_it) {
+BOOST_AUTO_TEST_CASE(a_call_or_launch_held_past_the_timeout_breaks_it_and_fails_its_point) {
   std::shared_ptr<gpu::communicator> shared{one_rank("watched", std::chrono::milliseconds{300})};
   auto s = make_stream(backend(), "watched");
+  auto line = backend().timeline_of(s);
+  BOOST_REQUIRE(line.ok());
   // What a replayed step's graph does after its launch (actors/coordinator/step_graph.cpp):
   // the communicator watches the stream from there.
-  const auto watch = [&] {
-    return backend().enqueue(
+  const auto launch = [&] {
+    return backend().enqueue_signalled(
         s, [shared](const gpu::launch_context& on) { return shared->watch_launch(on); });
   };
   // A launch that ends in time leaves it as it was (the watchdog looks every 10 ms).
-  CUDACTOR_REQUIRE_OK(watch());
-  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  auto in_time = launch();
+  CUDACTOR_REQUIRE_OK(in_time.launched);
+  BOOST_REQUIRE(in_time.point.ok());
+  CUDACTOR_REQUIRE_OK(line.value()->wait(in_time.point.value(), std::chrono::seconds{10}));
   std::this_thread::sleep_for(std::chrono::milliseconds{500});
   BOOST_TEST(shared->broken().ok(), shared->broken().to_string());
-  // One held on the device past the timeout (a rank dead or hung inside it) breaks it.
+  // Held on the device past the timeout (a rank dead or hung): a call, then a launch.
+  auto buf = backend().allocate_managed(16);
+  BOOST_REQUIRE(buf.ok());
+  gpu::collective_call call;
+  call.count = 4;
+  call.send = buf.value().data();
+  call.recv = buf.value().data();
   auto held = hold(s);
-  CUDACTOR_REQUIRE_OK(watch());
+  auto stuck_call = backend().enqueue_signalled(s, gpu::collective_work(shared, call));
+  CUDACTOR_REQUIRE_OK(stuck_call.launched);
+  auto stuck_launch = launch();
+  CUDACTOR_REQUIRE_OK(stuck_launch.launched);
+  BOOST_REQUIRE(stuck_call.point.ok() && stuck_launch.point.ok());
+  // Broken at once, without waiting for the abort, which may wait for the device (the hold).
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
   while (shared->broken().ok() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds{10});
   }
   const gpu::status why = shared->broken();
   BOOST_TEST((why.code() == gpu::status_code::timeout), why.to_string());
-  BOOST_TEST(why.message().find("a launch of a step") != std::string::npos, why.message());
+  BOOST_TEST(
+      why.message().find("collective #1 did not complete within 300 ms") != std::string::npos,
+      why.message());
   held->release();
-  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  // The abort ended the call's kernels as if they were done: both points fail, with the cause,
+  // rather than read as reached.
+  for (const auto* stuck : {&stuck_call, &stuck_launch}) {
+    const gpu::status ended = line.value()->wait(stuck->point.value(), std::chrono::seconds{30});
+    BOOST_TEST(!ended.ok());
+    BOOST_TEST(ended.message().find("did not complete within 300 ms") != std::string::npos,
+               ended.message());
+  }
+  CUDACTOR_REQUIRE_OK(backend().health());
   // Broken, it watches nothing more: the next launch fails with the cause.
-  const gpu::status again = watch();
-  BOOST_TEST(!again.ok());
-  BOOST_TEST(again.message().find("did not complete within 300 ms") != std::string::npos,
-             again.message());
+  const auto again = launch();
+  BOOST_TEST(!again.launched.ok());
+  BOOST_TEST(again.launched.message().find("did not complete within 300 ms") != std::string::npos,
+             again.launched.message());
+  // A launch that timed out names itself as such.
+  std::shared_ptr<gpu::communicator> other{one_rank("launch", std::chrono::milliseconds{300})};
+  held.reset();  // before the next hold: its end synchronizes the stream
+  held = hold(s);
+  auto stuck = backend().enqueue_signalled(
+      s, [other](const gpu::launch_context& on) { return other->watch_launch(on); });
+  CUDACTOR_REQUIRE_OK(stuck.launched);
+  const auto until_other = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (other->broken().ok() && std::chrono::steady_clock::now() < until_other) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  BOOST_TEST(other->broken().message().find("a launch of a step") != std::string::npos,
+             other->broken().message());
+  held->release();
+  BOOST_TEST(!line.value()->wait(stuck.point.value(), std::chrono::seconds{30}).ok());
 }
 
 BOOST_AUTO_TEST_SUITE_END()
