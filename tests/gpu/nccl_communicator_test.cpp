@@ -43,6 +43,15 @@ std::unique_ptr<gpu::communicator> one_rank(
   return std::move(made.value());
 }
 
+// An all-reduce (sum) of 4 floats in place at `data`.
+gpu::collective_call in_place_sum(void* data) {
+  gpu::collective_call call;
+  call.count = 4;
+  call.send = data;
+  call.recv = data;
+  return call;
+}
+
 }  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(nccl, cuda_target)
@@ -127,10 +136,7 @@ BOOST_AUTO_TEST_CASE(an_abort_breaks_it_and_later_calls_fail_at_once) {
   BOOST_TEST((shared->broken().code() == gpu::status_code::cancelled));
   auto buf = backend().allocate_managed(16);
   BOOST_REQUIRE(buf.ok());
-  gpu::collective_call call;
-  call.count = 4;
-  call.send = buf.value().data();
-  call.recv = buf.value().data();
+  const gpu::collective_call call = in_place_sum(buf.value().data());
   const auto enqueued = backend().enqueue(s, gpu::collective_work(shared, call));
   BOOST_TEST(!enqueued.ok());
   BOOST_TEST(enqueued.message().find("the test said so") != std::string::npos, enqueued.message());
@@ -157,10 +163,7 @@ BOOST_AUTO_TEST_CASE(a_call_or_launch_held_past_the_timeout_breaks_it_and_fails_
   // Held on the device past the timeout (a rank dead or hung): a call, then a launch.
   auto buf = backend().allocate_managed(16);
   BOOST_REQUIRE(buf.ok());
-  gpu::collective_call call;
-  call.count = 4;
-  call.send = buf.value().data();
-  call.recv = buf.value().data();
+  const gpu::collective_call call = in_place_sum(buf.value().data());
   auto held = hold(s);
   auto stuck_call = backend().enqueue_signalled(s, gpu::collective_work(shared, call));
   CUDACTOR_REQUIRE_OK(stuck_call.launched);
