@@ -78,7 +78,13 @@ class cuda_late_failure final : public late_failure {
       value = value_;
     }
     // Outside this lock: bind() is called under the timeline's.
-    if (auto t = timeline_.lock()) t->fail_late(value, std::move(why));
+    if (auto t = timeline_.lock()) {
+      try {
+        t->fail_late(value, std::move(why));
+      } catch (...) {
+        // Out of memory for the note: the point then reads as its device says.
+      }
+    }
   }
 
   // The value the work's run ends at (the timeline's lock held); the failure told before it.
@@ -297,7 +303,11 @@ result<timeline_point> cuda_timeline::record_next() {
   const auto unbind = [&] { unbound_.insert(unbound_.begin(), binding.begin(), binding.end()); };
   // The CUDA calls, outside the lock the poller takes: cudaEventRecord blocks while the
   // stream's queue is full (the bound above keeps it from filling with our own events).
-  if (auto selected = select_device(device_); !selected.ok()) return selected;
+  if (auto selected = select_device(device_); !selected.ok()) {
+    std::lock_guard<std::mutex> lock{mutex_};
+    unbind();
+    return selected;
+  }
   if (!marker) {
     marker = std::make_shared<marker_event>();
     marker->device = device_;

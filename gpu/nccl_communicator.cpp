@@ -147,6 +147,12 @@ class nccl_communicator final : public communicator {
     wake_.notify_all();
     watchdog_.join();
     std::lock_guard<std::mutex> lock{mutex_};
+    // A break the watchdog had no round left for, or calls still running when the last
+    // reference went: the abort below ends them as if done, so their points fail first.
+    if (broken_.ok() && !pending_.empty()) {
+      broken_ = status{status_code::cancelled, label() + " destroyed with calls still running"};
+    }
+    fail_unfinished_locked();
     // Abort, not destroy: destroying waits for what is queued, which a dead peer never ends.
     abort_nccl(std::exchange(doomed_, nullptr));
     abort_nccl(std::exchange(comm_, nullptr));
@@ -207,9 +213,8 @@ class nccl_communicator final : public communicator {
     const std::string what =
         "rank " + std::to_string(rank()) + " of '" + options_.name + "': a step's launch";
     // Its events are this device's (a spare one was made after run() selected it).
-    if (cudaSetDevice(options_.device) != cudaSuccess) {
-      return {status_code::backend_error,
-              what + ": cannot select device " + std::to_string(options_.device)};
+    if (const cudaError_t selected = cudaSetDevice(options_.device); selected != cudaSuccess) {
+      return cannot_watch(selected, what);
     }
     return watch_locked(static_cast<cudaStream_t>(on.native_stream()), on.fail_later(),
                         launch_sequence, what);

@@ -82,17 +82,19 @@ gpu::status step_graph::launch(const gpu::launch_context& on, step_replay& repla
 
 gpu::status step_graph::watch_collectives(const gpu::launch_context& on, step_replay& replay) {
   // The launch runs the captured calls without their communicators, whose watchdogs would
-  // not see a rank that hangs inside it: each communicator watches the launch instead, once.
+  // not see a rank that hangs inside it: each communicator watches the launch instead, once,
+  // every one of them even after one could not (the graph is on the stream already).
   std::vector<const gpu::communicator*> watched;
+  gpu::status first;
   for (const collective& c : communicators_) {
     if (std::find(watched.begin(), watched.end(), c.comm.get()) != watched.end()) continue;
     watched.push_back(c.comm.get());
-    if (auto bad = c.comm->watch_launch(on); !bad.ok()) {
+    if (auto bad = c.comm->watch_launch(on); !bad.ok() && first.ok()) {
       replay.ran(c.op, bad);
-      return bad;
+      first = std::move(bad);
     }
   }
-  return {};
+  return first;
 }
 
 step_graph::changes step_graph::take_changes() {

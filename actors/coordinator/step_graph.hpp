@@ -74,7 +74,7 @@ class step_graph {
   };
   std::vector<collective> communicators_;
   // After a captured graph's launch: each communicator watches it; the first that cannot
-  // fails the launch, naming its collective.
+  // fails the launch, naming its collective (the others watch all the same).
   [[nodiscard]] gpu::status watch_collectives(const gpu::launch_context& on, step_replay& replay);
   std::mutex mutex_;  // guards what follows
   // Per operation: the buffers its node's work was resolved against, when a binding's (empty:

@@ -644,8 +644,8 @@ BOOST_FIXTURE_TEST_CASE(a_graph_past_an_inference_bound_is_refused_whole_naming_
 }
 
 // The bounds are checked after each use, not each operation: one operation's 64 uses could
-// each take as much work as a whole history. The refusal names the use that crossed a bound,
-// and nothing after it is inferred.
+// each take as much work as a whole history. The refusal names the use that crossed a bound
+// (the check after each use is what can name it).
 BOOST_FIXTURE_TEST_CASE(an_inference_bound_is_checked_at_each_use_and_names_it,
                         small_inference_bounds) {
   // 4 buffers with 40 writers each, a byte apart; then one operation reading all 4: 40
