@@ -22,10 +22,12 @@ class relaxed_capture {
 };
 
 // A failed allocation leaves its error as the thread's last one, which the launch reads to
-// tell a failed launch: cleared, unless an earlier error was there (that one is the launch's).
+// tell a failed launch: cleared. An error there before it is the launch's own: no allocation
+// is tried then (its error would replace that one), and the error stays.
 void clear_own_error(cudaError_t before) noexcept {
   if (before == cudaSuccess) (void)cudaGetLastError();
 }
+constexpr const char* after_failed_launch = ": a launch of this work failed before it";
 
 std::string scratch_of(std::size_t bytes) { return std::to_string(bytes) + " bytes of scratch"; }
 
@@ -49,6 +51,11 @@ result<void*> cuda_run_scratch::take(std::size_t bytes) {
   if (bytes > device_bytes_) return beyond_device(bytes, device_bytes_, "allocating");
   taken_.reserve(taken_.size() + 1);
   const cudaError_t before = cudaPeekAtLastError();
+  if (before != cudaSuccess) {
+    // Left for the launch to report as this work's failure, which a failed allocation's
+    // error would replace.
+    return (*check_)(before, "allocating " + scratch_of(bytes) + after_failed_launch);
+  }
   void* data = nullptr;
   const cudaError_t made = cudaMallocAsync(&data, bytes, stream_);
   if (made != cudaSuccess) {
@@ -102,6 +109,10 @@ result<void*> cuda_graph_pool::allocate(std::size_t bytes) {
   }
   const relaxed_capture relaxed;
   const cudaError_t before = cudaPeekAtLastError();
+  if (before != cudaSuccess) {
+    return from_cuda(
+        before, "allocating " + scratch_of(bytes) + " from a graph's pool" + after_failed_launch);
+  }
   if (auto bad = open(); !bad.ok()) {
     clear_own_error(before);
     return bad;

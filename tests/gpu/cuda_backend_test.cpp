@@ -136,6 +136,25 @@ BOOST_AUTO_TEST_CASE(a_lone_runs_scratch_carries_its_kernels_data_in_stream_orde
   BOOST_TEST(wrong == 0);
 }
 
+// Scratch asked for after a launch of the same work failed is refused without allocating,
+// naming that, and the launch's own error is what fails the work (a failed allocation's would
+// have replaced it).
+BOOST_AUTO_TEST_CASE(scratch_after_a_failed_launch_leaves_the_launchs_error) {
+  auto s = make_stream(backend(), "scratch after a failure");
+  auto refused = std::make_shared<gpu::status>();
+  const gpu::status ran = backend().enqueue(s, [refused](const gpu::launch_context& c) {
+    (void)kernels::rejected(c.native_stream());
+    auto block = c.scratch(64);
+    if (!block) *refused = block.error();
+    return gpu::status{};
+  });
+  BOOST_TEST(!ran.ok());
+  BOOST_TEST(ran.message().find("scratch") == std::string::npos, ran.message());
+  BOOST_TEST(refused->message().find("a launch of this work failed before it") != std::string::npos,
+             refused->message());
+  CUDACTOR_REQUIRE_OK(backend().health());
+}
+
 BOOST_AUTO_TEST_CASE(a_consumer_waiting_on_an_event_sees_the_producers_data) {
   auto producer = make_stream(backend(), "producer");
   auto consumer = make_stream(backend(), "consumer");
