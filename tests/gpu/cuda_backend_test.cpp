@@ -20,6 +20,20 @@ using namespace std::chrono_literals;
 using conformance::make_event;
 using conformance::make_stream;
 
+namespace {
+
+// `n` ints at `d`, copied out on `s` through pinned memory once the stream got there.
+std::vector<int> read_back(gpu::backend& b, gpu::stream_ref s, const int* d, int n) {
+  auto landing = b.allocate_pinned(n * sizeof(int));
+  BOOST_REQUIRE(landing.ok());
+  int* back = landing.value().as<int>();
+  CUDACTOR_REQUIRE_OK(b.copy(s, back, d, n * sizeof(int), gpu::copy_kind::device_to_host));
+  CUDACTOR_REQUIRE_OK(b.synchronize(s));
+  return std::vector<int>(back, back + n);
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_SUITE(conformance_on_cuda)
 CUDACTOR_CONFORMANCE_CASES(cuda_target)
 BOOST_AUTO_TEST_SUITE_END()
@@ -86,11 +100,7 @@ BOOST_AUTO_TEST_CASE(kernels_run_in_stream_order_and_compute_the_right_result) {
       return launched(kernels::add(c.native_stream(), d, n, 3), "add");
     }));
   }
-  auto landing = backend().allocate_pinned(n * sizeof(int));
-  BOOST_REQUIRE(landing.ok());
-  int* back = landing.value().as<int>();
-  CUDACTOR_REQUIRE_OK(backend().copy(s, back, d, n * sizeof(int), gpu::copy_kind::device_to_host));
-  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  const std::vector<int> back = read_back(backend(), s, d, n);
   int wrong = 0;
   for (int i = 0; i < n; ++i)
     if (back[i] != i + 5 + 30) ++wrong;
@@ -125,11 +135,7 @@ BOOST_AUTO_TEST_CASE(a_lone_runs_scratch_carries_its_kernels_data_in_stream_orde
                       "copy out");
     }));
   }
-  auto landing = backend().allocate_pinned(n * sizeof(int));
-  BOOST_REQUIRE(landing.ok());
-  int* back = landing.value().as<int>();
-  CUDACTOR_REQUIRE_OK(backend().copy(s, back, d, n * sizeof(int), gpu::copy_kind::device_to_host));
-  CUDACTOR_REQUIRE_OK(backend().synchronize(s));
+  const std::vector<int> back = read_back(backend(), s, d, n);
   int wrong = 0;
   for (int i = 0; i < n; ++i)
     if (back[i] != 200) ++wrong;
@@ -169,12 +175,7 @@ BOOST_AUTO_TEST_CASE(a_consumer_waiting_on_an_event_sees_the_producers_data) {
   }));
   CUDACTOR_REQUIRE_OK(backend().record(ready, producer));
   CUDACTOR_REQUIRE_OK(backend().wait(consumer, ready));
-  auto landing = backend().allocate_pinned(n * sizeof(int));
-  BOOST_REQUIRE(landing.ok());
-  int* back = landing.value().as<int>();
-  CUDACTOR_REQUIRE_OK(
-      backend().copy(consumer, back, d, n * sizeof(int), gpu::copy_kind::device_to_host));
-  CUDACTOR_REQUIRE_OK(backend().synchronize(consumer));
+  const std::vector<int> back = read_back(backend(), consumer, d, n);
   int wrong = 0;
   for (int i = 0; i < n; ++i)
     if (back[i] != i + 100) ++wrong;
