@@ -32,7 +32,8 @@ buffer_uses::buffer_uses(const buffer_uses& other)
       poisons_(other.poisons_),
       entries_(other.entries_),
       records_(other.records_),
-      kept_(other.kept_) {}
+      kept_(other.kept_),
+      compacted_at_(other.compacted_at_) {}
 
 buffer_uses& buffer_uses::operator=(const buffer_uses& other) {
   if (this != &other) {
@@ -244,6 +245,7 @@ void buffer_uses::merge_repeats(std::vector<use_edge>& out, std::size_t from) {
 }
 
 void buffer_uses::poison(byte_range range, op_id op, const caf::error& cause) {
+  compacted_at_ = never_compacted;  // its segments changed without a record
   for (position i = holding(range.begin); i != segments_.end(); ++i) {
     if (i->first >= range.end) break;
     segment& s = i->second;

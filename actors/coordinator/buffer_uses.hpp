@@ -87,8 +87,16 @@ class buffer_uses {
   void poison(byte_range range, op_id op, const caf::error& cause);
 
   // Drops the users no longer to be waited for and merges neighbouring segments left alike.
+  // `let_go`: how many users the caller has stopped waiting for so far, a count that only
+  // grows. Compacting again at the same count with nothing recorded, poisoned or renamed since
+  // would drop nothing, so it does nothing: a caller that compacts before each refusal of a
+  // full history (every one of its users still waited for) does not go through it each time.
   template <class Waited>
-  void compact(Waited&& waited);
+  void compact(Waited&& waited, std::uint64_t let_go);
+  // Whether compact(waited, let_go) would go through the history.
+  [[nodiscard]] bool compaction_may_drop(std::uint64_t let_go) const noexcept {
+    return records_ != 0 || let_go != compacted_at_;
+  }
 
   // Calls f(op) for every user still in the history (some more than once): a release comes
   // after all of them.
@@ -104,6 +112,7 @@ class buffer_uses {
   // before their real ones were known).
   template <class F>
   void rename(F&& f) {
+    compacted_at_ = never_compacted;
     for (auto& [begin, seg] : segments_) {
       if (!seg.writer.empty()) seg.writer = f(seg.writer);
       for (std::uint32_t k = 0; k < seg.readers; ++k) {
@@ -202,6 +211,8 @@ class buffer_uses {
   std::size_t entries_ = 0;
   std::size_t records_ = 0;  // since the last compaction
   std::size_t kept_ = 0;     // entries and segments left by it
+  static constexpr std::uint64_t never_compacted = ~std::uint64_t{0};
+  std::uint64_t compacted_at_ = never_compacted;  // the caller's let_go count at the last one
 };
 
 // --- templates -----------------------------------------------------------------------------
@@ -263,7 +274,8 @@ std::size_t buffer_uses::infer_from(const_position first, byte_range range, buff
 }
 
 template <class Waited>
-void buffer_uses::compact(Waited&& waited) {
+void buffer_uses::compact(Waited&& waited, std::uint64_t let_go) {
+  if (!compaction_may_drop(let_go)) return;
   position kept = segments_.end();  // the last segment kept so far
   for (position i = segments_.begin(); i != segments_.end();) {
     segment& s = i->second;
@@ -287,6 +299,7 @@ void buffer_uses::compact(Waited&& waited) {
   repack();
   records_ = 0;
   kept_ = entries_ + segments_.size();
+  compacted_at_ = let_go;
 }
 
 }  // namespace cudactor::detail

@@ -221,9 +221,13 @@ caf::error coordinator_state::history_room(const std::vector<buffer_use>& uses,
     buffer_uses& history = *histories[i];
     if (history.segments() + adds <= most) continue;
     // Its ended users may hold most of it: compacted, it may have room after all.
-    history.compact([this, scratch_first](op_id x) {
-      return (!scratch_first.empty() && x.value >= scratch_first.value) || kept_in_history(x);
-    });
+    // Not again while nothing was let go or recorded: a refusal each time a full history is
+    // asked for more went through all of it before.
+    history.compact(
+        [this, scratch_first](op_id x) {
+          return (!scratch_first.empty() && x.value >= scratch_first.value) || kept_in_history(x);
+        },
+        history_let_go());
     if (history.segments() + adds <= most) continue;
     return make_error(errc::resource_exhausted,
                       inference_label(graph_index) + ": the use history of " +
@@ -367,7 +371,7 @@ void coordinator_state::record_uses(const std::vector<buffer_use>& uses, const b
     buffer_uses& history = *histories[i];
     history.record(ranges[i], uses[i].access, user);
     if (compact && history.compaction_due()) {
-      history.compact([this](op_id x) { return kept_in_history(x); });
+      compact_history(history);
     }
   }
 }
@@ -458,7 +462,12 @@ void coordinator_state::prune_ghosts() {
   for (auto it = ghosts_.begin(); it != ghosts_.end();) {
     std::vector<op_id> through;
     expand_ghost(it->first, through);
-    it = through.empty() ? ghosts_.erase(it) : std::next(it);
+    if (through.empty()) {
+      it = ghosts_.erase(it);
+      ++let_go_;
+    } else {
+      ++it;
+    }
   }
   ghosts_pruned_at_ = ghosts_.size();
 }

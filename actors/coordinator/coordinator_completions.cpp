@@ -67,6 +67,7 @@ void coordinator_state::retire(std::uint32_t index, const completion_batch& batc
       const op_position& at = it->second;
       if (at.stream == index && at.point != 0 && at.point <= batch.reached) {
         it = tails_.erase(it);
+        ++let_go_;
       } else {
         ++it;
       }

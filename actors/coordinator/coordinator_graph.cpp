@@ -375,7 +375,7 @@ caf::error coordinator_state::add_graph(graph_spec& graph, const op_listener* li
     history.rename(real);
     auto& own = buffers_->find_slot(slot)->uses;
     own = std::move(history);
-    if (own->compaction_due()) own->compact([this](op_id x) { return kept_in_history(x); });
+    if (own->compaction_due()) compact_history(*own);
   }
   for (std::uint32_t i = 0; i < n && !inferences.empty(); ++i) {
     if (inferences[i].poisoned) poisoned(ids[i], inferences[i].poisoned);
@@ -415,9 +415,8 @@ caf::error coordinator_state::infer_graph_uses(const graph_spec& graph, op_id fi
       if (copy == nullptr) {
         buffer_uses& own = *out.histories[u];
         // Ended users may hold most of a long history: not copied, nor gone through.
-        if (own.segments() > options_.max_buffer_segments / 2) {
-          own.compact([this](op_id x) { return kept_in_history(x); });
-        }
+        // Not again while nothing was let go or recorded since.
+        if (own.segments() > options_.max_buffer_segments / 2) compact_history(own);
         covered_segments_ += own.segments();  // the copy's work
         copy = &out.scratch.emplace(slot, own).first->second;
       }

@@ -478,6 +478,7 @@ void coordinator_state::lose(caf::error why) {
   tails_.clear();  // the device is gone: nothing of theirs runs any more
   after_ops_.clear();
   ghosts_.clear();
+  ++let_go_;
   for (auto& frees : frees_) frees.clear();
   pool_.clear_work();
   unplaced_.clear();

@@ -414,6 +414,13 @@ class coordinator_state {
   [[nodiscard]] bool kept_in_history(op_id op) const {
     return waited(op) || (!ghosts_.empty() && ghosts_.count(op) != 0);
   }
+  // A count that grows whenever kept_in_history() may have turned false for some operation
+  // (an end, a tail reached, a ghost let go): the histories' compact() skips a history it
+  // already compacted at the same count.
+  [[nodiscard]] std::uint64_t history_let_go() const noexcept { return graph_.ends() + let_go_; }
+  void compact_history(buffer_uses& history) {
+    history.compact([this](op_id x) { return kept_in_history(x); }, history_let_go());
+  }
   // An operation with uses ended: what it was to write is poisoned unless it completed; a
   // release's buffer is reclaimed (or kept back after a loss).
   void buffer_user_ended(op_id id, op_record& r, op_state state, const caf::error& cause);
@@ -546,6 +553,7 @@ class coordinator_state {
   // Buffer users that ended before they ran, with what they came after by their uses.
   std::unordered_map<op_id, std::vector<op_id>> ghosts_;
   std::size_t ghosts_pruned_at_ = 0;
+  std::uint64_t let_go_ = 0;  // tails reached and ghosts let go: history_let_go()'s share
   // Open operations' buffer users they come after on the device only (order), besides their
   // graph dependencies, by where those sit: ended ones still running there (tails), and those
   // that stand in for a user that ended before it ran. Rare (a failure, a release after a

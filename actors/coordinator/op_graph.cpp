@@ -327,6 +327,7 @@ void op_graph::end(node& n, op_state state, caf::error cause, std::vector<ended_
   n.state = state;
   n.cause = std::move(cause);
   --live_;
+  ++ends_;
   if (ended != nullptr) ended->push_back({n.id, state, n.cause});
   release_deps(n);
   if (n.holders == 0) to_forget_.push_back(n.id);

@@ -202,6 +202,8 @@ class op_graph {
   // it to a stream read next (the node itself is in cache: next_ready() just read it).
   void prefetch_links(op_id id) const noexcept;
   [[nodiscard]] std::size_t live() const noexcept { return live_; }
+  // Operations ended so far, over the graph's life: it only grows.
+  [[nodiscard]] std::uint64_t ends() const noexcept { return ends_; }
 
  private:
   struct ready_entry {
@@ -231,6 +233,7 @@ class op_graph {
   op_id newest_;                  // the greatest id added
   std::vector<op_id> deps_work_;  // add()'s room for the dependencies
   std::size_t live_ = 0;
+  std::uint64_t ends_ = 0;
   std::vector<op_id> forgotten_;
   std::vector<op_id> to_forget_;  // candidates, looked at once a transition is over
 

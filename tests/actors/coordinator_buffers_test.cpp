@@ -561,6 +561,15 @@ BOOST_FIXTURE_TEST_CASE(a_history_full_of_uses_in_flight_refuses_more_until_they
   // 2 segments per write (the first, at byte 0, cuts once and leaves two), and room for 2 more
   // before each: 100 writes (a history of 200 segments) at most.
   BOOST_TEST(in_flight.size() - 1 == 100u);
+  // Asked again while nothing ended: refused each time, the same way (the history is not gone
+  // through again: buffer_uses_test checks that).
+  for (int again = 0; again < 3; ++again) {
+    auto id = ask<op_id>(co(), register_atom::value,
+                         using_(noop(), {buffer_use::write(b.id, at, 1)}, {held}), me());
+    BOOST_REQUIRE_MESSAGE(!id, "a write past a full history was taken");
+    BOOST_TEST((id.error() == errc::resource_exhausted));
+    BOOST_TEST(render(id.error()) == said);
+  }
   // Once they end, their segments go: the same write is taken.
   g.open();
   for (const auto& [id, n] : collect(in_flight)) {

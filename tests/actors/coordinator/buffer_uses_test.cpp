@@ -80,9 +80,57 @@ BOOST_AUTO_TEST_CASE(users_no_longer_waited_for_are_left_out_and_compacted_away)
   std::set<std::uint64_t> done;
   for (std::uint64_t op = 1; op < 18; ++op) done.insert(op);
   BOOST_TEST(use(b, {0, 16}, buffer_access::read, 18, done).edges.empty());
-  b.compact([&](op_id x) { return done.count(x.value) == 0; });
+  b.compact([&](op_id x) { return done.count(x.value) == 0; }, done.size());
   BOOST_TEST(b.segments() == 1u);  // every segment alike again: read by 18 only
   BOOST_TEST(b.entries() == 1u);
+}
+
+// A full history whose users are all still waited for is asked again and again (each refusal
+// of a lone operation compacts first): compacting once more with nothing let go, recorded,
+// poisoned or renamed since goes through nothing.
+BOOST_AUTO_TEST_CASE(compacting_again_with_nothing_changed_goes_through_nothing) {
+  buffer_uses b{16};
+  for (std::uint64_t op = 1; op <= 8; ++op) {
+    (void)use(b, {2 * (op - 1), 2 * (op - 1) + 1}, buffer_access::write, op);
+  }
+  const std::size_t segments = b.segments();
+  BOOST_TEST(segments == 16u);
+  std::set<std::uint64_t> done;
+  std::size_t asked = 0;  // users looked at
+  const auto waited = [&](op_id x) {
+    ++asked;
+    return done.count(x.value) == 0;
+  };
+  BOOST_TEST(b.compaction_may_drop(0));
+  b.compact(waited, 0);
+  BOOST_TEST(asked == 8u);
+  BOOST_TEST(b.segments() == segments);  // every writer still waited for
+  BOOST_TEST(!b.compaction_may_drop(0));
+  asked = 0;
+  b.compact(waited, 0);
+  BOOST_TEST(asked == 0u);
+  // Something let go: gone through, and what ended goes.
+  for (std::uint64_t op = 1; op <= 4; ++op) done.insert(op);
+  BOOST_TEST(b.compaction_may_drop(done.size()));
+  b.compact(waited, done.size());
+  BOOST_TEST(asked == 8u);
+  BOOST_TEST(b.segments() < segments);
+  BOOST_TEST(!b.compaction_may_drop(done.size()));
+  // A record, a poison or a rename since: due again at the same count.
+  (void)use(b, {15, 16}, buffer_access::read, 9, done);
+  BOOST_TEST(b.compaction_may_drop(done.size()));
+  b.compact(waited, done.size());
+  BOOST_TEST(!b.compaction_may_drop(done.size()));
+  b.poison({0, 16}, id(8), make_error(errc::op_failed, "op 8 failed"));
+  BOOST_TEST(b.compaction_may_drop(done.size()));
+  b.compact(waited, done.size());
+  BOOST_TEST(!b.compaction_may_drop(done.size()));
+  b.rename([](op_id x) { return op_id{x.value + 100}; });
+  BOOST_TEST(b.compaction_may_drop(done.size()));
+  // A copy (a graph's scratch history) keeps what its original knows.
+  b.compact([](op_id) { return true; }, done.size());
+  const buffer_uses copy{b};
+  BOOST_TEST(!copy.compaction_may_drop(done.size()));
 }
 
 BOOST_AUTO_TEST_CASE(a_failed_writer_poisons_its_bytes_until_they_are_written_without_a_read) {
@@ -167,7 +215,7 @@ void against_reference(std::mt19937_64& rng, int rounds, std::uint64_t ops, std:
         }
       }
       if (compacting && rng() % 8 == 0) {
-        b.compact([&](op_id x) { return done.count(x.value) == 0; });
+        b.compact([&](op_id x) { return done.count(x.value) == 0; }, done.size());
       }
     }
     // Every user still in the reference is still in the history.
