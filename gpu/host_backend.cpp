@@ -1,3 +1,8 @@
+// The host backend: every member of the backend interface over the host engine, with the
+// tables of streams and events and the argument checks each member needs. Past 600 lines
+// because the interface is (some 40 members, each a few lines of checks); what stands on its
+// own is apart: running the work (detail/host_engine), the timeline (host_timeline.cpp),
+// memory (detail/allocation_table, detail/host_scratch), graphs (detail/host_work_graph).
 #include "cudactor/gpu/host_backend.hpp"
 
 #include <algorithm>
