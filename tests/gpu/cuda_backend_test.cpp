@@ -146,7 +146,7 @@ BOOST_AUTO_TEST_CASE(a_lone_runs_scratch_carries_its_kernels_data_in_stream_orde
 // naming that, and the launch's own error is what fails the work (a failed allocation's would
 // have replaced it).
 BOOST_AUTO_TEST_CASE(scratch_after_a_failed_launch_leaves_the_launchs_error) {
-  auto s = make_stream(backend(), "scratch after a failure");
+  auto s = make_stream(backend(), "after a rejected launch");
   auto refused = std::make_shared<gpu::status>();
   const gpu::status ran = backend().enqueue(s, [refused](const gpu::launch_context& c) {
     (void)kernels::rejected(c.native_stream());
@@ -155,6 +155,10 @@ BOOST_AUTO_TEST_CASE(scratch_after_a_failed_launch_leaves_the_launchs_error) {
     return gpu::status{};
   });
   BOOST_TEST(!ran.ok());
+  // The launch's error, not a refused allocation's (the stream's name has no "scratch" in it).
+  BOOST_TEST(ran.message().find("launching work on stream 'after a rejected launch'") !=
+                 std::string::npos,
+             ran.message());
   BOOST_TEST(ran.message().find("scratch") == std::string::npos, ran.message());
   BOOST_TEST(refused->message().find("a launch of this work failed before it") != std::string::npos,
              refused->message());
