@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,11 @@ namespace {
 
 caf::error refuse_op(std::size_t i, const std::string& why) {
   return make_error(errc::invalid_argument, "record: step op " + std::to_string(i) + " " + why);
+}
+
+// A total order of buffer ids, for the sorted look-ups of a replay's bindings.
+bool id_before(const buffer_id& a, const buffer_id& b) noexcept {
+  return std::tie(a.owner, a.slot, a.generation) < std::tie(b.owner, b.slot, b.generation);
 }
 
 }  // namespace
@@ -105,10 +111,10 @@ caf::error coordinator_state::make_step(step_spec& spec_in, step_handle& out) {
   in.after_first[n] = static_cast<std::uint32_t>(in.after.size());
   step->plan = step_plan{in};
   step->union_uses = union_of_uses(step->ops);
+  // The union comes by buffer, each buffer's uses together: each buffer once.
   for (const buffer_use& u : step->union_uses) {
-    if (std::find(step->buffers.begin(), step->buffers.end(), u.buffer) == step->buffers.end()) {
+    if (step->buffers.empty() || step->buffers.back() != u.buffer)
       step->buffers.push_back(u.buffer);
-    }
   }
   step->name = spec_in.name.empty() ? std::string{"step"} : std::move(spec_in.name);
   if (auto bad = make_step_graph(*step, in)) return bad;
@@ -132,15 +138,19 @@ caf::error coordinator_state::make_step_graph(recorded_step& step, const step_pl
   std::vector<std::uint32_t> node_of(n);
   for (std::uint32_t k = 0; k < n; ++k) node_of[in.order[k]] = k;
   std::vector<gpu::graph_node> nodes(n);
+  // Each dependency once per node, by the node that last took it: a search of the node's list
+  // per dependency was quadratic in its fan-in (a step's operations may each come after
+  // thousands).
+  std::vector<std::uint32_t> taken_by(n, static_cast<std::uint32_t>(n));
   for (std::uint32_t k = 0; k < n; ++k) {
     const std::uint32_t op = in.order[k];
     gpu::graph_node& node = nodes[k];
     node.work = step.ops[op].fn;
     for (std::uint32_t e = in.after_first[op]; e < in.after_first[op + 1]; ++e) {
       const std::uint32_t dep = node_of[in.after[e].dep];
-      if (std::find(node.after.begin(), node.after.end(), dep) == node.after.end()) {
-        node.after.push_back(dep);
-      }
+      if (taken_by[dep] == k) continue;
+      taken_by[dep] = k;
+      node.after.push_back(dep);
     }
     node.priority = pool_.at(step.plan.parts()[step.plan.part_of(op)].stream).priority;
     const std::string& what = step.ops[op].description;
@@ -192,17 +202,27 @@ void coordinator_state::forget_scratch(step_table::entry* e) {
 caf::error coordinator_state::bind(const replay_request& request, const recorded_step& step,
                                    std::vector<buffer_use>& uses, step_replay& replay) {
   const std::string label = "replay of " + to_string(request.step);
-  std::vector<std::pair<buffer_id, buffer_id>> map;  // recorded -> bound
-  for (const buffer_binding& b : request.bindings) {
-    if (std::find(step.buffers.begin(), step.buffers.end(), b.from) == step.buffers.end()) {
+  // Every look-up below is a binary search over sorted ids: a replay may bind as many buffers
+  // as its owner holds, of a step with up to max_graph_ops operations, and a look through
+  // every binding per use (or per pair of buffers) made one request quadratic.
+  std::vector<buffer_id> used = step.buffers;
+  std::sort(used.begin(), used.end(), id_before);
+  std::vector<std::pair<buffer_id, buffer_id>> map;  // recorded -> bound, sorted by recorded
+  map.reserve(request.bindings.size());
+  for (const buffer_binding& b : request.bindings) map.emplace_back(b.from, b.to);
+  std::stable_sort(map.begin(), map.end(),
+                   [](const auto& x, const auto& y) { return id_before(x.first, y.first); });
+  for (std::size_t i = 0; i < map.size(); ++i) {
+    if (!std::binary_search(used.begin(), used.end(), map[i].first, id_before)) {
+      return make_error(errc::invalid_argument, label + " binds " + to_string(map[i].first) +
+                                                    ", which the step does not use");
+    }
+    if (i > 0 && map[i - 1].first == map[i].first) {
       return make_error(errc::invalid_argument,
-                        label + " binds " + to_string(b.from) + ", which the step does not use");
+                        label + " binds " + to_string(map[i].first) + " twice");
     }
-    for (const auto& [from, to] : map) {
-      if (from == b.from) {
-        return make_error(errc::invalid_argument, label + " binds " + to_string(b.from) + " twice");
-      }
-    }
+  }
+  for (const buffer_binding& b : request.bindings) {
     caf::error why;
     const buffer_table::entry* to = buffers_->find_live(b.to, why);
     if (to == nullptr) {
@@ -219,25 +239,30 @@ caf::error coordinator_state::bind(const replay_request& request, const recorded
                             std::to_string(to->handle.size) +
                             " bytes): a buffer is bound to one of the same size");
     }
-    map.emplace_back(b.from, b.to);
   }
   const auto bound = [&](const buffer_id& id) {
-    for (const auto& [from, to] : map) {
-      if (from == id) return to;
-    }
-    return id;
+    auto it = std::lower_bound(map.begin(), map.end(), id,
+                               [](const std::pair<buffer_id, buffer_id>& x, const buffer_id& y) {
+                                 return id_before(x.first, y);
+                               });
+    return it != map.end() && it->first == id ? it->second : id;
   };
   // The step's dependencies were inferred among distinct buffers: they must stay distinct.
-  std::vector<buffer_id> after;
-  for (const buffer_id& id : step.buffers) after.push_back(bound(id));
-  for (std::size_t i = 0; i < after.size(); ++i) {
-    for (std::size_t j = i + 1; j < after.size(); ++j) {
-      if (after[i] == after[j]) {
-        return make_error(errc::invalid_argument, label + " would use " + to_string(after[i]) +
-                                                      " for both " + to_string(step.buffers[i]) +
-                                                      " and " + to_string(step.buffers[j]) +
-                                                      ": bound buffers stay distinct");
-      }
+  std::vector<std::pair<buffer_id, std::size_t>> after;  // bound id, index in step.buffers
+  after.reserve(step.buffers.size());
+  for (std::size_t i = 0; i < step.buffers.size(); ++i) {
+    after.emplace_back(bound(step.buffers[i]), i);
+  }
+  std::sort(after.begin(), after.end(), [](const auto& x, const auto& y) {
+    return id_before(x.first, y.first) || (x.first == y.first && x.second < y.second);
+  });
+  for (std::size_t k = 1; k < after.size(); ++k) {
+    if (after[k - 1].first == after[k].first) {
+      return make_error(errc::invalid_argument,
+                        label + " would use " + to_string(after[k].first) + " for both " +
+                            to_string(step.buffers[after[k - 1].second]) + " and " +
+                            to_string(step.buffers[after[k].second]) +
+                            ": bound buffers stay distinct");
     }
   }
   for (buffer_use& u : uses) u.buffer = bound(u.buffer);

@@ -50,17 +50,32 @@ void pieces(const ranges& a, const ranges& b, F&& f) {
   }
 }
 
-// `r` less what `done` (merged) covers.
-ranges minus(const byte_range& r, const ranges& done) {
+// Disjoint ranges that do not touch, by first byte (to its end): what a step wrote so far.
+// A tree, so that adding one costs O(log n) plus what it merges; a sorted list merged anew
+// after each write made a step of many small writes to one buffer quadratic.
+using written_map = std::map<std::uint64_t, std::uint64_t>;
+
+void add(written_map& done, byte_range r) {
+  auto it = done.upper_bound(r.begin);
+  if (it != done.begin() && std::prev(it)->second >= r.begin) --it;  // overlaps or touches
+  while (it != done.end() && it->first <= r.end) {
+    r.begin = std::min(r.begin, it->first);
+    r.end = std::max(r.end, it->second);
+    it = done.erase(it);
+  }
+  done.emplace_hint(it, r.begin, r.end);
+}
+
+// `r` less what `done` covers.
+ranges minus(const byte_range& r, const written_map& done) {
   ranges out;
   std::uint64_t at = r.begin;
-  auto it = std::upper_bound(done.begin(), done.end(), r.begin,
-                             [](std::uint64_t x, const byte_range& d) { return x < d.begin; });
+  auto it = done.upper_bound(r.begin);
   if (it != done.begin()) --it;
-  for (; it != done.end() && it->begin < r.end && at < r.end; ++it) {
-    if (it->end <= at) continue;
-    if (it->begin > at) out.push_back(byte_range{at, it->begin});
-    at = std::max(at, it->end);
+  for (; it != done.end() && it->first < r.end && at < r.end; ++it) {
+    if (it->second <= at) continue;
+    if (it->first > at) out.push_back(byte_range{at, it->first});
+    at = std::max(at, it->second);
   }
   if (at < r.end) out.push_back(byte_range{at, r.end});
   return out;
@@ -74,7 +89,8 @@ std::vector<buffer_use> union_of_uses(const std::vector<recorded_step::op>& ops)
   // graph's order, which is the order inference used; an operation's reads before its writes.
   struct seen {
     buffer_id id;
-    ranges outside_reads, written;
+    ranges outside_reads;
+    written_map written;
   };
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, seen> by_buffer;
   const auto at = [&](const buffer_id& id) -> seen& {
@@ -90,16 +106,16 @@ std::vector<buffer_use> union_of_uses(const std::vector<recorded_step::op>& ops)
     }
     for (std::size_t u = 0; u < op.uses.size(); ++u) {
       if (!writes(op.uses[u].access)) continue;
-      seen& s = at(op.uses[u].buffer);
-      s.written.push_back(op.ranges[u]);
-      s.written = merged(std::move(s.written));
+      add(at(op.uses[u].buffer).written, op.ranges[u]);
     }
   }
   std::vector<buffer_use> out;
   for (auto& [key, entry] : by_buffer) {
     const buffer_id id = entry.id;
     const ranges read = merged(std::move(entry.outside_reads));
-    const ranges written = std::move(entry.written);
+    ranges written;
+    written.reserve(entry.written.size());
+    for (const auto& [begin, end] : entry.written) written.push_back(byte_range{begin, end});
     // Adjacent pieces of the same access are one use.
     std::vector<buffer_use> mine;
     pieces(read, written, [&](const byte_range& r, bool is_read, bool is_written) {

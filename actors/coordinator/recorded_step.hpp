@@ -49,8 +49,9 @@ struct recorded_step {
 // The uses of one operation that stands for all of `ops` (in the graph's order): per buffer,
 // the bytes the step reads before it writes them (what it reads from outside) and then writes
 // as read_write, the bytes it writes without reading from outside as write, those it only
-// reads as read; merged ranges. A byte the step writes before reading it is a write: a failed
-// replay's poison on it does not cancel the next replay, which writes it anew.
+// reads as read; merged ranges, each buffer's together. A byte the step writes before reading
+// it is a write: a failed replay's poison on it does not cancel the next replay, which writes
+// it anew. O(uses log uses): the bytes written so far are kept merged in a tree.
 [[nodiscard]] std::vector<buffer_use> union_of_uses(const std::vector<recorded_step::op>& ops);
 
 }  // namespace cudactor::detail

@@ -75,19 +75,20 @@ std::vector<step_op_end> step_replay::ends(op_state ended, const caf::error& cau
   std::vector<step_op_end> out;
   if (notices_ == step_notices::none) return out;
   const auto n = static_cast<std::uint32_t>(step_->ops.size());
+  // Each failed operation's cause by index, found once: a look through every failure per
+  // failed operation was quadratic in a step whose operations all fail.
+  std::vector<const gpu::status*> why(n, nullptr);
+  std::lock_guard<std::mutex> lock{mutex_};
+  for (const auto& [op, s] : failures_) why[op] = &s;
   for (std::uint32_t i = 0; i < n; ++i) {
     step_op_end e;
     e.index = i;
     switch (outcome_of(i)) {
       case 1: e.state = op_state::completed; break;
-      case 2: {
+      case 2:
         e.state = op_state::failed;
-        std::lock_guard<std::mutex> lock{mutex_};
-        for (const auto& [op, why] : failures_) {
-          if (op == i) e.cause = to_error(why);
-        }
+        if (why[i] != nullptr) e.cause = to_error(*why[i]);
         break;
-      }
       default:
         if (whole_ && ended == op_state::completed) {
           e.state = op_state::completed;  // the graph it is part of completed

@@ -9,7 +9,10 @@
 // device's floor: kernels x 5 us / 8 streams. And the same DAG recorded once as a step and
 // replayed (docs/replay.md), from the replay's request to its answer: as a CUDA graph (the
 // default, cudactor.coordinator.step-graphs=auto) and, in a second runtime on the same device
-// with step-graphs=never, as the step's plan over the streams.
+// with step-graphs=never, as the step's plan over the streams. A CUDA graph is not held to
+// the 8 streams (only its edges order it), so its own floor is printed beside: the DAG's
+// longest chain x 5 us, or kernels x 5 us / 128 (the device's concurrent kernels), whichever
+// is longer.
 //
 //   dag_gpu_bench --backend=cuda [--quick] [-- runtime options]
 // Prints a table, then one JSON object on the last line.
@@ -58,6 +61,25 @@ kernels::dag make_dag(std::size_t n, std::uint64_t seed) {
     }
   }
   return g;
+}
+
+// Kernels on the DAG's longest chain.
+std::size_t longest_chain(const kernels::dag& g) {
+  std::vector<std::size_t> depth(g.after.size(), 1);
+  std::size_t most = g.after.empty() ? 0 : 1;
+  for (std::size_t i = 0; i < g.after.size(); ++i) {
+    for (const std::uint32_t d : g.after[i]) depth[i] = std::max(depth[i], depth[d] + 1);
+    most = std::max(most, depth[i]);
+  }
+  return most;
+}
+
+// What the DAG takes on the device when only its edges order it (a CUDA graph).
+double graph_floor_s(const kernels::dag& g) {
+  constexpr double concurrent_kernels = 128;  // Hopper's bound on kernels resident at once
+  const double chain = static_cast<double>(longest_chain(g)) * kernel_ns * 1e-9;
+  const double width = static_cast<double>(g.after.size()) * kernel_ns * 1e-9 / concurrent_kernels;
+  return std::max(chain, width);
 }
 
 work spin_work() {
@@ -143,7 +165,7 @@ int main(int argc, char** argv) {
       {"--cudactor.streams=" + std::to_string(streams), "--cudactor.coordinator.step-graphs=never"},
       mode.passed_on);
 
-  samples through_coordinator, raw, replayed, planned;
+  samples through_coordinator, raw, replayed, planned, graph_floor;
   const auto warm = make_dag(n / 10, 99);
   coordinator_run(*rt, warm);
   raw_run(warm);
@@ -151,6 +173,7 @@ int main(int argc, char** argv) {
   replay_run(*rt_plan, warm);
   for (int round = 0; round < rounds; ++round) {
     const auto dag = make_dag(n, 7 + static_cast<std::uint64_t>(round));
+    graph_floor.add(graph_floor_s(dag));
     // Alternately first, so that neither always runs on a warmer device.
     if (round % 2 == 0) {
       through_coordinator.add(coordinator_run(*rt, dag));
@@ -181,6 +204,9 @@ int main(int argc, char** argv) {
   t.add({"raw CUDA", std::to_string(n), ms(raw.median()), lo_hi(raw), fixed(n / raw.median(), 0),
          fixed(raw.median() / floor_s, 2)});
   t.add({"device floor", std::to_string(n), ms(floor_s), "-", fixed(n / floor_s, 0), "1.00"});
+  t.add({"graph floor (longest chain)", std::to_string(n), ms(graph_floor.median()),
+         lo_hi(graph_floor), fixed(n / graph_floor.median(), 0),
+         fixed(graph_floor.median() / floor_s, 2)});
   std::printf(
       "dag_gpu_bench on %s: %zu kernels of %lld us, each after 0-3 of the 64 before it, "
       "%d streams, %d rounds\n",
@@ -199,6 +225,8 @@ int main(int argc, char** argv) {
   json.add("replay_ms", replayed.median() * 1e3);
   json.add("replay_over_raw", replayed.median() / raw.median());
   json.add("replay_over_floor", replayed.median() / floor_s);
+  json.add("graph_floor_ms", graph_floor.median() * 1e3);
+  json.add("replay_over_graph_floor", replayed.median() / graph_floor.median());
   json.add("replay_plan_ms", planned.median() * 1e3);
   json.add("replay_plan_over_raw", planned.median() / raw.median());
   json.print();

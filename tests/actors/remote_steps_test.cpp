@@ -113,12 +113,21 @@ BOOST_AUTO_TEST_CASE(the_owner_records_replays_rebinds_and_releases_a_step_on_a_
   graph_spec failing;
   failing.add(named("the failing one", work::named("fail", std::string{"as asked"})));
   auto f = owner.record(std::move(failing));
-  BOOST_REQUIRE_MESSAGE(f, owner.cp.why(f));
-  auto failed = owner.replay(*f);
-  BOOST_REQUIRE_MESSAGE(failed, owner.cp.why(failed));
-  BOOST_TEST((failed->state == op_state::failed));
-  BOOST_TEST(owner.cp.render(failed->cause).find("'the failing one'") != std::string::npos,
-             owner.cp.render(failed->cause));
+  if (on_cuda()) {
+    // Its work runs while captured, at record (the node's steps are CUDA graphs there): the
+    // record is refused, naming it.
+    BOOST_REQUIRE_MESSAGE(!f, "a step whose work fails was recorded as a CUDA graph");
+    const std::string words = owner.cp.why(f);
+    BOOST_TEST(words.find("'the failing one'") != std::string::npos, words);
+    BOOST_TEST(words.find("as asked") != std::string::npos, words);
+  } else {
+    BOOST_REQUIRE_MESSAGE(f, owner.cp.why(f));
+    auto failed = owner.replay(*f);
+    BOOST_REQUIRE_MESSAGE(failed, owner.cp.why(failed));
+    BOOST_TEST((failed->state == op_state::failed));
+    BOOST_TEST(owner.cp.render(failed->cause).find("'the failing one'") != std::string::npos,
+               owner.cp.render(failed->cause));
+  }
   // Released: replays of it are refused, and a second release says there was none.
   auto released = owner.cp.ask<bool>(owner.node->actor, release_atom::value, *h);
   BOOST_REQUIRE_MESSAGE(released, owner.cp.why(released));
