@@ -47,6 +47,10 @@ struct node_options {
   input_limits limits;             // per message (graph size, edges, bytes, ...)
   std::size_t max_pending = 4096;  // requests not yet answered
   std::size_t max_pending_ops = std::size_t{1} << 20;  // operations of those requests
+  // Bytes of the open stores and fetches together (a store's data, a fetch's reply): a
+  // request of 100 bytes asks for a 4 MiB reply, held from the request until it is answered,
+  // so the count of requests alone let a peer hold far more host memory than its buffers.
+  std::uint64_t max_transfer_bytes = std::uint64_t{256} << 20;
   // The longest a barrier call may hold the node's work back after it arrived.
   caf::timespan max_hold{std::chrono::seconds{30}};
   // Longest a communicator's rendezvous may wait for its ranks (a longer one is refused):

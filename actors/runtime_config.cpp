@@ -16,6 +16,7 @@
 
 #include "cudactor/messaging/errc.hpp"
 #include "cudactor/messaging/message_types.hpp"
+#include "cudactor/messaging/node_types.hpp"
 
 namespace cudactor {
 
@@ -117,6 +118,8 @@ runtime_config::runtime_config() {
            "most bytes of one message from a peer (1 MiB to 4 GiB - 1)")
       .add(node_max_pending_, "max-pending", "requests a node holds open at once")
       .add(node_max_pending_ops_, "max-pending-ops", "operations of the open requests")
+      .add(node_max_transfer_bytes_, "max-transfer-bytes",
+           "bytes of the open stores and fetches together (at least 4 MiB)")
       .add(node_max_hold_, "max-hold", "longest a barrier may hold a node's new work")
       .add(node_max_rendezvous_, "max-rendezvous",
            "longest a communicator's rendezvous may wait for its ranks")
@@ -333,6 +336,11 @@ gpu::result<runtime_options> runtime_config::runtime_settings() const {
   out.node.limits.max_description = node_max_description_;
   out.node.max_pending = node_max_pending_;
   out.node.max_pending_ops = node_max_pending_ops_;
+  if (node_max_transfer_bytes_ < max_buffer_transfer) {
+    return bad("cudactor.node.max-transfer-bytes must be at least " +
+               std::to_string(max_buffer_transfer) + " (one store or fetch)");
+  }
+  out.node.max_transfer_bytes = node_max_transfer_bytes_;
   if (node_max_hold_.count() < 0) return bad("cudactor.node.max-hold must not be negative");
   out.node.max_hold = node_max_hold_;
   if (node_max_rendezvous_.count() <= 0) {

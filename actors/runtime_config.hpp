@@ -154,6 +154,7 @@ class runtime_config : public caf::actor_system_config {
   caf::timespan node_max_hold_ = node_options{}.max_hold;
   caf::timespan node_max_rendezvous_ = node_options{}.max_rendezvous;
   std::size_t node_max_steps_ = node_options{}.max_steps;
+  std::uint64_t node_max_transfer_bytes_ = node_options{}.max_transfer_bytes;
   std::string node_owner_token_;
   bool node_insecure_ = false;
   bool network_ = false;

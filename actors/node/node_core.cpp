@@ -60,6 +60,7 @@ struct held_work {
   bool replay = false;
   replay_request request;
   std::size_t cost = 0;
+  std::uint64_t bytes = 0;  // a store's or a fetch's (max-transfer-bytes)
 };
 
 using clock = std::chrono::steady_clock;
@@ -118,9 +119,9 @@ struct node_core_state {
   }
 
   // Whether a request of `ops` operations may be taken now.
-  caf::error refusal(std::size_t ops) const {
+  caf::error refusal(std::size_t ops, std::uint64_t bytes = 0) const {
     if (closing) return named(errc::shutting_down, "shutting down");
-    return requests->refusal(ops);
+    return requests->refusal(ops, bytes);
   }
 
   // Whether `holder` may hold this node (barriers) or make communicators of it: the configured
@@ -398,7 +399,7 @@ std::uint64_t take(node_core_state& st, held_work w, pending_request::answer kin
                    const caf::node_id& from) {
   const std::size_t ops = w.replay ? w.cost : w.graph.ops.size();
   const std::uint64_t admission = from != st.owner ? st.guests.admission_of(from) : 0;
-  const std::uint64_t key = st.requests->open(kind, ops, from, admission);
+  const std::uint64_t key = st.requests->open(kind, ops, from, admission, w.bytes);
   st.guests.opened(admission, ops);
   if (st.holds.empty()) {
     st.dispatch(key, std::move(w));
@@ -409,9 +410,10 @@ std::uint64_t take(node_core_state& st, held_work w, pending_request::answer kin
 }
 
 std::uint64_t take(node_core_state& st, graph_spec& g, pending_request::answer kind,
-                   const caf::node_id& from) {
+                   const caf::node_id& from, std::uint64_t bytes = 0) {
   held_work w;
   w.graph = std::move(g);
+  w.bytes = bytes;
   return take(st, std::move(w), kind, from);
 }
 
@@ -506,7 +508,10 @@ caf::result<T> move_bytes(core_pointer self, buffer_call& call, buffer_verb verb
   if (auto bad = st.buffers.find(call, verb, b)) {
     return st.named(static_cast<errc>(bad.code()), std::string{what} + ": " + error_context(bad));
   }
-  if (auto bad = st.refusal(1)) return bad;
+  // Its bytes count from now until it is answered: a store's arrived with it, a fetch's are
+  // held for its reply (max-transfer-bytes).
+  const std::uint64_t bytes = verb == buffer_verb::store ? call.data.size() : call.bytes;
+  if (auto bad = st.refusal(1, bytes)) return bad;
   graph_spec g;
   auto into = std::make_shared<std::vector<std::uint8_t>>();
   g.add(verb == buffer_verb::store ? node_buffers::store_op(*b, call)
@@ -515,7 +520,7 @@ caf::result<T> move_bytes(core_pointer self, buffer_call& call, buffer_verb verb
   constexpr bool fetching = !std::is_same_v<T, op_notice>;
   const auto key =
       take(st, g, fetching ? pending_request::answer::fetch : pending_request::answer::single,
-           caller.node());
+           caller.node(), bytes);
   pending_request& p = *st.requests->find(key);
   if constexpr (fetching) {
     p.fetched = promise;
@@ -654,8 +659,9 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
                 self->state.requests->fail(key, self->state.from_coordinator(err));
               });
   };
-  st.requests = std::make_unique<node_requests>(st.options.name, st.options.max_pending,
-                                                st.options.max_pending_ops);
+  st.requests =
+      std::make_unique<node_requests>(st.options.name, st.options.max_pending,
+                                      st.options.max_pending_ops, st.options.max_transfer_bytes);
   st.requests->cancel_ops = [self](std::vector<op_id> ids) {
     self->send(self->state.context.coordinator, cancel_atom::value, std::move(ids));
   };

@@ -1,6 +1,8 @@
 // actors/node/node_requests.cpp
 #include "cudactor/actors/node/node_requests.hpp"
 
+#include <algorithm>
+
 #include "cudactor/messaging/errc.hpp"
 
 namespace cudactor::detail {
@@ -9,7 +11,7 @@ caf::error node_requests::named(errc code, const std::string& what) const {
   return make_error(code, "node '" + node_ + "': " + what);
 }
 
-caf::error node_requests::refusal(std::size_t ops) const {
+caf::error node_requests::refusal(std::size_t ops, std::uint64_t bytes) const {
   if (pending_.size() >= max_pending_) {
     return named(errc::resource_exhausted, std::to_string(pending_.size()) +
                                                " requests are open (limit max-pending); retry "
@@ -21,18 +23,27 @@ caf::error node_requests::refusal(std::size_t ops) const {
                      " more exceed " + std::to_string(max_pending_ops_) +
                      " (limit max-pending-ops); retry later");
   }
+  if (bytes > max_transfer_bytes_ - std::min(bytes_, max_transfer_bytes_)) {
+    return named(errc::resource_exhausted,
+                 std::to_string(bytes_) + " bytes of open stores and fetches and " +
+                     std::to_string(bytes) + " more exceed " + std::to_string(max_transfer_bytes_) +
+                     " (limit max-transfer-bytes); retry later");
+  }
   return {};
 }
 
 std::uint64_t node_requests::open(pending_request::answer kind, std::size_t ops,
-                                  const caf::node_id& from, std::uint64_t admission) {
+                                  const caf::node_id& from, std::uint64_t admission,
+                                  std::uint64_t bytes) {
   const std::uint64_t key = next_key_++;
   pending_request& p = pending_[key];
   p.kind = kind;
   p.ops = ops;
   p.from = from;
   p.admission = admission;
+  p.bytes = bytes;
   ops_ += ops;
+  bytes_ += bytes;
   return key;
 }
 
@@ -159,6 +170,7 @@ void node_requests::close(const caf::error& why) {
 void node_requests::finished(std::unordered_map<std::uint64_t, pending_request>::iterator it) {
   const std::uint64_t key = it->first;
   ops_ -= it->second.ops;
+  bytes_ -= it->second.bytes;
   const pending_request done = std::move(it->second);
   pending_.erase(it);
   if (on_closed) on_closed(key, done);

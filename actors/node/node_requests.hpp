@@ -38,6 +38,7 @@ struct pending_request {
   std::shared_ptr<std::vector<std::uint8_t>> into;  // a fetch's bytes, once its operation ended
   answer kind = answer::graph;
   std::size_t ops = 0;
+  std::uint64_t bytes = 0;      // a store's data or a fetch's reply (max-transfer-bytes)
   caf::node_id from;            // the control plane (process) that sent it
   std::uint64_t admission = 0;  // the guest admission it counts against; 0: the owner's
   std::vector<op_id> ids;       // the coordinator's, once it registered them
@@ -48,8 +49,12 @@ struct pending_request {
 
 class node_requests {
  public:
-  node_requests(std::string node, std::size_t max_pending, std::size_t max_pending_ops)
-      : node_(std::move(node)), max_pending_(max_pending), max_pending_ops_(max_pending_ops) {}
+  node_requests(std::string node, std::size_t max_pending, std::size_t max_pending_ops,
+                std::uint64_t max_transfer_bytes)
+      : node_(std::move(node)),
+        max_pending_(max_pending),
+        max_pending_ops_(max_pending_ops),
+        max_transfer_bytes_(max_transfer_bytes) {}
 
   // How the core cancels operations at the coordinator (one message for all).
   std::function<void(std::vector<op_id>)> cancel_ops;
@@ -58,13 +63,14 @@ class node_requests {
   // An operation of a request ended, as the coordinator told it.
   std::function<void(const pending_request&, const op_notice&)> on_ended;
 
-  // Why a request of `ops` operations may not be opened now (resource_exhausted, naming the
-  // limit); none if it may.
-  [[nodiscard]] caf::error refusal(std::size_t ops) const;
+  // Why a request of `ops` operations, moving `bytes` (a store's or a fetch's), may not be
+  // opened now (resource_exhausted, naming the limit); none if it may.
+  [[nodiscard]] caf::error refusal(std::size_t ops, std::uint64_t bytes = 0) const;
 
-  // A new request of `kind` and `ops` operations from `from`: its key, in the order taken.
+  // A new request of `kind` and `ops` operations from `from`, moving `bytes`: its key, in the
+  // order taken.
   std::uint64_t open(pending_request::answer kind, std::size_t ops, const caf::node_id& from,
-                     std::uint64_t admission);
+                     std::uint64_t admission, std::uint64_t bytes = 0);
   // The open request `key`, or null once it was answered.
   [[nodiscard]] pending_request* find(std::uint64_t key);
 
@@ -99,9 +105,11 @@ class node_requests {
   std::string node_;
   std::size_t max_pending_;
   std::size_t max_pending_ops_;
+  std::uint64_t max_transfer_bytes_;
   std::uint64_t next_key_ = 1;
   std::unordered_map<std::uint64_t, pending_request> pending_;
   std::size_t ops_ = 0;  // operations of the requests in `pending_`
+  std::uint64_t bytes_ = 0;  // bytes the requests in `pending_` move
   // Which request, and which of its operations, each registered operation is, until its end
   // is told; ends told before the ids came.
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> by_op_;

@@ -669,6 +669,57 @@ BOOST_AUTO_TEST_CASE(a_strangers_work_is_refused_and_a_departed_owners_queued_wo
                      << " ms after the stranger left");
 }
 
+BOOST_AUTO_TEST_CASE(stores_and_fetches_open_at_once_hold_at_most_max_transfer_bytes) {
+  // A fetch of 4 MiB is asked for in some 100 bytes, and its reply is held from the request
+  // until it is answered: counted by requests alone, 4096 fetches queued behind slow work held
+  // 16 GiB of the node's memory. Here the node takes 16 MiB of stores and fetches at once.
+  node_process node{"transfers", {"--cudactor.node.max-transfer-bytes=16777216"}};
+  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+  control_plane cp;
+  auto reached = connect_node(cp.system, "127.0.0.1", node.port, connect_limit());
+  BOOST_REQUIRE_MESSAGE(reached, cp.why(reached));
+  const auto h = cp.ask<buffer_handle>(reached->actor, alloc_atom::value,
+                                       buffer_call::alloc(max_buffer_transfer));
+  BOOST_REQUIRE_MESSAGE(h, cp.why(h));
+  caf::scoped_actor self{cp.system};
+  // Work that writes the whole buffer for a while: every fetch of it waits behind it. From one
+  // sender, so that the node takes the requests in the order sent.
+  op_spec busy = named("busy", work::named("busy", static_cast<std::uint64_t>(scaled(3s) / 1us)));
+  busy.uses = {buffer_use::write(h->id)};
+  auto busy_end = self->request(reached->actor, 60s, register_atom::value, std::move(busy));
+  std::vector<decltype(self->request(reached->actor, 60s, fetch_atom::value,
+                                     buffer_call::fetch(h->id, 0, 1)))>
+      fetches;
+  for (int i = 0; i < 4; ++i) {
+    fetches.push_back(self->request(reached->actor, 60s, fetch_atom::value,
+                                    buffer_call::fetch(h->id, 0, max_buffer_transfer)));
+  }
+  const auto refused_words = [&](caf::error& e) {
+    BOOST_TEST(is(e, errc::resource_exhausted), cp.render(e));
+    BOOST_TEST(cp.render(e).find("limit max-transfer-bytes") != std::string::npos, cp.render(e));
+  };
+  // Four hold the 16 MiB: a fifth fetch, and a store of one byte, are refused in words.
+  self->request(reached->actor, 60s, fetch_atom::value, buffer_call::fetch(h->id, 0, 1))
+      .receive([&](std::vector<std::uint8_t>&) { BOOST_ERROR("a fetch past the bound was taken"); },
+               refused_words);
+  self->request(reached->actor, 60s, store_atom::value,
+                buffer_call::store(h->id, 0, std::vector<std::uint8_t>(1, 7)))
+      .receive([&](op_notice&) { BOOST_ERROR("a store past the bound was taken"); }, refused_words);
+  // Once answered, their bytes are the node's again.
+  for (auto& f : fetches) {
+    f.receive(
+        [&](std::vector<std::uint8_t>& bytes) { BOOST_TEST(bytes.size() == max_buffer_transfer); },
+        [&](caf::error& e) { BOOST_ERROR("a fetch within the bound failed: " << cp.render(e)); });
+  }
+  busy_end.receive(
+      [&](op_notice& n) { BOOST_TEST((n.state == op_state::completed), cp.render(n.cause)); },
+      [&](caf::error& e) { BOOST_ERROR("the busy work failed: " << cp.render(e)); });
+  auto again = cp.ask<std::vector<std::uint8_t>>(reached->actor, fetch_atom::value,
+                                                 buffer_call::fetch(h->id, 0, max_buffer_transfer));
+  BOOST_REQUIRE_MESSAGE(again, cp.why(again));
+  BOOST_TEST(again->size() == max_buffer_transfer);
+}
+
 BOOST_AUTO_TEST_CASE(a_node_with_an_owner_token_is_held_only_by_the_control_plane_that_has_it) {
   const std::string token = "0123456789abcdef-the-owner";
   node_process node{"owned", {"--cudactor.node.owner-token=" + token}};

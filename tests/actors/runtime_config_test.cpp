@@ -164,6 +164,26 @@ BOOST_AUTO_TEST_CASE(max_steps_reaches_the_coordinator_and_zero_is_refused) {
   BOOST_TEST(out.error().message().find("max-steps") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(max_transfer_bytes_reaches_the_node_and_less_than_one_transfer_is_refused) {
+  {
+    runtime_config config;
+    std::istringstream in{""};
+    BOOST_REQUIRE(
+        !config.parse(std::vector<std::string>{"--cudactor.node.max-transfer-bytes=33554432"}, in));
+    auto out = config.runtime_settings();
+    BOOST_REQUIRE(out.ok());
+    BOOST_TEST(out->node.max_transfer_bytes == 33554432u);
+  }
+  BOOST_TEST(node_options{}.max_transfer_bytes == std::uint64_t{256} << 20);
+  runtime_config config;
+  std::istringstream in{""};
+  BOOST_REQUIRE(
+      !config.parse(std::vector<std::string>{"--cudactor.node.max-transfer-bytes=4194303"}, in));
+  auto out = config.runtime_settings();
+  BOOST_REQUIRE(!out.ok());
+  BOOST_TEST(out.error().message().find("max-transfer-bytes") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(step_graphs_reaches_the_coordinator_and_other_words_are_refused) {
   const auto mode_of = [](const std::string& value) {
     runtime_config config;

@@ -43,7 +43,7 @@ struct fixture {
       ended.push_back(n.id.value);
     };
   }
-  node_requests r{"n", 3, 5};
+  node_requests r{"n", 3, 5, 100};
   std::vector<std::uint64_t> cancelled, closed, ended;
   int cancel_messages = 0;
   std::vector<std::size_t> closed_told;
@@ -65,6 +65,25 @@ BOOST_FIXTURE_TEST_CASE(bounds_are_refused_by_name, fixture) {
   BOOST_TEST(r.size() == 3u);
   BOOST_TEST(r.ops() == 5u);
   BOOST_TEST(static_cast<bool>(r.refusal(0)));  // 3 requests open: max-pending
+}
+
+BOOST_FIXTURE_TEST_CASE(bytes_moved_are_bounded_and_given_back_when_a_request_ends, fixture) {
+  BOOST_TEST(!r.refusal(1, 100));
+  BOOST_TEST(static_cast<bool>(r.refusal(1, 101)));
+  const auto fetch = r.open(pending_request::answer::fetch, 1, process(1), 0, 60);
+  const auto store = r.open(pending_request::answer::single, 1, process(1), 0, 40);
+  auto over = r.refusal(0, 1);
+  BOOST_REQUIRE(over);
+  BOOST_TEST(over.code() == static_cast<std::uint8_t>(errc::resource_exhausted));
+  BOOST_TEST(describe(over).find("100 bytes of open stores and fetches and 1 more exceed 100 "
+                                 "(limit max-transfer-bytes)") != std::string::npos,
+             describe(over));
+  BOOST_TEST(!r.refusal(0, 0));  // work that moves no bytes is not held back by them
+  r.fail(fetch, make_error(errc::cancelled, "gone"));
+  BOOST_TEST(!r.refusal(1, 60));
+  BOOST_TEST(static_cast<bool>(r.refusal(1, 61)));
+  r.fail(store, make_error(errc::cancelled, "gone"));
+  BOOST_TEST(!r.refusal(1, 100));
 }
 
 BOOST_FIXTURE_TEST_CASE(ends_before_ids_are_placed_and_each_request_ends_once, fixture) {
