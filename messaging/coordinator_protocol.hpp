@@ -97,6 +97,9 @@ using coordinator_actor = caf::typed_actor<
     // many at once, unanswered (each end is told to its listeners): those still pending or
     // ready are cancelled, the rest are left (a node cancelling a departed peer's work)
     caf::reacts_to<cancel_atom, std::vector<op_id>>,
+    // the replays of these steps not yet handed to a stream, unanswered (each replay's own
+    // answer says it was cancelled): a node cancelling a departed owner's queued replays
+    caf::reacts_to<cancel_atom, std::vector<step_handle>>,
     caf::replies_to<deadlocks_atom>::with<deadlock_report>,
     caf::replies_to<deadlocks_atom, caf::timespan>::with<deadlock_report>,
     caf::replies_to<metrics_atom>::with<coordinator_metrics>,

@@ -72,6 +72,7 @@ coordinator_actor::behavior_type coordinator_behavior(
       [&st](describe_atom, op_id id) { return st.describe(id); },
       [&st](cancel_atom, op_id id) { return st.cancel(id); },
       [&st](cancel_atom, const std::vector<op_id>& ids) { st.cancel_all(ids); },
+      [&st](cancel_atom, const std::vector<step_handle>& steps) { st.cancel_replays(steps); },
       [&st](deadlocks_atom) { return st.detect_deadlocks(st.options().stall_after); },
       [&st](deadlocks_atom, caf::timespan stall_after) { return st.detect_deadlocks(stall_after); },
       [&st](metrics_atom) { return st.metrics(); },

@@ -101,6 +101,8 @@ class coordinator_state {
   caf::result<op_state> cancel(op_id id);
   // Each of `ids` still pending or ready is cancelled; the others are left. One pass after.
   void cancel_all(const std::vector<op_id>& ids);
+  // The replays of `steps` still pending or ready are cancelled, as cancel_all() does.
+  void cancel_replays(const std::vector<step_handle>& steps);
   deadlock_report detect_deadlocks(caf::timespan stall_after);
   // detect_deadlocks' two searches: dependency cycles among open operations (none unless the
   // guards at registration broke), and operations open longer than `stall_after`, each with

@@ -389,6 +389,15 @@ caf::error coordinator_state::start_replay(replay_request& request,
   return {};
 }
 
+void coordinator_state::cancel_replays(const std::vector<step_handle>& steps) {
+  std::vector<op_id> ids;
+  for (const auto& [op, replay] : replays_) {
+    if (std::find(steps.begin(), steps.end(), replay->handle()) != steps.end()) ids.push_back(op);
+  }
+  std::sort(ids.begin(), ids.end());  // oldest first, as a node's cancel_all sends them
+  cancel_all(ids);
+}
+
 caf::result<step_outcome> coordinator_state::replay(replay_request& request) {
   auto promise = self_->make_response_promise<step_outcome>();
   if (auto bad = start_replay(

@@ -113,6 +113,8 @@ struct node_core_state {
   // The steps the owner recorded here, and how one goes back (set by the behaviour).
   node_steps steps{0};
   std::function<void(step_handle)> release_step;
+  // Cancels the replays of these steps the coordinator has not yet handed to a stream.
+  std::function<void(std::vector<step_handle>)> cancel_replays;
 
   caf::error named(errc code, const std::string& what) const {
     return make_error(code, "node '" + options.name + "': " + what);
@@ -334,8 +336,12 @@ struct node_core_state {
       // Its work is cancelled (before its holds end, which would hand its held work on), and
       // its buffers go back: nobody else may name them.
       cancel_work_of(gone);
+      // Its replays queued at the coordinator too (one already on a stream runs to its end),
+      // before its buffers' releases come after them.
+      const std::vector<step_handle> its_steps = steps.take_all();
+      if (!its_steps.empty()) cancel_replays(its_steps);
       for (const auto& id : buffers.take_all()) release_buffer(id);
-      for (const auto& step : steps.take_all()) release_step(step);
+      for (const auto& step : its_steps) release_step(step);
       // The guests it admitted go with it: their queued work is cancelled too.
       for (const auto& guest : guests.clear()) cancel_work_of(guest);
     }
@@ -682,6 +688,9 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
   st.release_step = [self](step_handle step) {
     self->request(self->state.context.coordinator, caf::infinite, release_atom::value, step)
         .then([](bool) {}, [](caf::error&) {});  // replays in flight run to their end
+  };
+  st.cancel_replays = [self](std::vector<step_handle> steps) {
+    self->send(self->state.context.coordinator, cancel_atom::value, std::move(steps));
   };
   st.release_buffer = [self](buffer_id id) {
     self->request(self->state.context.coordinator, caf::infinite, release_atom::value, id)

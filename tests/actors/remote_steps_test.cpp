@@ -232,3 +232,36 @@ BOOST_AUTO_TEST_CASE(steps_are_bounded_and_released_at_the_coordinator_when_the_
                owner.cp.why(third));
   }  // each owner's process (its actor system) goes: the node forgets and releases its steps
 }
+
+BOOST_AUTO_TEST_CASE(a_departed_owners_queued_replays_are_cancelled) {
+  // 16 replays of a 3 s step queued behind each other (one stream, one operation in flight on
+  // it): once the owner is gone, the next control plane's operation waits for the replay on
+  // the stream (3 s), not for 15 more behind it (45 s, past the 20 s its request waits).
+  node_process process{"replays", {"--cudactor.streams=1", "--cudactor.max-in-flight=1"}};
+  BOOST_REQUIRE_MESSAGE(process.port != 0, "no port printed: " << read_file(process.log));
+  {
+    owner_of owner{process.port};
+    graph_spec g;
+    g.add(named("slow", work::named("busy", std::uint64_t{3'000'000})));
+    auto h = owner.record(std::move(g));
+    BOOST_REQUIRE_MESSAGE(h, owner.cp.why(h));
+    caf::scoped_actor self{owner.cp.system};
+    for (int i = 0; i < 16; ++i) {
+      self->send(owner.node->actor, replay_atom::value, replay_request{*h, {}, step_notices::none});
+    }
+    // Answered once the core has taken the replays before it (the same path, in order).
+    auto claimed = owner.cp.ask<bool>(owner.node->actor, claim_atom::value, std::string{});
+    BOOST_REQUIRE_MESSAGE(claimed, owner.cp.why(claimed));
+  }                             // the owner's process is gone: its connection closes
+  owner_of next{process.port};  // claims once the node has seen the owner go
+  const auto since = std::chrono::steady_clock::now();
+  auto mine = next.cp.ask_for<op_notice>(20s, next.node->actor, register_atom::value,
+                                         named("mine", work::named("noop")));
+  BOOST_REQUIRE_MESSAGE(mine, next.cp.why(mine));
+  BOOST_TEST((mine->state == op_state::completed), next.cp.render(mine->cause));
+  BOOST_TEST_MESSAGE("the next owner's operation ended "
+                     << std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - since)
+                            .count()
+                     << " ms after it claimed the node");
+}
