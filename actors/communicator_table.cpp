@@ -134,9 +134,15 @@ bool communicator_table::abort(const std::string& name, std::uint64_t generation
 
 bool communicator_table::remove(const std::string& name, std::uint64_t generation,
                                 const std::string& why) {
+  return extract(name, generation, why) != nullptr;
+}
+
+std::shared_ptr<gpu::communicator> communicator_table::extract(const std::string& name,
+                                                               std::uint64_t generation,
+                                                               const std::string& why) {
   auto c = take(name, generation, true);
   if (c) c->abort(why);
-  return c != nullptr;
+  return c;
 }
 
 void communicator_table::clear(const std::string& why) {

@@ -390,12 +390,40 @@ caf::error coordinator_state::start_replay(replay_request& request,
 }
 
 void coordinator_state::cancel_replays(const std::vector<step_handle>& steps) {
+  if (closing_ || replays_.empty() || steps.empty()) return;
+  const auto key = [](const step_handle& h) {
+    return (std::uint64_t{h.slot} << 32) | h.generation;
+  };
+  std::vector<std::uint64_t> named;
+  named.reserve(steps.size());
+  for (const step_handle& h : steps) named.push_back(key(h));
+  std::sort(named.begin(), named.end());
   std::vector<op_id> ids;
   for (const auto& [op, replay] : replays_) {
-    if (std::find(steps.begin(), steps.end(), replay->handle()) != steps.end()) ids.push_back(op);
+    if (std::binary_search(named.begin(), named.end(), key(replay->handle()))) ids.push_back(op);
   }
-  std::sort(ids.begin(), ids.end());  // oldest first, as a node's cancel_all sends them
-  cancel_all(ids);
+  std::sort(ids.begin(), ids.end());  // oldest first
+  bool any = false;
+  for (op_id id : ids) {
+    const op_graph::node* node = graph_.find(id);
+    const op_record* r = records_.find(id.value);
+    if (node == nullptr || r == nullptr) continue;
+    // Not yet on a stream: waiting for a dependency or for room (pending, ready), or taken
+    // from the ready queue while its home stream had none (running, no stream yet: it waits
+    // in unplaced_, which drops it once it has ended).
+    const bool queued = node->state == op_state::pending || node->state == op_state::ready ||
+                        (node->state == op_state::running && r->stream == no_stream);
+    if (!queued) continue;
+    graph_.cancel(id,
+                  make_error(errc::cancelled, to_string(id) + " (a replay of " +
+                                                  to_string(replays_.at(id)->handle()) +
+                                                  ") was cancelled by request"),
+                  ended_);
+    any = true;
+  }
+  if (!any) return;
+  finish();
+  pump();
 }
 
 caf::result<step_outcome> coordinator_state::replay(replay_request& request) {

@@ -41,7 +41,7 @@ struct arriving_call {
   barrier_call call;
   caf::actor_addr holder;        // who called: only it may release, its end ends the hold
   std::uint64_t before_key = 0;  // requests with a smaller key must end first
-  std::uint64_t waited = 0;      // open requests when the call came
+  std::uint64_t waited = 0;      // the owner's open requests when the call came
   std::uint64_t left = 0;        // of those, not ended yet
   std::chrono::steady_clock::time_point since;
 };
@@ -67,6 +67,9 @@ using clock = std::chrono::steady_clock;
 
 // Communicators being made on one node at once: a control plane makes a few.
 constexpr std::size_t max_making = 64;
+// Communicators the owner may hold on one node, made and being made: each holds a thread
+// and sockets (Gloo) or device memory (NCCL) until the owner goes.
+constexpr std::size_t max_communicators = 256;
 
 // Whether a peer's token is the configured one, in time that depends only on their lengths:
 // how long the comparison takes must not tell a guesser how much of the token is right.
@@ -103,6 +106,10 @@ struct node_core_state {
     caf::actor_addr holder;  // who asked: the making ends when it goes
   };
   std::map<std::pair<std::string, std::uint64_t>, making_rank> making;
+  // The owner's communicators this node made, by name (the generation installed): removed
+  // from the table, aborted, when the owner goes, so that the next control plane neither
+  // finds them under its names nor is refused a generation they passed.
+  std::map<std::string, std::uint64_t> made;
   std::function<void(std::uint64_t, caf::timespan)> start_timer;  // set by the behaviour
   std::function<void(std::uint64_t, held_work)> dispatch;         // set by the behaviour
   // The control planes the owner admitted as guests, and what they used of their quotas.
@@ -276,9 +283,10 @@ struct node_core_state {
     return {};
   }
 
-  // A request left `pending`: barrier calls that waited for it may arrive.
-  void ended(std::uint64_t key) {
-    if (arriving.empty()) return;
+  // A request left `pending`: barrier calls that waited for it may arrive. Only the owner's
+  // count (`admission` 0): a guest's long work must not hold the owner's barrier back.
+  void ended(std::uint64_t key, std::uint64_t admission) {
+    if (arriving.empty() || admission != 0) return;
     std::vector<arriving_call> done;
     for (auto it = arriving.begin(); it != arriving.end();) {
       if (key < it->before_key && --it->left == 0) {
@@ -335,13 +343,17 @@ struct node_core_state {
       owner = caf::node_id{};
       // Its work is cancelled (before its holds end, which would hand its held work on), and
       // its buffers go back: nobody else may name them.
-      cancel_work_of(gone);
       // Its replays queued at the coordinator too (one already on a stream runs to its end),
-      // before its buffers' releases come after them.
+      // before its buffers' releases come after them: those of its steps, and of any step it
+      // released since it sent a replay of it.
+      std::vector<step_handle> replayed = requests->replays_from(gone);
+      cancel_work_of(gone);
       const std::vector<step_handle> its_steps = steps.take_all();
-      if (!its_steps.empty()) cancel_replays(its_steps);
+      replayed.insert(replayed.end(), its_steps.begin(), its_steps.end());  // repeats are fine
+      if (!replayed.empty()) cancel_replays(std::move(replayed));
       for (const auto& id : buffers.take_all()) release_buffer(id);
       for (const auto& step : its_steps) release_step(step);
+      remove_made("the control plane that made it is gone");
       // The guests it admitted go with it: their queued work is cancelled too.
       for (const auto& guest : guests.clear()) cancel_work_of(guest);
     }
@@ -376,6 +388,15 @@ struct node_core_state {
         }
       }
     }
+  }
+
+  // Aborts and forgets the communicators made for the owner (a newer generation someone
+  // installed in the table since stays).
+  void remove_made(const std::string& why) {
+    for (const auto& [name, generation] : made) {
+      if (rendezvous) rendezvous->retire(name, generation, why);
+    }
+    made.clear();
   }
 
   void close() {
@@ -441,6 +462,13 @@ caf::result<communicator_ready> make_rank(node_core_actor::stateful_pointer<node
   if (st.making.size() >= max_making) {
     return st.named(errc::resource_exhausted, std::to_string(st.making.size()) +
                                                   " communicators are being made; retry later");
+  }
+  if (st.making.size() + st.made.size() >= max_communicators && st.made.count(call.name) == 0) {
+    return st.named(errc::resource_exhausted,
+                    std::to_string(st.made.size()) + " communicators made and " +
+                        std::to_string(st.making.size()) + " being made: at most " +
+                        std::to_string(max_communicators) +
+                        " per owner (a new generation of one of them replaces it)");
   }
   // The rank's entries go to the caller as the face's: the cluster takes them only from its
   // members, and the core's handle never leaves the process.
@@ -624,8 +652,11 @@ caf::result<step_outcome> replay_step(core_pointer self, replay_request& request
   w.cost = cost;
   w.request = std::move(request);
   auto promise = self->make_response_promise<step_outcome>();
+  const step_handle step = w.request.step;
   const auto key = take(st, std::move(w), pending_request::answer::replay, caller.node());
-  st.requests->find(key)->replayed = promise;
+  pending_request& p = *st.requests->find(key);
+  p.replayed = promise;
+  p.step = step;
   return promise;
 }
 
@@ -681,7 +712,7 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
   };
   st.requests->on_closed = [self](std::uint64_t key, const pending_request& p) {
     self->state.guests.closed(p.admission, p.ops);
-    self->state.ended(key);
+    self->state.ended(key, p.admission);
   };
   st.buffers = node_buffers{st.options.max_buffers, st.options.max_buffer_bytes};
   st.steps = node_steps{st.options.max_steps};
@@ -780,7 +811,7 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
         a.promise = self->make_response_promise<node_arrival>();
         st.take_caller(self, holder);
         a.before_key = st.requests->next_key();
-        a.waited = st.requests->size();
+        a.waited = st.requests->owners();  // the owner's requests: guests' are their own
         a.left = a.waited;
         a.since = clock::now();
         a.call = std::move(call);
@@ -836,7 +867,17 @@ node_core_actor::behavior_type node_core(node_core_actor::stateful_pointer<node_
           it->second.promise.deliver(st.named(
               why.category() == error_category ? static_cast<errc>(why.code()) : errc::op_failed,
               "communicator " + quote_peer_text(name) + ": " + error_context(why)));
+        } else if (!st.owner || it->second.holder.node() != st.owner) {
+          // Made as its control plane went: it goes with it.
+          if (st.rendezvous) {
+            st.rendezvous->retire(name, generation, "the control plane that made it is gone");
+          }
+          it->second.promise.deliver(
+              st.named(errc::cancelled, "communicator " + quote_peer_text(name) +
+                                            ": the control plane that asked for it is gone"));
         } else {
+          auto& kept = st.made[name];
+          kept = std::max(kept, generation);
           it->second.promise.deliver(communicator_ready{name, generation, it->second.rank,
                                                         st.options.name, st.rendezvous->engine()});
         }

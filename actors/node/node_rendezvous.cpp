@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <system_error>
 
 #include "cudactor/gpu/gloo_communicator.hpp"
 #include "cudactor/gpu/nccl_communicator.hpp"
@@ -148,12 +149,42 @@ void node_rendezvous::finished(const std::string& name, std::uint64_t generation
   runs_.erase(it);
 }
 
+void node_rendezvous::retire(const std::string& name, std::uint64_t generation,
+                             const std::string& why) {
+  join_retired(false);
+  if (!table_) return;
+  std::shared_ptr<gpu::communicator> c = table_->extract(name, generation, why);
+  if (!c) return;
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  try {
+    retiring_.push_back(retiring{std::thread([c = std::move(c), done]() mutable {
+                                   c.reset();
+                                   done->store(true, std::memory_order_release);
+                                 }),
+                                 done});
+  } catch (const std::system_error&) {
+    // No thread to be had: it goes here (aborted already, so its wait is bounded).
+  }
+}
+
+void node_rendezvous::join_retired(bool all) {
+  for (auto it = retiring_.begin(); it != retiring_.end();) {
+    if (all || it->done->load(std::memory_order_acquire)) {
+      if (it->thread.joinable()) it->thread.join();
+      it = retiring_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void node_rendezvous::close(const std::string& why) {
   for (auto& [k, r] : runs_) r.store->cancel(why);
   for (auto& [k, r] : runs_) {
     if (r.thread.joinable()) r.thread.join();
   }
   runs_.clear();
+  join_retired(true);
 }
 
 }  // namespace cudactor::detail

@@ -10,6 +10,7 @@
 
 #include <caf/error.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -80,7 +81,11 @@ class node_rendezvous {
   void lost(const std::string& name, std::uint64_t generation, const std::string& why);
   // A rank's thread ended (after `done`): joins it.
   void finished(const std::string& name, std::uint64_t generation);
-  // Cancels every rendezvous in progress (the node is closing).
+  // Aborts this node's rank of `name`'s generation `generation` and takes it out of the table
+  // (its control plane is gone), its last reference dropped on a thread of its own: the
+  // destructor may wait for the abort. Nothing when the table holds no such one.
+  void retire(const std::string& name, std::uint64_t generation, const std::string& why);
+  // Cancels every rendezvous in progress (the node is closing), and waits for the retired.
   void close(const std::string& why);
 
   [[nodiscard]] const char* engine() const noexcept { return host_ ? "gloo" : "nccl"; }
@@ -97,6 +102,12 @@ class node_rendezvous {
   bool host_;
   int device_;
   std::map<key, run> runs_;
+  struct retiring {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<retiring> retiring_;
+  void join_retired(bool all);
 };
 
 }  // namespace cudactor::detail

@@ -44,6 +44,7 @@ std::uint64_t node_requests::open(pending_request::answer kind, std::size_t ops,
   p.bytes = bytes;
   ops_ += ops;
   bytes_ += bytes;
+  if (admission == 0) ++owners_;
   return key;
 }
 
@@ -158,6 +159,19 @@ void node_requests::cancel_from(const caf::node_id& gone) {
   if (!cancelling.empty()) cancel_ops(std::move(cancelling));
 }
 
+std::vector<step_handle> node_requests::replays_from(const caf::node_id& from) const {
+  std::vector<step_handle> out;
+  for (const auto& [key, p] : pending_) {
+    if (p.kind == pending_request::answer::replay && p.from == from) out.push_back(p.step);
+  }
+  const auto before = [](const step_handle& a, const step_handle& b) {
+    return a.slot != b.slot ? a.slot < b.slot : a.generation < b.generation;
+  };
+  std::sort(out.begin(), out.end(), before);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 void node_requests::close(const caf::error& why) {
   std::vector<std::uint64_t> keys;
   keys.reserve(pending_.size());
@@ -171,6 +185,7 @@ void node_requests::finished(std::unordered_map<std::uint64_t, pending_request>:
   const std::uint64_t key = it->first;
   ops_ -= it->second.ops;
   bytes_ -= it->second.bytes;
+  if (it->second.admission == 0) --owners_;
   const pending_request done = std::move(it->second);
   pending_.erase(it);
   if (on_closed) on_closed(key, done);

@@ -39,6 +39,7 @@ struct pending_request {
   answer kind = answer::graph;
   std::size_t ops = 0;
   std::uint64_t bytes = 0;      // a store's data or a fetch's reply (max-transfer-bytes)
+  step_handle step;             // a replay's
   caf::node_id from;            // the control plane (process) that sent it
   std::uint64_t admission = 0;  // the guest admission it counts against; 0: the owner's
   std::vector<op_id> ids;       // the coordinator's, once it registered them
@@ -89,11 +90,15 @@ class node_requests {
   // Marks `gone`'s requests cancelled and cancels their operations the coordinator has (one
   // registered later is cancelled as it is).
   void cancel_from(const caf::node_id& gone);
+  // The steps of the open replays `from` sent (a step released since among them).
+  [[nodiscard]] std::vector<step_handle> replays_from(const caf::node_id& from) const;
 
   // Fails every open request with `why`, and forgets every id.
   void close(const caf::error& why);
 
   [[nodiscard]] std::size_t size() const noexcept { return pending_.size(); }
+  // Of those, the owner's (admission 0): what its barrier calls wait for.
+  [[nodiscard]] std::size_t owners() const noexcept { return owners_; }
   // The key the next request will have: every request open now has a smaller one.
   [[nodiscard]] std::uint64_t next_key() const noexcept { return next_key_; }
   [[nodiscard]] std::size_t ops() const noexcept { return ops_; }
@@ -110,6 +115,7 @@ class node_requests {
   std::unordered_map<std::uint64_t, pending_request> pending_;
   std::size_t ops_ = 0;  // operations of the requests in `pending_`
   std::uint64_t bytes_ = 0;  // bytes the requests in `pending_` move
+  std::size_t owners_ = 0;   // requests in `pending_` with admission 0
   // Which request, and which of its operations, each registered operation is, until its end
   // is told; ends told before the ids came.
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint32_t>> by_op_;

@@ -12,6 +12,7 @@
 #define BOOST_TEST_MODULE step_replay
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <random>
 
 #include "common/metric_reader.hpp"
@@ -659,4 +660,59 @@ BOOST_AUTO_TEST_CASE(a_pass_larger_than_a_stream_takes_at_once_goes_in_several_m
     BOOST_TEST((out->state == op_state::completed), small.render(out->cause));
     BOOST_TEST(runs->load() == 40 * k);
   }
+}
+
+// A node cancels a departed owner's queued replays (cancel, vector<step_handle>): each one not
+// yet on a stream ends cancelled, answered once, whether it waits for room in the ready queue
+// or was taken from it while its home stream had none (two streams: the other had room); the
+// one on its stream runs to its end.
+BOOST_AUTO_TEST_CASE(a_steps_queued_replays_are_cancelled_and_the_one_on_its_stream_runs) {
+  runtime_fixture f{with_graph_mode(
+      {"--cudactor.host.workers=2", "--cudactor.streams=2", "--cudactor.max-in-flight=1"})};
+  const coordinator_actor& co = f.rt().coordinator();
+  gate g;
+  graph_spec held;
+  op_spec hold;
+  hold.body = g.hold();
+  hold.description = "held";
+  held.add(std::move(hold));
+  auto h = f.ask<step_handle>(co, record_atom::value, step_spec{"held", std::move(held)});
+  BOOST_REQUIRE_MESSAGE(h, f.why(h));
+  constexpr int replays = 8;
+  struct told {
+    std::mutex mutex;
+    std::vector<step_outcome> outcomes;
+    std::promise<void> all;
+  };
+  auto t = std::make_shared<told>();
+  for (int i = 0; i < replays; ++i) {
+    caf::anon_send(co, replay_atom::value, replay_request{*h, {}, step_notices::none},
+                   step_callback{[t](step_outcome out) {
+                     std::lock_guard<std::mutex> lock{t->mutex};
+                     t->outcomes.push_back(std::move(out));
+                     if (t->outcomes.size() == replays) t->all.set_value();
+                   }});
+  }
+  // Once every replay is taken (a question answered after them, in order), all but the first
+  // wait: it holds the home stream's one place.
+  auto known = f.ask<coordinator_metrics>(co, metrics_atom::value);
+  BOOST_REQUIRE(known);
+  caf::anon_send(co, cancel_atom::value, std::vector<step_handle>{*h});
+  auto after = f.ask<coordinator_metrics>(co, metrics_atom::value);  // the cancel was handled
+  BOOST_REQUIRE(after);
+  g.open();
+  auto all = t->all.get_future();
+  BOOST_REQUIRE(all.wait_for(scaled(std::chrono::seconds{30})) == std::future_status::ready);
+  std::lock_guard<std::mutex> lock{t->mutex};
+  int completed = 0, cancelled = 0;
+  for (const auto& out : t->outcomes) {
+    if (out.state == op_state::completed) ++completed;
+    if (out.state == op_state::cancelled) {
+      ++cancelled;
+      BOOST_TEST(f.render(out.cause).find("was cancelled by request") != std::string::npos,
+                 f.render(out.cause));
+    }
+  }
+  BOOST_TEST(completed == 1);
+  BOOST_TEST(cancelled == replays - 1);
 }
