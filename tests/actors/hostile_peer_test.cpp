@@ -772,6 +772,80 @@ BOOST_AUTO_TEST_CASE(a_node_with_an_owner_token_is_held_only_by_the_control_plan
 // (operations open at once, stream time in all). A guest may hand the node work within them,
 // and nothing else; a stranger and a guest that is not admitted any more are refused; only
 // the owner admits.
+BOOST_AUTO_TEST_CASE(the_owners_barrier_does_not_wait_for_a_guests_work) {
+  // A guest within its quotas hands the node a long operation: the owner's barrier call
+  // arrives at once, having waited for none of the guest's requests (before, it waited for
+  // them all, and a cluster barrier with a shorter limit timed out on the guest's work).
+  const std::string token = "0123456789abcdef-the-owner";
+  const std::string guest_token = "0123456789abcdef-a-guest";
+  node_process node{"guest-barrier", {"--cudactor.node.owner-token=" + token}};
+  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+  control_plane owner;
+  auto mine = connect_node(owner.system, "127.0.0.1", node.port, connect_limit());
+  BOOST_REQUIRE_MESSAGE(mine, owner.why(mine));
+  BOOST_REQUIRE(owner.ask<bool>(mine->actor, claim_atom::value, token));
+  auto admitted =
+      owner.ask<bool>(mine->actor, admit_atom::value, guest_call{token, guest_token, 4, 60s});
+  BOOST_REQUIRE_MESSAGE(admitted, owner.why(admitted));
+  control_plane guest;
+  auto theirs = connect_node(guest.system, "127.0.0.1", node.port, connect_limit());
+  BOOST_REQUIRE_MESSAGE(theirs, guest.why(theirs));
+  BOOST_REQUIRE(guest.ask<bool>(theirs->actor, claim_atom::value, guest_token));
+  caf::scoped_actor self{guest.system};
+  graph_spec g;
+  g.add(named("guest", work::named("busy", static_cast<std::uint64_t>(scaled(3s) / 1us))));
+  auto long_one = self->request(theirs->actor, scaled(60s), submit_atom::value, std::move(g));
+  // Answered once the core has taken the graph before it (the same sender, in order).
+  bool taken = false;
+  self->request(theirs->actor, scaled(20s), claim_atom::value, guest_token)
+      .receive([&](bool b) { taken = b; },
+               [&](caf::error& e) { BOOST_ERROR("claim: " << guest.render(e)); });
+  BOOST_REQUIRE(taken);
+  auto arrived = owner.ask_for<node_arrival>(scaled(20s), mine->actor, synchronize_atom::value,
+                                             barrier_call{"job", 1, caf::timespan{0}, token});
+  BOOST_REQUIRE_MESSAGE(arrived, owner.why(arrived));
+  BOOST_TEST(arrived->waited == 0u);
+  long_one.receive(
+      [&](std::vector<op_notice>& ends) {
+        BOOST_REQUIRE(ends.size() == 1u);
+        BOOST_TEST((ends.front().state == op_state::completed));
+      },
+      [&](caf::error& e) { BOOST_ERROR("the guest's work: " << guest.render(e)); });
+}
+
+BOOST_AUTO_TEST_CASE(communicators_go_with_the_owner_that_made_them) {
+  // The owner makes a one-rank communicator "grads" at generation 5 and leaves. The next
+  // owner's "grads" at generation 1 is made and installed (before, the first owner's stayed in
+  // the table: the next one's making was refused as not newer, and its collectives would have
+  // run on the departed owner's group).
+  node_process node{"comms"};
+  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+  const auto make = [&](control_plane& cp, const node_actor& n, std::uint64_t generation) {
+    return cp.ask_for<communicator_ready>(
+        scaled(60s), n, communicator_atom::value,
+        communicator_call{"grads", generation, 0, {"comms"}, 10s, 10s, {}});
+  };
+  {
+    control_plane first;
+    auto reached = connect_node(first.system, "127.0.0.1", node.port, connect_limit());
+    BOOST_REQUIRE_MESSAGE(reached, first.why(reached));
+    auto made = make(first, reached->actor, 5);
+    BOOST_REQUIRE_MESSAGE(made, first.why(made));
+    BOOST_TEST(made->generation == 5u);
+  }  // its process goes
+  control_plane next;
+  auto reached = connect_node(next.system, "127.0.0.1", node.port, connect_limit());
+  BOOST_REQUIRE_MESSAGE(reached, next.why(reached));
+  caf::expected<communicator_ready> made{caf::sec::request_timeout};
+  for (int i = 0; i < 100; ++i) {  // until the node has seen the first owner go
+    made = make(next, reached->actor, 1);
+    if (made || next.why(made).find("another control plane") == std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  BOOST_REQUIRE_MESSAGE(made, next.why(made));
+  BOOST_TEST(made->generation == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(guests_the_owner_admits_work_within_their_quotas_and_nothing_else) {
   const std::string token = "0123456789abcdef-the-owner";
   const std::string guest_token = "0123456789abcdef-a-guest";
