@@ -1,6 +1,7 @@
 #include "cudactor/actors/cluster_actor.hpp"
 
 #include "cudactor/actors/detail/wait_keys.hpp"
+#include "cudactor/actors/rendezvous_keys.hpp"
 
 #include <caf/all.hpp>
 
@@ -55,7 +56,7 @@ struct group {
   bool broken = false;
   caf::typed_response_promise<communicator_info> promise;
   std::size_t left = 0;     // ranks not connected yet
-  std::size_t entries = 0;  // rendezvous entries passed on (bounded)
+  std::vector<std::uint32_t> entries;  // rendezvous entries passed on, by rank (bounded)
   std::string engine;
   clock::time_point since;
 };
@@ -329,7 +330,7 @@ caf::result<communicator_info> make_group(cluster_pointer self, const std::strin
   g.making = true;
   g.broken = false;
   g.left = ranks.size();
-  g.entries = 0;
+  g.entries.assign(g.ranks.size(), 0);
   g.engine.clear();
   g.since = clock::now();
   g.promise = self->make_response_promise<communicator_info>();
@@ -378,7 +379,8 @@ caf::result<communicator_info> make_group(cluster_pointer self, const std::strin
 }
 
 // A rank's rendezvous entry, passed on to the communicator's other ranks: only from a member
-// of that generation, and at most a few per rank.
+// of that generation, only its own keys, and at most a few per rank (one rank cannot spend
+// the others' share).
 void pass_entry(cluster_pointer self, rendezvous_entry& entry) {
   auto& st = self->state;
   auto it = st.groups.find(entry.name);
@@ -386,14 +388,18 @@ void pass_entry(cluster_pointer self, rendezvous_entry& entry) {
   group& g = it->second;
   if (g.generation != entry.generation || !g.making || g.broken) return;
   if (entry.key.size() > 256 || entry.value.size() > max_rendezvous_value) return;
-  if (g.entries >= 4 * g.ranks.size() + 16) return;
   const auto from = caf::actor_cast<caf::actor_addr>(self->current_sender());
   std::size_t sender = st.members.size();
-  for (std::size_t i : g.ranks) {
-    if (st.members[i].node.actor.address() == from) sender = i;
+  std::size_t rank = 0;
+  for (std::size_t r = 0; r < g.ranks.size(); ++r) {
+    if (st.members[g.ranks[r]].node.actor.address() == from) {
+      sender = g.ranks[r];
+      rank = r;
+    }
   }
   if (sender == st.members.size()) return;  // not one of its ranks
-  ++g.entries;
+  if (!is_own_rendezvous_key(entry, rank) || g.entries[rank] >= 4) return;
+  ++g.entries[rank];
   for (std::size_t i : g.ranks) {
     if (i != sender && st.members[i].up) {
       self->send(st.members[i].node.actor, rendezvous_atom::value, entry);

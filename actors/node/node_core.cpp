@@ -22,6 +22,7 @@
 #include <memory>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -67,6 +68,8 @@ using clock = std::chrono::steady_clock;
 
 // Communicators being made on one node at once: a control plane makes a few.
 constexpr std::size_t max_making = 64;
+// Callers of one process the node monitors at once (node_core_state::callers).
+constexpr std::size_t max_callers_per_process = 1024;
 // Communicators the owner may hold on one node, made and being made: each holds a thread
 // and sockets (Gloo) or device memory (NCCL) until the owner goes.
 constexpr std::size_t max_communicators = 256;
@@ -90,7 +93,12 @@ struct node_core_state {
   bool closing = false;
   std::vector<arriving_call> arriving;
   std::uint64_t next_hold = 1;
-  std::vector<caf::actor_addr> callers;  // monitored once each: barrier callers
+  // The callers monitored, once each, by process: whoever called for work, a barrier, a
+  // claim. At most max_callers_per_process per process: past it a caller is served but not
+  // monitored (its process is seen to go by the others' down messages), so that a process
+  // calling from ever more actors grows neither this nor the node's monitors without bound,
+  // and each look is a hash, not a walk through every caller.
+  std::unordered_map<caf::node_id, std::unordered_set<caf::actor_addr>> callers;
   // The control plane (the process) whose barriers this node takes part in: the first
   // caller's, until none of its callers is left. Another's barrier calls are refused, so that
   // nobody else can hold the node's work.
@@ -201,8 +209,8 @@ struct node_core_state {
   // Monitors a new caller once; the first makes its process the owner.
   template <class Self>
   void take_caller(Self* self, const caf::actor_addr& holder) {
-    if (std::find(callers.begin(), callers.end(), holder) == callers.end()) {
-      callers.push_back(holder);
+    auto& of_process = callers[holder.node()];
+    if (of_process.size() < max_callers_per_process && of_process.insert(holder).second) {
       self->monitor(holder);
     }
     if (!owner) owner = holder.node();
@@ -336,9 +344,11 @@ struct node_core_state {
   // Whoever called barriers is gone: its calls are dropped, its holds end, and the node is
   // free for another control plane.
   void holder_down(const caf::actor_addr& who) {
-    callers.erase(std::remove(callers.begin(), callers.end(), who), callers.end());
-    if (owner && std::none_of(callers.begin(), callers.end(),
-                              [&](const caf::actor_addr& c) { return c.node() == owner; })) {
+    if (auto it = callers.find(who.node()); it != callers.end()) {
+      it->second.erase(who);
+      if (it->second.empty()) callers.erase(it);
+    }
+    if (owner && callers.count(owner) == 0) {
       const caf::node_id gone = owner;
       owner = caf::node_id{};
       // Its work is cancelled (before its holds end, which would hand its held work on), and
@@ -358,9 +368,7 @@ struct node_core_state {
       for (const auto& guest : guests.clear()) cancel_work_of(guest);
     }
     const caf::node_id from = who.node();
-    if (guests.admission_of(from) != 0 &&
-        std::none_of(callers.begin(), callers.end(),
-                     [&](const caf::actor_addr& c) { return c.node() == from; })) {
+    if (guests.admission_of(from) != 0 && callers.count(from) == 0) {
       guests.forget(from);
       cancel_work_of(from);
     }
