@@ -335,6 +335,11 @@ caf::result<communicator_info> make_group(cluster_pointer self, const std::strin
   g.since = clock::now();
   g.promise = self->make_response_promise<communicator_info>();
   const std::uint64_t generation = g.generation;
+  // A node makes its rank within the rendezvous and then the engine's connecting, each under
+  // its limit: one that has not answered well after both (up, but silent) fails the making,
+  // named, rather than keep the name "being made" for good.
+  const caf::timespan answer_limit =
+      st.options.rendezvous_timeout + st.options.collective_timeout + std::chrono::seconds{10};
   for (std::size_t rank = 0; rank < ranks.size(); ++rank) {
     const std::size_t index = ranks[rank];
     communicator_call call{name,
@@ -344,7 +349,7 @@ caf::result<communicator_info> make_group(cluster_pointer self, const std::strin
                            st.options.collective_timeout,
                            st.options.rendezvous_timeout,
                            st.options.owner_token};
-    self->request(st.members[index].node.actor, caf::infinite, communicator_atom::value,
+    self->request(st.members[index].node.actor, answer_limit, communicator_atom::value,
                   std::move(call))
         .then(
             [self, name, generation](communicator_ready& ready) {
@@ -366,13 +371,21 @@ caf::result<communicator_info> make_group(cluster_pointer self, const std::strin
               info.duration = std::chrono::duration_cast<caf::timespan>(clock::now() - g.since);
               g.promise.deliver(std::move(info));
             },
-            [self, name, generation, rank, index](caf::error& err) {
+            [self, name, generation, rank, index, answer_limit](caf::error& err) {
               auto& st = self->state;
               auto it = st.groups.find(name);
               if (it == st.groups.end() || it->second.generation != generation) return;
+              const std::string why =
+                  err == caf::sec::request_timeout
+                      ? "did not answer within " +
+                            std::to_string(
+                                std::chrono::duration_cast<std::chrono::seconds>(answer_limit)
+                                    .count()) +
+                            " s (the rendezvous and collective timeouts and 10 s)"
+                      : cluster_state::describe(err);
               st.break_group(self, name, it->second,
                              "rank " + std::to_string(rank) + " (" + st.members[index].who() +
-                                 ") could not join: " + cluster_state::describe(err));
+                                 ") could not join: " + why);
             });
   }
   return g.promise;
