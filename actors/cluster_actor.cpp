@@ -120,9 +120,10 @@ struct cluster_state {
                                               g.members.begin());
     if (pos == g.members.size() || g.arrivals[pos]) return;
     if (a.generation != generation || a.node != m.node.info.name) {
-      const caf::error bad = make_error(errc::invalid_argument,
-                                        prefix(generation) + m.who() + " answered for generation " +
-                                            std::to_string(a.generation) + " as '" + a.node + "'");
+      const caf::error bad =
+          make_error(errc::invalid_argument,
+                     prefix(generation) + m.who() + " answered for generation " +
+                         std::to_string(a.generation) + " as " + quote_peer_text(a.node));
       finish(self, generation, &bad);
       return;
     }

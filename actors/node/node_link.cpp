@@ -27,11 +27,26 @@ struct node_link_state {
   // entries go there (the node sends them to the link, its caller). At most a few.
   std::map<std::pair<std::string, std::uint64_t>, caf::actor> rendezvous;
 
-  // The node's own errors name it already; anything CAF says is about it.
+  // The node's own errors name it already; anything CAF says is about it. Bounded either way:
+  // a node is a peer, and what it says is passed on to whoever asked.
   caf::error from_node(const caf::error& err) const {
-    if (err.category() == error_category) return err;
-    return make_error(errc::node_lost, who + ": " + describe(err));
+    if (err.category() == error_category) {
+      return make_error(static_cast<errc>(err.code()), bounded(error_context(err)));
+    }
+    return make_error(errc::node_lost, who + ": " + bounded(describe(err)));
   }
+  static std::string bounded(std::string words) {
+    if (words.size() <= max_error_words) return words;
+    const std::size_t all = words.size();
+    words.resize(max_error_words);
+    return words + "... (" + std::to_string(all) + " bytes)";
+  }
+  // An answer that cannot be the answer to what was asked (more ends than operations, other
+  // bytes than were fetched, an engine nobody runs): the node is not one to trust.
+  caf::error mismatch(const std::string& what) const {
+    return make_error(errc::node_mismatch, who + " answered " + what);
+  }
+  static constexpr std::size_t max_error_words = 4096;
 };
 
 using link_pointer = node_actor::stateful_pointer<node_link_state>;
@@ -44,16 +59,27 @@ caf::error refused(const node_link_state& st, const caf::error& bad) {
                     st.who + " would refuse it, so it was not sent: " + error_context(bad));
 }
 
+// Checks an answer against its request before it is passed on: empty when it may be.
+template <class T>
+using answer_check = std::function<caf::error(const T&)>;
+
 template <class T, class... Ts>
-caf::result<T> relay(link_pointer self, Ts&&... xs) {
+caf::result<T> relay_checked(link_pointer self, answer_check<T> check, Ts&&... xs) {
   auto& st = self->state;
   auto promise = self->make_response_promise<T>();
   const std::uint64_t key = st.next++;
   st.open.emplace(key, [promise](const caf::error& err) mutable { promise.deliver(err); });
   self->request(st.remote, caf::infinite, std::forward<Ts>(xs)...)
       .then(
-          [self, key, promise](T& answer) mutable {
-            if (self->state.open.erase(key) != 0) promise.deliver(std::move(answer));
+          [self, key, promise, check = std::move(check)](T& answer) mutable {
+            if (self->state.open.erase(key) == 0) return;
+            if (check) {
+              if (auto bad = check(answer)) {
+                promise.deliver(std::move(bad));
+                return;
+              }
+            }
+            promise.deliver(std::move(answer));
           },
           [self, key](caf::error& err) {
             auto& st = self->state;
@@ -64,6 +90,38 @@ caf::result<T> relay(link_pointer self, Ts&&... xs) {
             fail(st.from_node(err));
           });
   return promise;
+}
+
+template <class T, class... Ts>
+caf::result<T> relay(link_pointer self, Ts&&... xs) {
+  return relay_checked<T>(self, answer_check<T>{}, std::forward<Ts>(xs)...);
+}
+
+// An operation's end: its error in bounded words.
+caf::error check_end(const node_link_state& st, const op_notice& n) {
+  if (n.cause && error_context(n.cause).size() > node_link_state::max_error_words) {
+    return st.mismatch("an end whose error is longer than " +
+                       std::to_string(node_link_state::max_error_words) + " bytes");
+  }
+  return {};
+}
+
+// Ends of a graph: one per operation, each checked as above.
+caf::error check_ends(const node_link_state& st, const std::vector<op_notice>& ends,
+                      std::size_t ops) {
+  if (ends.size() != ops) {
+    return st.mismatch(std::to_string(ends.size()) + " ends for a graph of " + std::to_string(ops) +
+                       " operations");
+  }
+  for (const op_notice& n : ends) {
+    if (auto bad = check_end(st, n)) return bad;
+  }
+  return {};
+}
+
+// The end of one operation, checked as one of a graph's.
+answer_check<op_notice> one_end(link_pointer self) {
+  return [self](const op_notice& n) { return check_end(self->state, n); };
 }
 
 node_actor::behavior_type node_link_behavior(link_pointer self, node_actor remote, std::string who,
@@ -109,11 +167,17 @@ node_actor::behavior_type node_link_behavior(link_pointer self, node_actor remot
       // Over the node's limits it would be refused there: refused here, before it leaves.
       [self](submit_atom, graph_spec& g) -> caf::result<std::vector<op_notice>> {
         if (auto bad = check_input(g, self->state.limits)) return refused(self->state, bad);
-        return relay<std::vector<op_notice>>(self, submit_atom::value, std::move(g));
+        const std::size_t ops = g.ops.size();
+        return relay_checked<std::vector<op_notice>>(
+            self,
+            [self, ops](const std::vector<op_notice>& ends) {
+              return check_ends(self->state, ends, ops);
+            },
+            submit_atom::value, std::move(g));
       },
       [self](register_atom, op_spec& op) -> caf::result<op_notice> {
         if (auto bad = check_input(op, self->state.limits)) return refused(self->state, bad);
-        return relay<op_notice>(self, register_atom::value, std::move(op));
+        return relay_checked<op_notice>(self, one_end(self), register_atom::value, std::move(op));
       },
       [self](synchronize_atom, barrier_call& call) {
         return relay<node_arrival>(self, synchronize_atom::value, std::move(call));
@@ -128,19 +192,38 @@ node_actor::behavior_type node_link_behavior(link_pointer self, node_actor remot
           if (st.rendezvous.size() >= max_rendezvous) st.rendezvous.erase(st.rendezvous.begin());
           st.rendezvous[{call.name, call.generation}] = std::move(caller);
         }
-        return relay<communicator_ready>(self, communicator_atom::value, std::move(call));
+        const std::string name = call.name;
+        const std::uint64_t generation = call.generation;
+        return relay_checked<communicator_ready>(
+            self,
+            [self, name, generation](const communicator_ready& ready) -> caf::error {
+              if (ready.name != name || ready.generation != generation ||
+                  (ready.engine != "gloo" && ready.engine != "nccl")) {
+                return self->state.mismatch("a communicator other than the one asked for");
+              }
+              return {};
+            },
+            communicator_atom::value, std::move(call));
       },
       [self](alloc_atom, buffer_call& call) -> caf::result<buffer_handle> {
         return relay<buffer_handle>(self, alloc_atom::value, std::move(call));
       },
       [self](store_atom, buffer_call& call) -> caf::result<op_notice> {
-        return relay<op_notice>(self, store_atom::value, std::move(call));
+        return relay_checked<op_notice>(self, one_end(self), store_atom::value, std::move(call));
       },
       [self](fetch_atom, buffer_call& call) -> caf::result<std::vector<std::uint8_t>> {
-        return relay<std::vector<std::uint8_t>>(self, fetch_atom::value, std::move(call));
+        const std::uint64_t bytes = call.bytes;
+        return relay_checked<std::vector<std::uint8_t>>(
+            self,
+            [self, bytes](const std::vector<std::uint8_t>& got) -> caf::error {
+              if (got.size() == bytes) return {};
+              return self->state.mismatch(std::to_string(got.size()) + " bytes to a fetch of " +
+                                          std::to_string(bytes));
+            },
+            fetch_atom::value, std::move(call));
       },
       [self](release_atom, buffer_call& call) -> caf::result<op_notice> {
-        return relay<op_notice>(self, release_atom::value, std::move(call));
+        return relay_checked<op_notice>(self, one_end(self), release_atom::value, std::move(call));
       },
       [self](record_atom, step_spec& spec) -> caf::result<step_handle> {
         if (auto bad = check_input(spec.graph, self->state.limits)) {

@@ -7,7 +7,10 @@
 // it has not answered fails at once with node_lost naming the node, and the link ends with
 // that reason, so later requests on the handle are refused at once (CAF bounces requests to
 // an actor that has ended) and whoever monitors the handle (a cluster) learns why. Work past
-// the node's limits is refused before it leaves the process.
+// the node's limits is refused before it leaves the process. The node is a peer: an answer
+// that cannot be the answer to its request (ends other than one per operation, other bytes
+// than were fetched, a communicator nobody asked for, an end's error past 4 KiB) is refused as
+// node_mismatch naming the node, and the node's errors come back cut to 4 KiB.
 //
 // A local actor that has sent to another process stays in CAF's registry until it ends,
 // so the link cannot end by being unreferenced: remote_node holds a guard that stops it
