@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -768,22 +769,34 @@ BOOST_AUTO_TEST_CASE(a_node_with_an_owner_token_is_held_only_by_the_control_plan
   spawned->stop();
 }
 
-// The owner names other control planes as guests: a guest token it admits, with two quotas
-// (operations open at once, stream time in all). A guest may hand the node work within them,
-// and nothing else; a stranger and a guest that is not admitted any more are refused; only
-// the owner admits.
+// A node with an owner token, and its owner's control plane holding it (claimed).
+struct owned_node {
+  explicit owned_node(const std::string& name)
+      : node{name, {"--cudactor.node.owner-token=" + token}} {
+    BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
+    auto reached = connect_node(owner.system, "127.0.0.1", node.port, connect_limit());
+    BOOST_REQUIRE_MESSAGE(reached, owner.why(reached));
+    mine = std::move(*reached);
+    auto claimed = owner.ask<bool>(mine->actor, claim_atom::value, token);
+    BOOST_REQUIRE_MESSAGE(claimed, owner.why(claimed));
+  }
+  const std::string token = "0123456789abcdef-the-owner";
+  const std::string guest_token = "0123456789abcdef-a-guest";
+  node_process node;
+  control_plane owner;
+  std::optional<remote_node> mine;
+};
+
 BOOST_AUTO_TEST_CASE(the_owners_barrier_does_not_wait_for_a_guests_work) {
   // A guest within its quotas hands the node a long operation: the owner's barrier call
   // arrives at once, having waited for none of the guest's requests (before, it waited for
   // them all, and a cluster barrier with a shorter limit timed out on the guest's work).
-  const std::string token = "0123456789abcdef-the-owner";
-  const std::string guest_token = "0123456789abcdef-a-guest";
-  node_process node{"guest-barrier", {"--cudactor.node.owner-token=" + token}};
-  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
-  control_plane owner;
-  auto mine = connect_node(owner.system, "127.0.0.1", node.port, connect_limit());
-  BOOST_REQUIRE_MESSAGE(mine, owner.why(mine));
-  BOOST_REQUIRE(owner.ask<bool>(mine->actor, claim_atom::value, token));
+  owned_node on{"guest-barrier"};
+  const std::string& token = on.token;
+  const std::string& guest_token = on.guest_token;
+  node_process& node = on.node;
+  control_plane& owner = on.owner;
+  auto& mine = on.mine;
   auto admitted =
       owner.ask<bool>(mine->actor, admit_atom::value, guest_call{token, guest_token, 4, 60s});
   BOOST_REQUIRE_MESSAGE(admitted, owner.why(admitted));
@@ -846,16 +859,17 @@ BOOST_AUTO_TEST_CASE(communicators_go_with_the_owner_that_made_them) {
   BOOST_TEST(made->generation == 1u);
 }
 
+// The owner names other control planes as guests: a guest token it admits, with two quotas
+// (operations open at once, stream time in all). A guest may hand the node work within them,
+// and nothing else; a stranger and a guest that is not admitted any more are refused; only
+// the owner admits.
 BOOST_AUTO_TEST_CASE(guests_the_owner_admits_work_within_their_quotas_and_nothing_else) {
-  const std::string token = "0123456789abcdef-the-owner";
-  const std::string guest_token = "0123456789abcdef-a-guest";
-  node_process node{"shared", {"--cudactor.node.owner-token=" + token}};
-  BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
-  control_plane owner;
-  auto mine = connect_node(owner.system, "127.0.0.1", node.port, connect_limit());
-  BOOST_REQUIRE_MESSAGE(mine, owner.why(mine));
-  auto claimed = owner.ask<bool>(mine->actor, claim_atom::value, token);
-  BOOST_REQUIRE_MESSAGE(claimed, owner.why(claimed));
+  owned_node on{"shared"};
+  const std::string& token = on.token;
+  const std::string& guest_token = on.guest_token;
+  node_process& node = on.node;
+  control_plane& owner = on.owner;
+  auto& mine = on.mine;
   control_plane guest;
   auto theirs = connect_node(guest.system, "127.0.0.1", node.port, connect_limit());
   BOOST_REQUIRE_MESSAGE(theirs, guest.why(theirs));
