@@ -336,11 +336,11 @@ caf::result<communicator_info> make_group(cluster_pointer self, const std::strin
   g.since = clock::now();
   g.promise = self->make_response_promise<communicator_info>();
   const std::uint64_t generation = g.generation;
-  // A node makes its rank within the rendezvous and then the engine's connecting, each under
-  // its limit: one that has not answered well after both (up, but silent) fails the making,
-  // named, rather than keep the name "being made" for good.
-  const caf::timespan answer_limit =
-      st.options.rendezvous_timeout + st.options.collective_timeout + std::chrono::seconds{10};
+  // A node makes its rank within the rendezvous and then the engine's connecting (Gloo's
+  // connectFullMesh, NCCL's init), each under the rendezvous limit: one that has not answered
+  // well after both (up, but silent) fails the making, named, rather than keep the name
+  // "being made" for good.
+  const caf::timespan answer_limit = 2 * st.options.rendezvous_timeout + std::chrono::seconds{10};
   for (std::size_t rank = 0; rank < ranks.size(); ++rank) {
     const std::size_t index = ranks[rank];
     communicator_call call{name,
@@ -382,7 +382,7 @@ caf::result<communicator_info> make_group(cluster_pointer self, const std::strin
                             std::to_string(
                                 std::chrono::duration_cast<std::chrono::seconds>(answer_limit)
                                     .count()) +
-                            " s (the rendezvous and collective timeouts and 10 s)"
+                            " s (twice the rendezvous timeout and 10 s)"
                       : cluster_state::describe(err);
               st.break_group(self, name, it->second,
                              "rank " + std::to_string(rank) + " (" + st.members[index].who() +

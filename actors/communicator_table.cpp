@@ -134,15 +134,14 @@ bool communicator_table::abort(const std::string& name, std::uint64_t generation
 
 bool communicator_table::remove(const std::string& name, std::uint64_t generation,
                                 const std::string& why) {
-  return extract(name, generation, why) != nullptr;
+  auto c = extract(name, generation);
+  if (c) c->abort(why);
+  return c != nullptr;
 }
 
 std::shared_ptr<gpu::communicator> communicator_table::extract(const std::string& name,
-                                                               std::uint64_t generation,
-                                                               const std::string& why) {
-  auto c = take(name, generation, true);
-  if (c) c->abort(why);
-  return c;
+                                                               std::uint64_t generation) {
+  return take(name, generation, true);
 }
 
 void communicator_table::clear(const std::string& why) {

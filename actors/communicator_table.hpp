@@ -63,12 +63,12 @@ class communicator_table {
   // Aborts the communicator called `name` with `why` and forgets it; generation 0: whichever
   // it holds. False when it holds no such one.
   bool remove(const std::string& name, std::uint64_t generation, const std::string& why);
-  // As remove(), but hands the aborted communicator back (null when there was none), so that
-  // the caller chooses the thread its last reference goes on: a communicator's destructor may
-  // wait for its abort, which no actor may.
+  // Takes the communicator called `name` out of the table without aborting it, and hands it
+  // back (null when there was none), so that the caller chooses the thread its abort and its
+  // last reference go on: either may wait (an abort for a call in progress, a destructor for
+  // its abort), which no actor may.
   [[nodiscard]] std::shared_ptr<gpu::communicator> extract(const std::string& name,
-                                                           std::uint64_t generation,
-                                                           const std::string& why);
+                                                           std::uint64_t generation);
 
   // Breaks the communicator called `name` with `why` but keeps it (a peer the cluster lost:
   // what is pending fails, and later calls too, naming it, until it is rebuilt); generation 0:

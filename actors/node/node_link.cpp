@@ -31,7 +31,8 @@ struct node_link_state {
   // a node is a peer, and what it says is passed on to whoever asked.
   caf::error from_node(const caf::error& err) const {
     if (err.category() == error_category) {
-      return make_error(static_cast<errc>(err.code()), bounded(error_context(err)));
+      if (describe(err).size() <= max_error_words) return err;
+      return make_error(static_cast<errc>(err.code()), bounded(describe(err)));
     }
     return make_error(errc::node_lost, who + ": " + bounded(describe(err)));
   }
@@ -99,7 +100,7 @@ caf::result<T> relay(link_pointer self, Ts&&... xs) {
 
 // An operation's end: its error in bounded words.
 caf::error check_end(const node_link_state& st, const op_notice& n) {
-  if (n.cause && error_context(n.cause).size() > node_link_state::max_error_words) {
+  if (n.cause && describe(n.cause).size() > node_link_state::max_error_words) {
     return st.mismatch("an end whose error is longer than " +
                        std::to_string(node_link_state::max_error_words) + " bytes");
   }
@@ -233,7 +234,25 @@ node_actor::behavior_type node_link_behavior(link_pointer self, node_actor remot
       },
       [self](replay_atom, replay_request& request) -> caf::result<step_outcome> {
         if (auto bad = check_input(request, self->state.limits)) return refused(self->state, bad);
-        return relay<step_outcome>(self, replay_atom::value, std::move(request));
+        const step_handle step = request.step;
+        return relay_checked<step_outcome>(
+            self,
+            [self, step](const step_outcome& out) -> caf::error {
+              const auto& st = self->state;
+              const std::size_t most = st.limits.max_graph_ops;
+              const auto too_long = [](const caf::error& e) {
+                return e && describe(e).size() > node_link_state::max_error_words;
+              };
+              bool bad = out.step != step || out.ops.size() > most || too_long(out.cause);
+              for (std::size_t i = 0; !bad && i < out.ops.size(); ++i) {
+                bad = out.ops[i].index >= most || too_long(out.ops[i].cause);
+              }
+              return bad ? st.mismatch(
+                               "a replay's outcome that is not the step's, or past its "
+                               "bounds (operations, error words)")
+                         : caf::error{};
+            },
+            replay_atom::value, std::move(request));
       },
       [self](release_atom, step_handle& step) -> caf::result<bool> {
         return relay<bool>(self, release_atom::value, step);

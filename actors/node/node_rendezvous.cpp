@@ -153,17 +153,18 @@ void node_rendezvous::retire(const std::string& name, std::uint64_t generation,
                              const std::string& why) {
   join_retired(false);
   if (!table_) return;
-  std::shared_ptr<gpu::communicator> c = table_->extract(name, generation, why);
+  std::shared_ptr<gpu::communicator> c = table_->extract(name, generation);
   if (!c) return;
   auto done = std::make_shared<std::atomic<bool>>(false);
   try {
-    retiring_.push_back(retiring{std::thread([c = std::move(c), done]() mutable {
+    retiring_.push_back(retiring{std::thread([c, why, done]() mutable {
+                                   c->abort(why);
                                    c.reset();
                                    done->store(true, std::memory_order_release);
                                  }),
                                  done});
   } catch (const std::system_error&) {
-    // No thread to be had: it goes here (aborted already, so its wait is bounded).
+    c->abort(why);  // no thread to be had: here, bounded by the call in progress
   }
 }
 

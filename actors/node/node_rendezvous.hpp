@@ -81,9 +81,10 @@ class node_rendezvous {
   void lost(const std::string& name, std::uint64_t generation, const std::string& why);
   // A rank's thread ended (after `done`): joins it.
   void finished(const std::string& name, std::uint64_t generation);
-  // Aborts this node's rank of `name`'s generation `generation` and takes it out of the table
-  // (its control plane is gone), its last reference dropped on a thread of its own: the
-  // destructor may wait for the abort. Nothing when the table holds no such one.
+  // Takes this node's rank of `name`'s generation `generation` out of the table (its control
+  // plane is gone), then aborts it and drops it on a thread of its own: the abort may wait for
+  // a call in progress, the destructor for the abort. Nothing when the table holds no such
+  // one.
   void retire(const std::string& name, std::uint64_t generation, const std::string& why);
   // Cancels every rendezvous in progress (the node is closing), and waits for the retired.
   void close(const std::string& why);

@@ -814,7 +814,7 @@ BOOST_AUTO_TEST_CASE(the_owners_barrier_does_not_wait_for_a_guests_work) {
       .receive([&](bool b) { taken = b; },
                [&](caf::error& e) { BOOST_ERROR("claim: " << guest.render(e)); });
   BOOST_REQUIRE(taken);
-  auto arrived = owner.ask_for<node_arrival>(scaled(20s), mine->actor, synchronize_atom::value,
+  auto arrived = owner.ask_for<node_arrival>(20s, mine->actor, synchronize_atom::value,
                                              barrier_call{"job", 1, caf::timespan{0}, token});
   BOOST_REQUIRE_MESSAGE(arrived, owner.why(arrived));
   BOOST_TEST(arrived->waited == 0u);
@@ -835,7 +835,7 @@ BOOST_AUTO_TEST_CASE(communicators_go_with_the_owner_that_made_them) {
   BOOST_REQUIRE_MESSAGE(node.port != 0, "no port printed: " << read_file(node.log));
   const auto make = [&](control_plane& cp, const node_actor& n, std::uint64_t generation) {
     return cp.ask_for<communicator_ready>(
-        scaled(60s), n, communicator_atom::value,
+        60s, n, communicator_atom::value,
         communicator_call{"grads", generation, 0, {"comms"}, 10s, 10s, {}});
   };
   {
