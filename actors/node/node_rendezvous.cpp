@@ -25,6 +25,10 @@ gpu::status relay_store::set(const std::string& key, std::vector<char> value) {
       return {gpu::status_code::resource_exhausted,
               "the rendezvous holds " + std::to_string(max_keys_) + " keys, its most"};
     }
+    if (!take_bytes(value.size())) {
+      return {gpu::status_code::resource_exhausted,
+              "the node's rendezvous values are at their bound (64 MiB over every making)"};
+    }
     values_[key] = std::move(value);
   }
   changed_.notify_all();
@@ -50,10 +54,16 @@ bool relay_store::put(const std::string& key, const std::string& value) {
     std::lock_guard<std::mutex> lock{mutex_};
     auto it = values_.find(key);
     if (it != values_.end()) return std::string(it->second.begin(), it->second.end()) == value;
-    if (values_.size() >= max_keys_) return false;
+    if (values_.size() >= max_keys_ || !take_bytes(value.size())) return false;
     values_.emplace(key, std::vector<char>(value.begin(), value.end()));
   }
   changed_.notify_all();
+  return true;
+}
+
+bool relay_store::take_bytes(std::uint64_t n) {
+  if (budget_ && !budget_->take(n)) return false;
+  bytes_ += n;
   return true;
 }
 
@@ -93,7 +103,7 @@ caf::error node_rendezvous::start(const communicator_call& call, publish_fn publ
                                                                 const std::string& value) {
         publish(rendezvous_entry{name, generation, key, value});
       },
-      max_keys);
+      max_keys, budget_);
   gpu::gloo_options o;
   o.name = call.name;
   o.generation = call.generation;

@@ -10,6 +10,7 @@
 
 #include <caf/error.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -29,13 +30,43 @@
 
 namespace cudactor::detail {
 
+// The bytes of rendezvous values a node holds, over all its stores at once: each store is
+// bounded by keys, but an owner may make 64 at a time of up to 1024 ranks each, and each value
+// may be 256 KiB. Shared by the node's stores; each gives its bytes back as it goes.
+class rendezvous_budget {
+ public:
+  explicit rendezvous_budget(std::uint64_t most) noexcept : most_(most) {}
+  // Takes `bytes`; false (nothing taken) when that would pass the bound.
+  [[nodiscard]] bool take(std::uint64_t bytes) noexcept {
+    std::uint64_t now = used_.load(std::memory_order_relaxed);
+    do {
+      if (bytes > most_ - std::min(now, most_)) return false;
+    } while (!used_.compare_exchange_weak(now, now + bytes, std::memory_order_relaxed));
+    return true;
+  }
+  void give(std::uint64_t bytes) noexcept { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t used() const noexcept {
+    return used_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  const std::uint64_t most_;
+  std::atomic<std::uint64_t> used_{0};
+};
+
 // A rendezvous store whose writes are also published (to the cluster) and whose reads wait
-// for what the other ranks published (put). Bounded: at most `max_keys` keys.
+// for what the other ranks published (put). Bounded: at most `max_keys` keys, and its values'
+// bytes taken from `budget` (the node's, for all its stores) until the store goes.
 class relay_store final : public gpu::rendezvous_store {
  public:
   using publish_fn = std::function<void(const std::string& key, const std::string& value)>;
-  relay_store(publish_fn publish, std::size_t max_keys)
-      : publish_(std::move(publish)), max_keys_(max_keys) {}
+  relay_store(publish_fn publish, std::size_t max_keys, std::shared_ptr<rendezvous_budget> budget)
+      : publish_(std::move(publish)), max_keys_(max_keys), budget_(std::move(budget)) {}
+  relay_store(const relay_store&) = delete;
+  relay_store& operator=(const relay_store&) = delete;
+  ~relay_store() override {
+    if (budget_) budget_->give(bytes_);
+  }
 
   [[nodiscard]] gpu::status set(const std::string& key, std::vector<char> value) override;
   [[nodiscard]] gpu::result<std::vector<char>> get(const std::string& key,
@@ -46,8 +77,13 @@ class relay_store final : public gpu::rendezvous_store {
   void cancel(const std::string& why);
 
  private:
+  // Takes `n` bytes for a value (under mutex_).
+  [[nodiscard]] bool take_bytes(std::uint64_t n);
+
   publish_fn publish_;
   std::size_t max_keys_;
+  std::shared_ptr<rendezvous_budget> budget_;
+  std::uint64_t bytes_ = 0;  // taken from budget_
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<std::string, std::vector<char>> values_;
@@ -103,6 +139,9 @@ class node_rendezvous {
   bool host_;
   int device_;
   std::map<key, run> runs_;
+  // The rendezvous values this node holds at once, over every making (64 MiB).
+  std::shared_ptr<rendezvous_budget> budget_ =
+      std::make_shared<rendezvous_budget>(std::uint64_t{64} << 20);
   struct retiring {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
