@@ -1,3 +1,12 @@
+// actors/cluster_actor.cpp
+//
+// The cluster: a control plane's actor over its nodes. Past 600 lines because its three jobs
+// share one member table and its up/down tracking (a lost node fails the requests forwarded
+// to it, the barrier generations waiting for it and the communicators it had a rank in):
+// barrier generations across nodes, requests forwarded to one node, and communicators made
+// over the nodes that are up with the cluster as their rendezvous. What stands on its own is
+// apart: which rendezvous keys a rank may write (rendezvous_keys.cpp), the link to each node
+// (node/node_link.cpp).
 #include "cudactor/actors/cluster_actor.hpp"
 
 #include "cudactor/actors/detail/wait_keys.hpp"

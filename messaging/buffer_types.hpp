@@ -32,6 +32,13 @@ struct buffer_id {
     return a.owner == b.owner && a.slot == b.slot && a.generation == b.generation;
   }
   friend bool operator!=(const buffer_id& a, const buffer_id& b) noexcept { return !(a == b); }
+  // By slot, then generation, then owner: the order sorted look-ups and a step's union of
+  // uses go by.
+  friend bool operator<(const buffer_id& a, const buffer_id& b) noexcept {
+    if (a.slot != b.slot) return a.slot < b.slot;
+    if (a.generation != b.generation) return a.generation < b.generation;
+    return a.owner < b.owner;
+  }
 };
 
 template <class Inspector>

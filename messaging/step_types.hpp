@@ -37,6 +37,10 @@ struct step_handle {
     return a.slot == b.slot && a.generation == b.generation;
   }
   friend bool operator!=(const step_handle& a, const step_handle& b) noexcept { return !(a == b); }
+  // By slot, then generation: for sorted look-ups.
+  friend bool operator<(const step_handle& a, const step_handle& b) noexcept {
+    return a.slot != b.slot ? a.slot < b.slot : a.generation < b.generation;
+  }
 };
 
 template <class Inspector>

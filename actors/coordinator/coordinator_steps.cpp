@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cassert>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -21,11 +20,6 @@ namespace {
 
 caf::error refuse_op(std::size_t i, const std::string& why) {
   return make_error(errc::invalid_argument, "record: step op " + std::to_string(i) + " " + why);
-}
-
-// A total order of buffer ids, for the sorted look-ups of a replay's bindings.
-bool id_before(const buffer_id& a, const buffer_id& b) noexcept {
-  return std::tie(a.owner, a.slot, a.generation) < std::tie(b.owner, b.slot, b.generation);
 }
 
 }  // namespace
@@ -205,15 +199,16 @@ caf::error coordinator_state::bind(const replay_request& request, const recorded
   // Every look-up below is a binary search over sorted ids: a replay may bind as many buffers
   // as its owner holds, of a step with up to max_graph_ops operations, and a look through
   // every binding per use (or per pair of buffers) made one request quadratic.
-  std::vector<buffer_id> used = step.buffers;
-  std::sort(used.begin(), used.end(), id_before);
+  // The step's buffers come in buffer_id's order already (union_of_uses goes by it).
+  const std::vector<buffer_id>& used = step.buffers;
+  assert(std::is_sorted(used.begin(), used.end()));
   std::vector<std::pair<buffer_id, buffer_id>> map;  // recorded -> bound, sorted by recorded
   map.reserve(request.bindings.size());
   for (const buffer_binding& b : request.bindings) map.emplace_back(b.from, b.to);
   std::stable_sort(map.begin(), map.end(),
-                   [](const auto& x, const auto& y) { return id_before(x.first, y.first); });
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
   for (std::size_t i = 0; i < map.size(); ++i) {
-    if (!std::binary_search(used.begin(), used.end(), map[i].first, id_before)) {
+    if (!std::binary_search(used.begin(), used.end(), map[i].first)) {
       return make_error(errc::invalid_argument, label + " binds " + to_string(map[i].first) +
                                                     ", which the step does not use");
     }
@@ -241,10 +236,9 @@ caf::error coordinator_state::bind(const replay_request& request, const recorded
     }
   }
   const auto bound = [&](const buffer_id& id) {
-    auto it = std::lower_bound(map.begin(), map.end(), id,
-                               [](const std::pair<buffer_id, buffer_id>& x, const buffer_id& y) {
-                                 return id_before(x.first, y);
-                               });
+    auto it = std::lower_bound(
+        map.begin(), map.end(), id,
+        [](const std::pair<buffer_id, buffer_id>& x, const buffer_id& y) { return x.first < y; });
     return it != map.end() && it->first == id ? it->second : id;
   };
   // The step's dependencies were inferred among distinct buffers: they must stay distinct.
@@ -253,9 +247,7 @@ caf::error coordinator_state::bind(const replay_request& request, const recorded
   for (std::size_t i = 0; i < step.buffers.size(); ++i) {
     after.emplace_back(bound(step.buffers[i]), i);
   }
-  std::sort(after.begin(), after.end(), [](const auto& x, const auto& y) {
-    return id_before(x.first, y.first) || (x.first == y.first && x.second < y.second);
-  });
+  std::sort(after.begin(), after.end());  // by bound id, then index
   for (std::size_t k = 1; k < after.size(); ++k) {
     if (after[k - 1].first == after[k].first) {
       return make_error(errc::invalid_argument,
@@ -391,16 +383,11 @@ caf::error coordinator_state::start_replay(replay_request& request,
 
 void coordinator_state::cancel_replays(const std::vector<step_handle>& steps) {
   if (closing_ || replays_.empty() || steps.empty()) return;
-  const auto key = [](const step_handle& h) {
-    return (std::uint64_t{h.slot} << 32) | h.generation;
-  };
-  std::vector<std::uint64_t> named;
-  named.reserve(steps.size());
-  for (const step_handle& h : steps) named.push_back(key(h));
+  std::vector<step_handle> named = steps;
   std::sort(named.begin(), named.end());
   std::vector<op_id> ids;
   for (const auto& [op, replay] : replays_) {
-    if (std::binary_search(named.begin(), named.end(), key(replay->handle()))) ids.push_back(op);
+    if (std::binary_search(named.begin(), named.end(), replay->handle())) ids.push_back(op);
   }
   std::sort(ids.begin(), ids.end());  // oldest first
   bool any = false;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <tuple>
 #include <utility>
 
 namespace cudactor::detail {
@@ -84,7 +83,7 @@ ranges minus(const byte_range& r, const written_map& done) {
 }  // namespace
 
 std::vector<buffer_use> union_of_uses(const std::vector<recorded_step::op>& ops) {
-  // By buffer (slot, generation, owner), in a stable order: the bytes the step reads before
+  // By buffer (buffer_id's order), in a stable order: the bytes the step reads before
   // writing them (reads from outside the step), and the bytes it writes. Operations in the
   // graph's order, which is the order inference used; an operation's reads before its writes.
   struct seen {
@@ -92,9 +91,9 @@ std::vector<buffer_use> union_of_uses(const std::vector<recorded_step::op>& ops)
     ranges outside_reads;
     written_map written;
   };
-  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, seen> by_buffer;
+  std::map<buffer_id, seen> by_buffer;
   const auto at = [&](const buffer_id& id) -> seen& {
-    seen& s = by_buffer[{id.slot, id.generation, id.owner}];
+    seen& s = by_buffer[id];
     s.id = id;
     return s;
   };

@@ -40,7 +40,7 @@ struct recorded_step {
   // replay is one operation on the plan's home stream that launches it.
   std::shared_ptr<step_graph> graph;
   std::vector<buffer_use> union_uses;  // over the recorded buffers
-  std::vector<buffer_id> buffers;      // each buffer it uses, once
+  std::vector<buffer_id> buffers;      // each buffer it uses, once, in buffer_id's order
   std::string name;  // what its replays go by (the operation's description, the metrics)
   op_priority priority = op_priority::normal;
   std::int64_t recorded_ns = 0;  // what recording took

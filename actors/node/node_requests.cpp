@@ -164,10 +164,7 @@ std::vector<step_handle> node_requests::replays_from(const caf::node_id& from) c
   for (const auto& [key, p] : pending_) {
     if (p.kind == pending_request::answer::replay && p.from == from) out.push_back(p.step);
   }
-  const auto before = [](const step_handle& a, const step_handle& b) {
-    return a.slot != b.slot ? a.slot < b.slot : a.generation < b.generation;
-  };
-  std::sort(out.begin(), out.end(), before);
+  std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
